@@ -1,0 +1,30 @@
+# Every target bootstraps .venv itself: on a fresh machine `make test` is all it takes.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: build check test lint clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+build: $(STAMP)
+	$(BIN)/python -m content_builder build
+
+check: $(STAMP)
+	$(BIN)/python -m content_builder check --frozen
+
+lint: $(STAMP)
+	$(BIN)/ruff check .
+
+test: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/python -m content_builder check --frozen
+	$(BIN)/python -m pytest -q
+
+clean:
+	rm -rf $(VENV) dist .pytest_cache .ruff_cache .hypothesis

@@ -1,0 +1,1 @@
+"""Render a product website's content as a static, read-only API for AI agents."""

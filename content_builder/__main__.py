@@ -1,0 +1,5 @@
+import sys
+
+from content_builder.cli import main
+
+sys.exit(main())

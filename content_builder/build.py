@@ -1,0 +1,95 @@
+"""The build as a pipeline of named steps: load -> date -> render -> check -> write.
+
+Pure up to `write`: `plan` turns site_data into artifacts without touching the disk,
+so `check`, `serve`, the Pulumi program and the tests all share it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from content_builder import paths
+from content_builder.artifacts import Artifact, json_body, text_body
+from content_builder.errors import Problem, SiteDataError
+from content_builder.loader import LOCK_FILE, Site, display_path, load_site
+from content_builder.lock import Lock, LockChange, lock_body, read_lock, resolve
+from content_builder.render.discovery import discovery_document
+from content_builder.render.documents import build_catalog, tracked
+from content_builder.render.errors import not_found
+from content_builder.render.indexes import content_index, search_index
+from content_builder.render.llms import llms_full_txt, llms_txt
+from content_builder.render.mcp import mcp_manifest
+from content_builder.render.openapi import openapi_document
+from content_builder.validate import check_artifacts, check_authored_links
+from content_builder.writer import FileReport, write_file_atomically, write_output
+
+
+@dataclass(frozen=True)
+class Plan:
+    site: Site
+    artifacts: list[Artifact]
+    lock: Lock
+    lock_changes: list[LockChange]
+
+
+def render(site: Site, lock: Lock) -> list[Artifact]:
+    """Every published file, leaves first, entry points last."""
+    catalog = build_catalog(site, lock)
+    manifest = json_body(mcp_manifest(site, catalog))
+    return [
+        *(
+            Artifact(paths.document(document.id), json_body(document), loaded.file)
+            for loaded, document in catalog.documents
+        ),
+        *(Artifact(paths.faq(faq.id), json_body(faq), loaded.file) for loaded, faq in catalog.faqs),
+        Artifact(paths.ARCHITECTURE, json_body(site.architecture), site.architecture_file),
+        Artifact(paths.ON_SITE_AGENT, json_body(site.on_site_agent), site.on_site_agent_file),
+        Artifact(paths.NOT_FOUND, json_body(not_found(site))),
+        Artifact(paths.CONTENT_INDEX, json_body(content_index(site, catalog))),
+        Artifact(paths.SEARCH_INDEX, json_body(search_index(site, catalog))),
+        Artifact(paths.LLMS_FULL_TXT, text_body(llms_full_txt(site, catalog))),
+        Artifact(paths.MCP_MANIFEST, manifest),
+        Artifact(paths.MCP_WELL_KNOWN, manifest),
+        Artifact(paths.OPENAPI, json_body(openapi_document(site, catalog))),
+        Artifact(paths.discovery(site.config.brand), json_body(discovery_document(site, catalog))),
+        Artifact(paths.LLMS_TXT, text_body(llms_txt(site, catalog))),
+    ]
+
+
+def stale_lock_error(site: Site, changes: list[LockChange]) -> SiteDataError:
+    lock_file = display_path(site.root / LOCK_FILE)
+    return SiteDataError(
+        [
+            Problem(
+                change.file or lock_file,
+                None,
+                f"{change.reason} since {LOCK_FILE} was written (id {change.id!r}); run "
+                f"`python -m content_builder build` and commit {lock_file}",
+            )
+            for change in changes
+        ]
+    )
+
+
+def plan(site_dir: Path, base_url: str | None = None, frozen: bool = False) -> Plan:
+    site = load_site(site_dir, base_url)
+    old_lock = read_lock(site.root / LOCK_FILE, display_path(site.root / LOCK_FILE))
+    lock, changes = resolve(old_lock, tracked(site))
+    if frozen and changes:
+        raise stale_lock_error(site, changes)
+    artifacts = render(site, lock)
+    check_authored_links(site, frozenset(a.path for a in artifacts))
+    check_artifacts(site, artifacts)
+    return Plan(site, artifacts, lock, changes)
+
+
+def build(
+    site_dir: Path, out_dir: Path, base_url: str | None = None, frozen: bool = False
+) -> tuple[Plan, list[FileReport]]:
+    result = plan(site_dir, base_url, frozen)
+    report = write_output(result.artifacts, out_dir, result.site.base_url)
+    if result.lock_changes:
+        # After the output: a failed write must leave both the output and the lock as they were.
+        write_file_atomically(result.site.root / LOCK_FILE, lock_body(result.lock))
+    return result, report

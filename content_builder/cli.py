@@ -1,0 +1,68 @@
+"""Command line: `python -m content_builder build|check`."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from content_builder.build import build, plan
+from content_builder.errors import SiteDataError
+from content_builder.writer import FileReport
+
+DEFAULT_SITE = Path("site_data")
+DEFAULT_OUT = Path("dist")
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m content_builder",
+        description="Render a website's content as a static agent-access API.",
+    )
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    build_cmd = commands.add_parser("build", help="render every file into the output folder")
+    build_cmd.add_argument("--site", type=Path, default=DEFAULT_SITE, help="site data folder")
+    build_cmd.add_argument("--out", type=Path, default=DEFAULT_OUT, help="output folder")
+    build_cmd.add_argument("--base-url", help="override site.yaml base_url")
+    build_cmd.add_argument(
+        "--frozen", action="store_true", help="fail instead of updating content.lock.json"
+    )
+
+    check_cmd = commands.add_parser("check", help="validate site data without writing anything")
+    check_cmd.add_argument("--site", type=Path, default=DEFAULT_SITE, help="site data folder")
+    check_cmd.add_argument(
+        "--frozen", action="store_true", help="also fail when content.lock.json is stale"
+    )
+    return parser
+
+
+def format_report(rows: list[FileReport]) -> str:
+    width = max(len(row.path) for row in rows)
+    lines = [f"{'file':<{width}}  {'bytes':>8}  status"]
+    lines += [f"{row.path:<{width}}  {row.size:>8}  {row.status}" for row in rows]
+    changed = sum(row.status != "unchanged" for row in rows)
+    lines.append(f"{len([r for r in rows if r.status != 'removed'])} files, {changed} changed")
+    return "\n".join(lines)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        if args.command == "build":
+            result, rows = build(args.site, args.out, args.base_url, args.frozen)
+            print(format_report(rows))
+            for change in result.lock_changes:
+                print(f"lock: {change.id}: {change.reason}")
+            print(f"wrote {args.out} for {result.site.base_url}")
+        else:
+            result = plan(args.site, frozen=args.frozen)
+            for change in result.lock_changes:
+                print(f"lock would change: {change.id}: {change.reason} (run build)")
+            print(f"ok: {len(result.artifacts)} files would be published")
+    except SiteDataError as error:
+        for problem in error.problems:
+            print(f"error: {problem}", file=sys.stderr)
+        return 1
+    return 0

@@ -1,0 +1,30 @@
+"""The one error type the builder reports to users: a file, a field, what was expected."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class Problem:
+    file: str
+    field: str | None
+    message: str
+
+    def __str__(self) -> str:
+        where = f"{self.file}: field '{self.field}'" if self.field else self.file
+        return f"{where}: {self.message}"
+
+
+@dataclass
+class SiteDataError(Exception):
+    """Bad input or an inconsistent build; carries every problem found, not just the first."""
+
+    problems: list[Problem] = field(default_factory=list)
+
+    def __str__(self) -> str:
+        return "\n".join(str(problem) for problem in self.problems)
+
+    @classmethod
+    def single(cls, file: str, field_name: str | None, message: str) -> SiteDataError:
+        return cls([Problem(file, field_name, message)])

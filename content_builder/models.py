@@ -1,0 +1,347 @@
+"""Pydantic models of every resource the API publishes.
+
+Field names are the spec's (`../shared/spec/service-spec.md`), exactly, including the
+MCP manifest's camelCase ones. These models are the single source of the OpenAPI
+components (see render/openapi.py) and of the checks `verify` runs on live files.
+Where the spec says "not shown" (architecture, on-site agent, the keys inside the
+discovery document's objects, error bodies) the shapes are ours: docs/decisions.md.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+from urllib.parse import urlsplit
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+
+
+def _require_absolute_url(value: str) -> str:
+    parts = urlsplit(value)
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise ValueError(f"expected an absolute http(s) URL, got {value!r}")
+    return value
+
+
+Url = Annotated[
+    str, AfterValidator(_require_absolute_url), Field(json_schema_extra={"format": "uri"})
+]
+Timestamp = Annotated[str, Field(json_schema_extra={"format": "date-time"})]
+ContentType = Literal["page", "faq", "feature", "product"]
+
+
+class Resource(BaseModel):
+    """Published resources reject unknown fields, so a renderer typo fails the build."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+# --- content documents -------------------------------------------------------------
+
+
+class Section(Resource):
+    title: str
+    body: str
+    code_example: str | None = None
+
+
+class PageContent(Resource):
+    """Body of `page`, `faq` and `product` documents (the spec's observed page shape)."""
+
+    headline: str
+    sections: list[Section]
+    contact: str
+    api_base: Url = Field(description="Base URL of the versioned API")
+
+
+class Capability(Resource):
+    title: str
+    description: str
+    endpoints: list[Url]
+
+
+class FeatureContent(Resource):
+    """Body of `feature` documents (the spec's observed feature shape)."""
+
+    headline: str
+    summary: str
+    capabilities: dict[str, Capability]
+    for_agent_developers: str
+
+
+class DocumentMetadata(Resource):
+    content_version: str = Field(description="Semantic version of the document's content")
+    content_hash: str = Field(description="sha256 of the document without metadata and updated_at")
+
+
+class ContentDocument(Resource):
+    id: str
+    title: str
+    content_type: ContentType
+    canonical_url: Url
+    updated_at: Timestamp
+    language: str
+    content: PageContent | FeatureContent
+    metadata: DocumentMetadata
+
+
+class FAQEntry(Resource):
+    id: str
+    question: str
+    answer: str
+
+
+# --- aggregates --------------------------------------------------------------------
+
+
+class ContentIndexEntry(Resource):
+    id: str
+    title: str
+    content_type: ContentType
+    canonical_url: Url
+    api_url: Url
+    description: str
+    updated_at: Timestamp
+
+
+class ContentIndex(Resource):
+    version: str
+    total_documents: int
+    documents: list[ContentIndexEntry]
+
+
+class SearchEntry(Resource):
+    id: str
+    title: str
+    description: str
+    api_url: Url
+    keywords: list[str]
+
+
+class SearchIndex(Resource):
+    version: str
+    entries: list[SearchEntry]
+
+
+# --- discovery ---------------------------------------------------------------------
+
+
+class DiscoveryInterfaces(Resource):
+    discovery: Url
+    content_index: Url
+    search_index: Url
+    mcp_manifest: Url
+    mcp_well_known: Url
+    openapi: Url
+    architecture: Url
+    on_site_agent: Url
+    llms_txt: Url
+    llms_full_txt: Url
+
+
+class DiscoveryContent(Resource):
+    language: str
+    total_documents: int
+    total_faq: int
+    documents: dict[str, Url] = Field(description="Document id -> api_url")
+    faq: dict[str, Url] = Field(description="FAQ id -> api_url")
+
+
+class McpProtocol(Resource):
+    version: str
+    manifest: Url
+    well_known: Url
+    transport: str
+    json_rpc_server: Literal["available", "planned"]
+
+
+class OpenApiProtocol(Resource):
+    version: str
+    url: Url
+
+
+class LlmsTxtProtocol(Resource):
+    index: Url
+    full: Url
+
+
+class DiscoveryProtocols(Resource):
+    mcp: McpProtocol
+    openapi: OpenApiProtocol
+    llms_txt: LlmsTxtProtocol
+
+
+class DiscoveryAccess(Resource):
+    authentication: Literal["none"]
+    methods: list[str]
+    transport: str
+    cors: str
+    rate_limit: str
+    search: str
+    freshness: str
+    contact: str
+
+
+class DiscoveryDocument(Resource):
+    name: str
+    description: str
+    website: Url
+    api_version: str
+    interfaces: DiscoveryInterfaces
+    content: DiscoveryContent
+    protocols: DiscoveryProtocols
+    access: DiscoveryAccess
+
+
+# --- MCP manifest ------------------------------------------------------------------
+
+
+class McpServerInfo(Resource):
+    name: str
+    version: str
+    description: str
+
+
+class McpCapabilities(Resource):
+    tools: bool
+    resources: bool
+    prompts: bool
+
+
+class McpInputSchema(Resource):
+    type: Literal["object"]
+    properties: dict[str, dict[str, Any]]
+    required: list[str]
+
+
+class McpTool(Resource):
+    name: str
+    description: str
+    inputSchema: McpInputSchema
+    endpoint: str = Field(description="'GET <absolute url>'")
+    returns: str
+
+
+class McpResource(Resource):
+    uri: str
+    name: str
+    description: str
+    mimeType: str
+    endpoint: str = Field(description="'GET <absolute url>'")
+
+
+class McpManifest(Resource):
+    mcpVersion: str
+    serverInfo: McpServerInfo
+    capabilities: McpCapabilities
+    tools: list[McpTool]
+    resources: list[McpResource]
+
+
+# --- architecture and on-site agent (shapes are ours: the spec shows no fields) ----
+
+
+class NamedDescription(Resource):
+    name: str
+    description: str
+
+
+class ResourceType(Resource):
+    name: str
+    description: str
+    endpoint: Url = Field(description="Absolute URL, possibly with a {document_id}/{faq_id}")
+
+
+class DataLayer(Resource):
+    description: str
+    layers: list[NamedDescription]
+    resource_types: list[ResourceType]
+
+
+class PipelineStep(Resource):
+    step: int
+    name: str
+    description: str
+
+
+class ProtocolSupport(Resource):
+    name: str
+    version: str
+    status: Literal["available", "planned"]
+    description: str
+    endpoint: Url | None = None
+
+
+class Integration(Resource):
+    authentication: str
+    transport: str
+    cross_origin: str
+    caching: str
+    freshness: str
+    search: str
+    rate_limits: str
+
+
+class ArchitectureDocument(Resource):
+    title: str
+    summary: str
+    data_layer: DataLayer
+    pipeline: list[PipelineStep]
+    protocols: list[ProtocolSupport]
+    integration: Integration
+
+
+class AgentDeployment(Resource):
+    mode: str
+    version: str
+    placement: str
+
+
+class TelemetrySettings(Resource):
+    enabled: bool
+    anonymized: bool
+    retention_days: int
+
+
+class AgentConfiguration(Resource):
+    knowledge_sources: list[Url]
+    languages: list[str]
+    grounding: str
+    escalation: str
+    telemetry: TelemetrySettings
+
+
+class OnSiteAgentStatus(Resource):
+    name: str
+    status: Literal["active", "paused", "disabled", "planned"]
+    description: str
+    deployment: AgentDeployment
+    configuration: AgentConfiguration
+    capabilities: list[str]
+
+
+# --- errors ------------------------------------------------------------------------
+
+
+class ErrorDetail(Resource):
+    status: int
+    code: str
+    message: str
+    discovery: Url
+
+
+class ErrorResponse(Resource):
+    error: ErrorDetail
+
+
+#: Every model that appears as a response body, in the order OpenAPI lists them.
+RESPONSE_MODELS: tuple[type[Resource], ...] = (
+    DiscoveryDocument,
+    ContentIndex,
+    SearchIndex,
+    ContentDocument,
+    FAQEntry,
+    ArchitectureDocument,
+    OnSiteAgentStatus,
+    McpManifest,
+    ErrorResponse,
+)

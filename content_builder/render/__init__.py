@@ -1,0 +1,1 @@
+"""Renderers: one module per endpoint family, all pure functions of (Site, Catalog)."""

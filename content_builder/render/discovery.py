@@ -1,0 +1,79 @@
+"""The discovery document: the canonical entry point, linking every interface."""
+
+from __future__ import annotations
+
+from content_builder import paths
+from content_builder.loader import Site
+from content_builder.models import (
+    DiscoveryAccess,
+    DiscoveryContent,
+    DiscoveryDocument,
+    DiscoveryInterfaces,
+    DiscoveryProtocols,
+    LlmsTxtProtocol,
+    McpProtocol,
+    OpenApiProtocol,
+)
+from content_builder.render.documents import Catalog
+from content_builder.render.mcp import MCP_VERSION
+from content_builder.render.openapi import OPENAPI_VERSION
+from content_builder.routes import HEADER_POLICY
+
+
+def discovery_document(site: Site, catalog: Catalog) -> DiscoveryDocument:
+    def url(path: str) -> str:
+        return site.base_url + path
+
+    return DiscoveryDocument(
+        name=site.config.name,
+        description=site.config.description,
+        website=site.config.website,
+        api_version=site.config.api_version,
+        interfaces=DiscoveryInterfaces(
+            discovery=url(paths.discovery(site.config.brand)),
+            content_index=url(paths.CONTENT_INDEX),
+            search_index=url(paths.SEARCH_INDEX),
+            mcp_manifest=url(paths.MCP_MANIFEST),
+            mcp_well_known=url(paths.MCP_WELL_KNOWN),
+            openapi=url(paths.OPENAPI),
+            architecture=url(paths.ARCHITECTURE),
+            on_site_agent=url(paths.ON_SITE_AGENT),
+            llms_txt=url(paths.LLMS_TXT),
+            llms_full_txt=url(paths.LLMS_FULL_TXT),
+        ),
+        content=DiscoveryContent(
+            language=site.config.language,
+            total_documents=len(catalog.documents),
+            total_faq=len(catalog.faqs),
+            documents={doc.id: url(paths.document(doc.id)) for _, doc in catalog.documents},
+            faq={faq.id: url(paths.faq(faq.id)) for _, faq in catalog.faqs},
+        ),
+        protocols=DiscoveryProtocols(
+            mcp=McpProtocol(
+                version=MCP_VERSION,
+                manifest=url(paths.MCP_MANIFEST),
+                well_known=url(paths.MCP_WELL_KNOWN),
+                transport="static manifest; tools describe plain HTTP GET endpoints",
+                json_rpc_server="planned",
+            ),
+            openapi=OpenApiProtocol(version=OPENAPI_VERSION, url=url(paths.OPENAPI)),
+            llms_txt=LlmsTxtProtocol(index=url(paths.LLMS_TXT), full=url(paths.LLMS_FULL_TXT)),
+        ),
+        access=DiscoveryAccess(
+            authentication="none",
+            methods=["GET"],
+            transport="https",
+            cors=HEADER_POLICY.cors["Access-Control-Allow-Origin"],
+            rate_limit="the CDN's default limits; no service-specific quota",
+            search=(
+                "client-side: fetch the search index, lowercase the query, split it on "
+                "non-alphanumeric characters, keep entries whose keywords contain a query "
+                "word, rank by the number of distinct words matched"
+            ),
+            freshness=(
+                "compare a document's updated_at and metadata.content_hash with your copy; "
+                "every response has a strong ETag and answers If-None-Match with 304"
+            ),
+            contact=site.config.contact,
+        ),
+    )

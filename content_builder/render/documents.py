@@ -1,0 +1,150 @@
+"""Content documents and FAQ entries: the leaves every aggregate is made of."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from content_builder import paths
+from content_builder.artifacts import canonical_json
+from content_builder.loader import BASE_URL_TOKEN, LoadedDocument, LoadedFaq, Site
+from content_builder.lock import Lock, Tracked
+from content_builder.models import (
+    Capability,
+    ContentDocument,
+    DocumentMetadata,
+    FAQEntry,
+    FeatureContent,
+    PageContent,
+    Section,
+)
+from content_builder.source import FeatureContentSource
+
+# Fields left out of metadata.content_hash: the metadata itself, and updated_at, which
+# is derived from the hash (content_hash says *whether* it changed, updated_at *when*).
+_UNHASHED = ("metadata", "updated_at")
+
+
+def _content(site: Site, document: LoadedDocument) -> PageContent | FeatureContent:
+    body = document.content
+    if isinstance(body, FeatureContentSource):
+        return FeatureContent(
+            headline=body.headline,
+            summary=body.summary,
+            capabilities={
+                name: Capability(
+                    title=capability.title,
+                    description=capability.description,
+                    endpoints=list(capability.endpoints),
+                )
+                for name, capability in body.capabilities.items()
+            },
+            for_agent_developers=body.for_agent_developers,
+        )
+    return PageContent(
+        headline=body.headline,
+        sections=[
+            Section(title=s.title, body=s.body, code_example=s.code_example) for s in body.sections
+        ],
+        contact=site.config.contact,
+        api_base=site.base_url + paths.API_PREFIX,
+    )
+
+
+def _unversioned(site: Site, document: LoadedDocument) -> dict[str, Any]:
+    """The document as a client reads it, minus updated_at and metadata."""
+    source = document.source
+    return {
+        "id": source.id,
+        "title": source.title,
+        "content_type": source.content_type,
+        "canonical_url": source.canonical_url,
+        "language": source.language or site.config.language,
+        "content": _content(site, document).model_dump(mode="json", exclude_none=True),
+    }
+
+
+def content_hash(data: dict[str, Any]) -> str:
+    unhashed = {key: value for key, value in data.items() if key not in _UNHASHED}
+    return "sha256:" + hashlib.sha256(canonical_json(unhashed)).hexdigest()
+
+
+def source_hash(site: Site, data: dict[str, Any]) -> str:
+    """content_hash with the deployment's base URL factored out (see lock.py)."""
+    text = canonical_json(data).decode("utf-8").replace(site.base_url, BASE_URL_TOKEN)
+    return "sha256:" + hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def faq_entry(faq: LoadedFaq) -> FAQEntry:
+    return FAQEntry(id=faq.source.id, question=faq.source.question, answer=faq.source.answer)
+
+
+def tracked(site: Site) -> list[Tracked]:
+    """Everything the lock records, documents first, in publication order."""
+    items = [
+        Tracked(d.id, source_hash(site, _unversioned(site, d)), d.source.version, d.file)
+        for d in site.documents
+    ]
+    items += [
+        Tracked(f.id, source_hash(site, faq_entry(f).model_dump(mode="json")), None, f.file)
+        for f in site.faqs
+    ]
+    return items
+
+
+def content_document(site: Site, document: LoadedDocument, lock: Lock) -> ContentDocument:
+    data = _unversioned(site, document)
+    entry = lock[document.id]
+    return ContentDocument.model_validate(
+        {
+            **data,
+            "updated_at": entry.updated_at,
+            "metadata": DocumentMetadata(
+                content_version=entry.content_version, content_hash=content_hash(data)
+            ),
+        }
+    )
+
+
+@dataclass(frozen=True)
+class Catalog:
+    """The rendered leaves, in publication order, and the lock that dated them."""
+
+    documents: tuple[tuple[LoadedDocument, ContentDocument], ...]
+    faqs: tuple[tuple[LoadedFaq, FAQEntry], ...]
+    lock: Lock
+
+
+def build_catalog(site: Site, lock: Lock) -> Catalog:
+    return Catalog(
+        documents=tuple((d, content_document(site, d, lock)) for d in site.documents),
+        faqs=tuple((f, faq_entry(f)) for f in site.faqs),
+        lock=lock,
+    )
+
+
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+
+
+def summarize(text: str, limit: int = 200) -> str:
+    """First sentence of `text`, cut at a word boundary past `limit` characters."""
+    first = _SENTENCE_END.split(" ".join(text.split()), maxsplit=1)[0]
+    if len(first) <= limit:
+        return first
+    return first[:limit].rsplit(" ", 1)[0].rstrip(",;:") + "…"
+
+
+def document_text(document: ContentDocument) -> list[str]:
+    """The prose of a document, for the search index and llms-full.txt (no code)."""
+    body = document.content
+    if isinstance(body, FeatureContent):
+        texts = [body.headline, body.summary]
+        for name, capability in body.capabilities.items():
+            texts += [name.replace("_", " "), capability.title, capability.description]
+        return [*texts, body.for_agent_developers]
+    texts = [body.headline]
+    for section in body.sections:
+        texts += [section.title, section.body]
+    return texts

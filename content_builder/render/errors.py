@@ -1,0 +1,19 @@
+"""The error body CloudFront and `serve` answer unknown paths with (the spec leaves errors open)."""
+
+from __future__ import annotations
+
+from content_builder import paths
+from content_builder.loader import Site
+from content_builder.models import ErrorDetail, ErrorResponse
+
+
+def not_found(site: Site) -> ErrorResponse:
+    return ErrorResponse(
+        error=ErrorDetail(
+            status=404,
+            code="not_found",
+            message="No file is published at this path. The discovery document lists every "
+            "interface.",
+            discovery=site.base_url + paths.discovery(site.config.brand),
+        )
+    )

@@ -1,0 +1,190 @@
+"""The MCP-shaped manifest, exactly as the spec's tool and resource tables say.
+
+A static description only: every tool is a plain HTTP GET the agent makes itself
+(`endpoint: "GET <absolute url>"`); there is no JSON-RPC server yet.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from content_builder import paths
+from content_builder.loader import Site
+from content_builder.models import (
+    McpCapabilities,
+    McpInputSchema,
+    McpManifest,
+    McpResource,
+    McpServerInfo,
+    McpTool,
+)
+from content_builder.render.documents import Catalog
+
+MCP_VERSION = "2024-11-05"
+SERVER_VERSION = "1.0.0"
+JSON_MIME = "application/json"
+TEXT_MIME = "text/plain"
+
+
+def _inputs(**properties: dict[str, Any]) -> McpInputSchema:
+    return McpInputSchema(type="object", properties=properties, required=sorted(properties))
+
+
+def _tools(site: Site, catalog: Catalog) -> list[McpTool]:
+    def get(path: str) -> str:
+        return f"GET {site.base_url}{path}"
+
+    document_ids = [document.id for _, document in catalog.documents]
+    faq_ids = [faq.id for _, faq in catalog.faqs]
+    return [
+        McpTool(
+            name="get_site_overview",
+            description=f"Overview of {site.config.name}: what it is, who it is for and how "
+            "to use it.",
+            inputSchema=_inputs(),
+            endpoint=get(paths.document("site")),
+            returns="ContentDocument (site overview)",
+        ),
+        McpTool(
+            name="get_content_index",
+            description="List every content document and FAQ entry with its title, type, "
+            "description, updated_at and api_url.",
+            inputSchema=_inputs(),
+            endpoint=get(paths.CONTENT_INDEX),
+            returns="ContentIndex",
+        ),
+        McpTool(
+            name="search_content",
+            description="Search the site. Fetch the search index, then keep the entries whose "
+            "keywords contain a word of the query (lowercased, split on non-alphanumerics); "
+            "rank by the number of distinct words matched.",
+            inputSchema=_inputs(
+                query={"type": "string", "minLength": 1, "description": "What to look for."}
+            ),
+            endpoint=get(paths.SEARCH_INDEX),
+            returns="SearchIndex; the client filters its entries by matching the query "
+            "against keywords",
+        ),
+        McpTool(
+            name="get_content_document",
+            description="Retrieve one content document in full by its id.",
+            inputSchema=_inputs(
+                document_id={
+                    "type": "string",
+                    "enum": document_ids,
+                    "description": "Id of the document, as listed by the content index.",
+                }
+            ),
+            endpoint=get(paths.DOCUMENT_TEMPLATE),
+            returns="ContentDocument",
+        ),
+        McpTool(
+            name="get_faq",
+            description="Retrieve one frequently asked question and its answer by id.",
+            inputSchema=_inputs(
+                faq_id={
+                    "type": "string",
+                    "enum": faq_ids,
+                    "description": "Id of the FAQ entry, as listed by the content index.",
+                }
+            ),
+            endpoint=get(paths.FAQ_TEMPLATE),
+            returns="FAQEntry",
+        ),
+        McpTool(
+            name="get_architecture",
+            description="The typed data layer architecture, supported protocols and "
+            "integration details.",
+            inputSchema=_inputs(),
+            endpoint=get(paths.ARCHITECTURE),
+            returns="ArchitectureDocument",
+        ),
+        McpTool(
+            name="get_full_content",
+            description="Every document and FAQ entry as one plain-text file, for a context "
+            "window.",
+            inputSchema=_inputs(),
+            endpoint=get(paths.LLMS_FULL_TXT),
+            returns="text/plain",
+        ),
+    ]
+
+
+def _resources(site: Site) -> list[McpResource]:
+    brand = site.config.brand
+    table = (
+        (
+            "discovery",
+            "Discovery Document",
+            JSON_MIME,
+            paths.discovery(brand),
+            "The canonical entry point, listing every interface.",
+        ),
+        (
+            "content/index",
+            "Content Index",
+            JSON_MIME,
+            paths.CONTENT_INDEX,
+            "Every document and FAQ entry with its api_url and updated_at.",
+        ),
+        (
+            "content/site",
+            "Site Overview",
+            JSON_MIME,
+            paths.document("site"),
+            f"What {site.config.name} is and does.",
+        ),
+        (
+            "content/search-index",
+            "Search Index",
+            JSON_MIME,
+            paths.SEARCH_INDEX,
+            "Pre-tokenized keywords of every document and FAQ entry, for client-side search.",
+        ),
+        (
+            "openapi",
+            "OpenAPI Specification",
+            JSON_MIME,
+            paths.OPENAPI,
+            "OpenAPI 3.1 description of every endpoint.",
+        ),
+        (
+            "architecture",
+            "Architecture Specification",
+            JSON_MIME,
+            paths.ARCHITECTURE,
+            "The typed data layer, supported protocols and integration details.",
+        ),
+        (
+            "llms-full",
+            "Full Content (plaintext)",
+            TEXT_MIME,
+            paths.LLMS_FULL_TXT,
+            "Every document and FAQ entry as plain text.",
+        ),
+    )
+    return [
+        McpResource(
+            uri=f"{brand}://{name}",
+            name=title,
+            description=description,
+            mimeType=mime,
+            endpoint=f"GET {site.base_url}{path}",
+        )
+        for name, title, mime, path, description in table
+    ]
+
+
+def mcp_manifest(site: Site, catalog: Catalog) -> McpManifest:
+    return McpManifest(
+        mcpVersion=MCP_VERSION,
+        serverInfo=McpServerInfo(
+            name=f"{site.config.brand}-mcp-server",
+            version=SERVER_VERSION,
+            description=f"Static MCP-shaped manifest of {site.config.name}'s agent-access API. "
+            "Tools describe plain HTTP GET endpoints; a JSON-RPC MCP server is planned.",
+        ),
+        capabilities=McpCapabilities(tools=True, resources=True, prompts=False),
+        tools=_tools(site, catalog),
+        resources=_resources(site),
+    )

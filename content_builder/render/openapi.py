@@ -1,0 +1,161 @@
+"""OpenAPI 3.1 description: one GET per published file, schemas from the pydantic models."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic.json_schema import models_json_schema
+
+from content_builder import paths
+from content_builder.loader import Site
+from content_builder.models import (
+    RESPONSE_MODELS,
+    ArchitectureDocument,
+    ContentDocument,
+    ContentIndex,
+    DiscoveryDocument,
+    ErrorResponse,
+    FAQEntry,
+    McpManifest,
+    OnSiteAgentStatus,
+    Resource,
+    SearchIndex,
+)
+from content_builder.render.documents import Catalog
+
+OPENAPI_VERSION = "3.1.0"
+API_VERSION = "1.0.0"
+_REF = "#/components/schemas/{model}"
+
+_RESPONSE_HEADERS = {
+    "Access-Control-Allow-Origin": {
+        "description": "Always `*`: the API is public and cross-origin reads are open.",
+        "schema": {"type": "string", "const": "*"},
+    },
+    "Cache-Control": {
+        "description": "Edge and browser caching, per route.",
+        "schema": {"type": "string"},
+    },
+    "ETag": {
+        "description": "Strong validator (the file's sha256); send it back in If-None-Match.",
+        "schema": {"type": "string"},
+    },
+}
+
+
+def component_schemas() -> dict[str, Any]:
+    _, top = models_json_schema(
+        [(model, "serialization") for model in RESPONSE_MODELS], ref_template=_REF
+    )
+    return dict(sorted(top["$defs"].items()))
+
+
+def _json(model: type[Resource]) -> dict[str, Any]:
+    return {"application/json": {"schema": {"$ref": _REF.format(model=model.__name__)}}}
+
+
+_TEXT = {"text/plain": {"schema": {"type": "string"}}}
+_OPENAPI_DOCUMENT = {"application/json": {"schema": {"type": "object"}}}
+
+
+def _operation(
+    operation_id: str,
+    summary: str,
+    content: dict[str, Any],
+    parameter: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    operation: dict[str, Any] = {"operationId": operation_id, "summary": summary}
+    if parameter is not None:
+        operation["parameters"] = [parameter]
+    operation["responses"] = {
+        "200": {
+            "description": "The file.",
+            "headers": {
+                name: {"$ref": f"#/components/headers/{name}"} for name in _RESPONSE_HEADERS
+            },
+            "content": content,
+        },
+        "404": {"description": "No such file.", "content": _json(ErrorResponse)},
+    }
+    return {"get": operation}
+
+
+def _id_parameter(name: str, ids: list[str], what: str) -> dict[str, Any]:
+    return {
+        "name": name,
+        "in": "path",
+        "required": True,
+        "description": f"Id of the {what}.",
+        "schema": {"type": "string", "enum": ids},
+    }
+
+
+def openapi_document(site: Site, catalog: Catalog) -> dict[str, Any]:
+    document_ids = [document.id for _, document in catalog.documents]
+    faq_ids = [faq.id for _, faq in catalog.faqs]
+    operations = {
+        paths.discovery(site.config.brand): _operation(
+            "getDiscovery",
+            "Discovery document: the entry point listing every interface",
+            _json(DiscoveryDocument),
+        ),
+        paths.MCP_WELL_KNOWN: _operation(
+            "getMcpWellKnown", "MCP manifest at the well-known location", _json(McpManifest)
+        ),
+        paths.CONTENT_INDEX: _operation(
+            "getContentIndex", "Every document and FAQ entry", _json(ContentIndex)
+        ),
+        paths.SEARCH_INDEX: _operation(
+            "getSearchIndex", "Keywords of every entry, for client-side search", _json(SearchIndex)
+        ),
+        paths.DOCUMENT_TEMPLATE: _operation(
+            "getContentDocument",
+            "One content document",
+            _json(ContentDocument),
+            _id_parameter("document_id", document_ids, "content document"),
+        ),
+        paths.FAQ_TEMPLATE: _operation(
+            "getFaq",
+            "One FAQ entry",
+            _json(FAQEntry),
+            _id_parameter("faq_id", faq_ids, "FAQ entry"),
+        ),
+        paths.ARCHITECTURE: _operation(
+            "getArchitecture",
+            "Typed data layer architecture and protocols",
+            _json(ArchitectureDocument),
+        ),
+        paths.ON_SITE_AGENT: _operation(
+            "getOnSiteAgent",
+            "Status and configuration of the on-site agent",
+            _json(OnSiteAgentStatus),
+        ),
+        paths.MCP_MANIFEST: _operation("getMcpManifest", "MCP-shaped manifest", _json(McpManifest)),
+        paths.OPENAPI: _operation("getOpenApi", "This OpenAPI description", _OPENAPI_DOCUMENT),
+        paths.LLMS_TXT: _operation("getLlmsTxt", "Plain-text guide for agents (llms.txt)", _TEXT),
+        paths.LLMS_FULL_TXT: _operation("getLlmsFullTxt", "All content as plain text", _TEXT),
+        paths.NOT_FOUND: _operation(
+            "getNotFoundBody", "The body every unknown path answers with", _json(ErrorResponse)
+        ),
+    }
+    return {
+        "openapi": OPENAPI_VERSION,
+        "info": {
+            "title": f"{site.config.name} agent-access API",
+            "version": API_VERSION,
+            "description": f"{site.config.description} Read-only static files: GET only, "
+            "no authentication, CORS open, HTTPS only, edge-cached.",
+            "contact": {"email": site.config.contact}
+            if "@" in site.config.contact
+            else {"url": site.config.contact},
+        },
+        "servers": [{"url": site.base_url}],
+        "paths": operations,
+        "components": {
+            "schemas": component_schemas(),
+            "headers": {
+                name: {"description": header["description"], "schema": header["schema"]}
+                for name, header in _RESPONSE_HEADERS.items()
+            },
+        },
+    }

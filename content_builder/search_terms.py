@@ -1,0 +1,241 @@
+"""Tokenization for the client-side search index.
+
+A naive client lowercases the query, splits it on non-alphanumerics and looks for
+exact matches in `keywords`. So the index carries, for every word of an entry, the
+Unicode-folded surface form and a simple stem ("agents" -> "agent", "deploying" ->
+"deploy"), and leaves out stop words, which would match every entry.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Iterable
+
+_SPLIT = re.compile(r"[^0-9a-z]+")
+
+STOP_WORDS = frozenset(
+    [
+        "a",
+        "about",
+        "above",
+        "after",
+        "again",
+        "against",
+        "all",
+        "also",
+        "am",
+        "an",
+        "and",
+        "any",
+        "are",
+        "as",
+        "at",
+        "be",
+        "because",
+        "been",
+        "before",
+        "being",
+        "below",
+        "between",
+        "both",
+        "but",
+        "by",
+        "can",
+        "could",
+        "did",
+        "do",
+        "does",
+        "doing",
+        "done",
+        "down",
+        "during",
+        "each",
+        "either",
+        "etc",
+        "every",
+        "few",
+        "for",
+        "from",
+        "further",
+        "get",
+        "gets",
+        "got",
+        "had",
+        "has",
+        "have",
+        "having",
+        "he",
+        "her",
+        "here",
+        "hers",
+        "herself",
+        "him",
+        "himself",
+        "his",
+        "how",
+        "i",
+        "if",
+        "in",
+        "into",
+        "is",
+        "it",
+        "its",
+        "itself",
+        "just",
+        "let",
+        "like",
+        "may",
+        "me",
+        "might",
+        "more",
+        "most",
+        "much",
+        "must",
+        "my",
+        "myself",
+        "no",
+        "nor",
+        "not",
+        "now",
+        "of",
+        "off",
+        "on",
+        "once",
+        "one",
+        "only",
+        "or",
+        "other",
+        "our",
+        "ours",
+        "ourselves",
+        "out",
+        "over",
+        "own",
+        "per",
+        "same",
+        "shall",
+        "she",
+        "should",
+        "so",
+        "some",
+        "such",
+        "than",
+        "that",
+        "the",
+        "their",
+        "theirs",
+        "them",
+        "themselves",
+        "then",
+        "there",
+        "these",
+        "they",
+        "this",
+        "those",
+        "through",
+        "to",
+        "too",
+        "under",
+        "until",
+        "up",
+        "upon",
+        "us",
+        "very",
+        "via",
+        "was",
+        "we",
+        "were",
+        "what",
+        "when",
+        "where",
+        "whether",
+        "which",
+        "while",
+        "who",
+        "whom",
+        "whose",
+        "why",
+        "will",
+        "with",
+        "within",
+        "without",
+        "would",
+        "yes",
+        "yet",
+        "you",
+        "your",
+        "yours",
+        "yourself",
+        "yourselves",
+    ]
+)
+
+
+def fold(text: str) -> str:
+    """Lowercase and strip accents: "Café" -> "cafe", "ﬁle" -> "file"."""
+    decomposed = unicodedata.normalize("NFKD", text.casefold())
+    return "".join(ch for ch in decomposed if not unicodedata.combining(ch))
+
+
+def _is_term(token: str) -> bool:
+    if token in STOP_WORDS:
+        return False
+    if token.isdigit():
+        return len(token) >= 3  # "404", "2024" carry meaning; "1" and "42" are noise
+    return len(token) >= 2
+
+
+def words(text: str) -> list[str]:
+    """Folded tokens split on non-alphanumerics, in order, stop words and noise dropped."""
+    return [token for token in _SPLIT.split(fold(text)) if _is_term(token)]
+
+
+# After dropping -ing/-ed, these endings had a silent "e": creat(ing) -> create.
+_RESTORE_E = ("at", "bl", "iz", "v")
+# Derivational suffixes: (suffix, replacement, shortest stem kept).
+_DERIVATIONS = (("ation", "ate", 3), ("tion", "t", 3), ("ment", "", 5), ("ly", "", 4))
+
+
+def stem(word: str) -> str:
+    """A small suffix stripper, so that plural, verb and noun forms share one stem.
+
+    Deliberately simple (no dictionary): the stem only has to come out the same for
+    the forms a query and the content use ("deploying", "deployed", "deployment" ->
+    "deploy"), and it is published next to the surface form, never instead of it.
+    """
+    if len(word) <= 3 or word.isdigit():
+        return word
+    if word.endswith("ies") and len(word) > 4:
+        return word[:-3] + "y"
+    if word.endswith(("sses", "xes", "ches", "shes")):
+        word = word[:-2]
+    elif word.endswith("s") and not word.endswith(("ss", "us", "is")):
+        word = word[:-1]
+    for suffix in ("ing", "ed"):
+        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
+            base = word[: -len(suffix)]
+            if base[-1] == base[-2] and base[-1] not in "lsz":
+                return base[:-1]  # mapping -> map
+            return base + "e" if base.endswith(_RESTORE_E) else base
+    for suffix, replacement, shortest in _DERIVATIONS:
+        if word.endswith(suffix) and len(word) - len(suffix) >= shortest:
+            return word[: -len(suffix)] + replacement
+    return word
+
+
+def terms(text: str) -> set[str]:
+    """Surface forms and stems of every word of `text`."""
+    found: set[str] = set()
+    for word in words(text):
+        found.add(word)
+        found.add(stem(word))
+    return found
+
+
+def keywords(texts: Iterable[str]) -> list[str]:
+    """The sorted `keywords` array of one search entry."""
+    found: set[str] = set()
+    for text in texts:
+        found |= terms(text)
+    return sorted(found)

@@ -1,0 +1,115 @@
+"""Pydantic models of what authors write in site_data/ (docs/site-data-format.md).
+
+They are stricter than the published models: unknown keys are errors, text may not be
+blank, ids are path-safe slugs. architecture.yaml and on-site-agent.yaml are published
+as written, so they are validated with the published models themselves.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints
+
+from content_builder.models import ContentType, Url
+
+#: Ids become file names (/api/v1/faq/<id>.json): no `/`, no `..`, no upper case.
+ID_PATTERN = r"^[a-z0-9][a-z0-9-]*$"
+Slug = Annotated[str, StringConstraints(pattern=ID_PATTERN, max_length=80)]
+Text = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1)]
+LanguageCode = Annotated[str, StringConstraints(pattern=r"^[a-z]{2}$")]
+SemVer = Annotated[str, StringConstraints(pattern=r"^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)$")]
+
+
+def _require_https_origin(value: str) -> str:
+    if not value.startswith("https://"):
+        raise ValueError(
+            f"expected an https:// URL (the API is served over HTTPS only), got {value!r}"
+        )
+    if value.endswith("/"):
+        raise ValueError(f"expected no trailing slash, got {value!r}")
+    return value
+
+
+def _require_major_one(value: str) -> str:
+    # The path prefix is /api/v1/; a 2.x api_version would contradict every URL.
+    if not value.startswith("1."):
+        raise ValueError(f"expected a 1.x version to match the /api/v1/ path prefix, got {value!r}")
+    return value
+
+
+class SourceModel(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class SiteSource(SourceModel):
+    brand: Annotated[str, StringConstraints(pattern=r"^[a-z][a-z0-9-]*$")] = "service"
+    name: Text
+    description: Text
+    about: Text
+    website: Url
+    base_url: Annotated[Url, AfterValidator(_require_https_origin)]
+    api_version: Annotated[SemVer, AfterValidator(_require_major_one)]
+    language: LanguageCode
+    contact: Text
+
+
+class SectionSource(SourceModel):
+    title: Text
+    body: Text
+    code_example: Text | None = None
+
+
+class PageContentSource(SourceModel):
+    headline: Text
+    sections: Annotated[list[SectionSource], Field(min_length=1)]
+
+
+class CapabilitySource(SourceModel):
+    title: Text
+    description: Text
+    endpoints: list[Url]
+
+
+CapabilityName = Annotated[str, StringConstraints(pattern=r"^[a-z0-9_]+$")]
+
+
+class FeatureContentSource(SourceModel):
+    headline: Text
+    summary: Text
+    capabilities: Annotated[dict[CapabilityName, CapabilitySource], Field(min_length=1)]
+    for_agent_developers: Text
+
+
+#: Which body shape each content_type has (the spec's observed page and feature shapes).
+CONTENT_SHAPES: dict[str, type[SourceModel]] = {
+    "page": PageContentSource,
+    "faq": PageContentSource,
+    "product": PageContentSource,
+    "feature": FeatureContentSource,
+}
+
+Keywords = list[Annotated[str, StringConstraints(strip_whitespace=True, min_length=1)]]
+
+
+class DocumentSource(SourceModel):
+    id: Slug
+    title: Text
+    content_type: ContentType
+    description: Text
+    canonical_url: Url
+    order: int = 100
+    language: LanguageCode | None = None
+    version: SemVer | None = None
+    keywords: Keywords = []
+    # Validated against CONTENT_SHAPES[content_type] by the loader, so that the error
+    # names `content.<field>` of the right shape instead of a union of both.
+    content: dict[str, Any]
+
+
+class FaqSource(SourceModel):
+    id: Slug
+    question: Text
+    answer: Text
+    canonical_url: Url | None = None
+    keywords: Keywords = []

@@ -1,0 +1,157 @@
+"""Cross-reference checks: a build that would publish a dangling link or an incomplete
+index fails before anything is written.
+
+Two passes: authored text first (so the error names the site_data file and field),
+then every built file (a safety net for what the renderers generate).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from typing import Any
+from urllib.parse import urlsplit
+
+from content_builder import paths
+from content_builder.artifacts import Artifact
+from content_builder.errors import Problem, SiteDataError
+from content_builder.loader import Site
+
+# Braces are allowed so that a template such as .../faq/{faq_id}.json is read whole.
+_URL = re.compile(r"https?://[^\s\"'<>()\[\]\\`|]+")
+_TRAILING = ".,;:!?*"
+_TEMPLATE_PART = re.compile(r"\\\{[a-z_]+\\\}")
+
+#: URLs into the site that name a prefix, not a file: the origin itself and `api_base`.
+NON_FILE_PATHS = frozenset({"", "/", paths.API_PREFIX, paths.API_PREFIX + "/"})
+
+
+def _links(text: str) -> Iterator[str]:
+    for match in _URL.finditer(text):
+        yield match.group(0).rstrip(_TRAILING)
+
+
+def _strings(value: Any, location: str = "") -> Iterator[tuple[str, str]]:
+    if isinstance(value, str):
+        yield location, value
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            yield from _strings(item, f"{location}.{key}" if location else str(key))
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            yield from _strings(item, f"{location}[{index}]")
+
+
+def _dangling(url: str, site: Site, published: frozenset[str]) -> bool:
+    """True when `url` points into the site but at no published file."""
+    target, origin = urlsplit(url), urlsplit(site.base_url)
+    if (target.scheme, target.netloc) != (origin.scheme, origin.netloc):
+        return False
+    path = target.path
+    if path in NON_FILE_PATHS or path in published:
+        return False
+    if "{" in path:
+        pattern = _TEMPLATE_PART.sub("[^/]+", re.escape(path))
+        return not any(re.fullmatch(pattern, candidate) for candidate in published)
+    return True
+
+
+def check_authored_links(site: Site, published: frozenset[str]) -> None:
+    problems: list[Problem] = []
+    sources: list[tuple[str, Any]] = [
+        *((d.file, d.source.model_dump(mode="json")) for d in site.documents),
+        *((f.file, f.source.model_dump(mode="json")) for f in site.faqs),
+        (site.architecture_file, site.architecture.model_dump(mode="json")),
+        (site.on_site_agent_file, site.on_site_agent.model_dump(mode="json")),
+    ]
+    for file, data in sources:
+        for location, text in _strings(data):
+            problems += [
+                Problem(file, location, f"link {url} does not resolve to a published file")
+                for url in _links(text)
+                if _dangling(url, site, published)
+            ]
+    if problems:
+        raise SiteDataError(problems)
+
+
+def check_artifacts(site: Site, artifacts: list[Artifact]) -> None:
+    problems: list[Problem] = []
+    by_path: dict[str, Artifact] = {}
+    for artifact in artifacts:
+        if artifact.path in by_path:
+            problems.append(Problem(artifact.path, None, "two renderers produce this file"))
+        by_path[artifact.path] = artifact
+    published = frozenset(by_path)
+
+    for artifact in artifacts:
+        where = f"{artifact.path} (from {artifact.source})" if artifact.source else artifact.path
+        problems += [
+            Problem(where, None, f"link {url} does not resolve to a published file")
+            for url in _links(artifact.body.decode("utf-8"))
+            if _dangling(url, site, published)
+        ]
+
+    def load(path: str) -> Any:
+        return json.loads(by_path[path].body)
+
+    document_ids = [d.id for d in site.documents]
+    faq_ids = [f.id for f in site.faqs]
+    expected_ids = document_ids + faq_ids
+
+    tools = {tool["name"]: tool for tool in load(paths.MCP_MANIFEST)["tools"]}
+    for tool, parameter, ids in (
+        ("get_content_document", "document_id", document_ids),
+        ("get_faq", "faq_id", faq_ids),
+    ):
+        enum = tools[tool]["inputSchema"]["properties"][parameter]["enum"]
+        if enum != ids:
+            problems.append(
+                Problem(paths.MCP_MANIFEST, f"{tool}.{parameter}", f"enum {enum} != ids {ids}")
+            )
+    if by_path[paths.MCP_WELL_KNOWN].body != by_path[paths.MCP_MANIFEST].body:
+        problems.append(Problem(paths.MCP_WELL_KNOWN, None, "differs from " + paths.MCP_MANIFEST))
+
+    index_ids = [entry["id"] for entry in load(paths.CONTENT_INDEX)["documents"]]
+    search_ids = [entry["id"] for entry in load(paths.SEARCH_INDEX)["entries"]]
+    for path, ids in ((paths.CONTENT_INDEX, index_ids), (paths.SEARCH_INDEX, search_ids)):
+        if ids != expected_ids:
+            problems.append(Problem(path, None, f"covers {ids}, expected {expected_ids}"))
+
+    problems += _openapi_coverage(load(paths.OPENAPI)["paths"], published)
+    problems += _discovery_coverage(site, load(paths.discovery(site.config.brand)), published)
+    if problems:
+        raise SiteDataError(problems)
+
+
+def _openapi_coverage(operations: dict[str, Any], published: frozenset[str]) -> list[Problem]:
+    patterns = [
+        re.compile(_TEMPLATE_PART.sub("[^/]+", re.escape(template))) for template in operations
+    ]
+    problems = [
+        Problem(paths.OPENAPI, "paths", f"no operation covers {path}")
+        for path in sorted(published)
+        if not any(pattern.fullmatch(path) for pattern in patterns)
+    ]
+    problems += [
+        Problem(paths.OPENAPI, "paths", f"describes {template}, which is not published")
+        for template in operations
+        if "{" not in template and template not in published
+    ]
+    return problems
+
+
+def _discovery_coverage(
+    site: Site, discovery: dict[str, Any], published: frozenset[str]
+) -> list[Problem]:
+    linked = {
+        urlsplit(url).path
+        for section in ("interfaces", "content")
+        for _, url in _strings(discovery[section])
+        if url.startswith(site.base_url)
+    }
+    return [
+        Problem(paths.discovery(site.config.brand), None, f"does not link {path}")
+        for path in sorted(published - linked - {paths.NOT_FOUND})
+    ]
