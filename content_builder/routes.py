@@ -20,8 +20,10 @@ class PublishTier(IntEnum):
     """Upload order: a file is only published after every file it links to."""
 
     LEAF = 0  # documents, FAQ, architecture, on-site agent, error bodies
-    AGGREGATE = 1  # index, search index, llms-full.txt, MCP manifests, OpenAPI
-    ENTRY_POINT = 2  # discovery document and llms.txt, which link to everything
+    AGGREGATE = 1  # index, search index, llms-full.txt, OpenAPI
+    # Discovery, llms.txt and both MCP manifests: they link to everything, and to each
+    # other (discovery lists the manifest, the manifest's resources list discovery).
+    ENTRY_POINT = 2
 
 
 @dataclass(frozen=True)
@@ -63,11 +65,11 @@ class RouteRule:
 ROUTE_RULES: tuple[RouteRule, ...] = (
     RouteRule("/llms.txt", TEXT, AGGREGATE_CACHE, PublishTier.ENTRY_POINT),
     RouteRule("/llms-full.txt", TEXT, AGGREGATE_CACHE, PublishTier.AGGREGATE),
-    RouteRule("/.well-known/mcp.json", JSON, AGGREGATE_CACHE, PublishTier.AGGREGATE),
+    RouteRule("/.well-known/mcp.json", JSON, AGGREGATE_CACHE, PublishTier.ENTRY_POINT),
     RouteRule("/.well-known/*.json", JSON, AGGREGATE_CACHE, PublishTier.ENTRY_POINT),
     RouteRule("/api/v1/content/index.json", JSON, AGGREGATE_CACHE, PublishTier.AGGREGATE),
     RouteRule("/api/v1/content/search-index.json", JSON, AGGREGATE_CACHE, PublishTier.AGGREGATE),
-    RouteRule("/api/v1/mcp.json", JSON, AGGREGATE_CACHE, PublishTier.AGGREGATE),
+    RouteRule("/api/v1/mcp.json", JSON, AGGREGATE_CACHE, PublishTier.ENTRY_POINT),
     RouteRule("/api/v1/openapi.json", JSON, AGGREGATE_CACHE, PublishTier.AGGREGATE),
     RouteRule("/api/v1/content/*.json", JSON, DOCUMENT_CACHE, PublishTier.LEAF),
     RouteRule("/api/v1/faq/*.json", JSON, DOCUMENT_CACHE, PublishTier.LEAF),

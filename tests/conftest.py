@@ -1,0 +1,68 @@
+"""Shared fixtures: every test works on copies in temp folders; nothing writes into the repo."""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import io
+import shutil
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from content_builder.cli import main
+
+REPO = Path(__file__).resolve().parents[1]
+SITE_DATA = REPO / "site_data"
+TEST_BASE_URL = "https://agents.example.test"
+
+
+@dataclass(frozen=True)
+class CliResult:
+    code: int
+    out: str
+    err: str
+
+
+def run_cli(*args: str | Path) -> CliResult:
+    """Run `python -m content_builder ...` in-process (fast) and capture its output."""
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main([str(arg) for arg in args])
+    return CliResult(code, out.getvalue(), err.getvalue())
+
+
+def tree_digest(folder: Path) -> dict[str, str]:
+    """Relative path -> sha256 of every file under `folder` (to prove a folder did not change)."""
+    return {
+        str(path.relative_to(folder)): hashlib.sha256(path.read_bytes()).hexdigest()
+        for path in sorted(folder.rglob("*"))
+        if path.is_file()
+    }
+
+
+@pytest.fixture
+def site_copy(tmp_path: Path) -> Path:
+    """A private copy of the repository's site_data."""
+    target = tmp_path / "site_data"
+    shutil.copytree(SITE_DATA, target)
+    return target
+
+
+@pytest.fixture(scope="session")
+def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One fresh build of the repository's content, for read-only conformance tests."""
+    root = tmp_path_factory.mktemp("built")
+    site = root / "site_data"
+    shutil.copytree(SITE_DATA, site)
+    out = root / "dist"
+    result = run_cli("build", "--site", site, "--out", out, "--base-url", TEST_BASE_URL, "--frozen")
+    assert result.code == 0, result.err
+    return out
+
+
+@pytest.fixture
+def cli() -> Callable[..., CliResult]:
+    return run_cli

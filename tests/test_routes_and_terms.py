@@ -1,0 +1,132 @@
+"""The route table covers every file exactly as intended; tokenization does what the index needs."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+from content_builder.artifacts import Artifact
+from content_builder.build import plan
+from content_builder.routes import (
+    AGGREGATE_CACHE,
+    DOCUMENT_CACHE,
+    ERROR_CACHE,
+    ROUTE_RULES,
+    PublishTier,
+    rule_for,
+)
+from content_builder.search_terms import fold, keywords, stem, words
+from tests.conftest import SITE_DATA
+
+
+@pytest.fixture(scope="module")
+def artifacts():  # type: ignore[no-untyped-def]
+    return plan(SITE_DATA).artifacts
+
+
+def test_every_rule_serves_a_file_and_every_file_has_a_rule(artifacts) -> None:  # type: ignore[no-untyped-def]
+    used = {rule_for(a.path) for a in artifacts}
+    assert used == set(ROUTE_RULES), "a rule no file uses is dead code, or shadowed"
+
+
+@pytest.mark.parametrize(
+    ("path", "cache", "tier"),
+    [
+        ("/.well-known/service.json", AGGREGATE_CACHE, PublishTier.ENTRY_POINT),
+        ("/llms.txt", AGGREGATE_CACHE, PublishTier.ENTRY_POINT),
+        ("/.well-known/mcp.json", AGGREGATE_CACHE, PublishTier.ENTRY_POINT),
+        ("/api/v1/mcp.json", AGGREGATE_CACHE, PublishTier.ENTRY_POINT),
+        ("/api/v1/content/index.json", AGGREGATE_CACHE, PublishTier.AGGREGATE),
+        ("/api/v1/content/search-index.json", AGGREGATE_CACHE, PublishTier.AGGREGATE),
+        ("/api/v1/openapi.json", AGGREGATE_CACHE, PublishTier.AGGREGATE),
+        ("/llms-full.txt", AGGREGATE_CACHE, PublishTier.AGGREGATE),
+        ("/api/v1/content/site.json", DOCUMENT_CACHE, PublishTier.LEAF),
+        ("/api/v1/faq/q01-difference.json", DOCUMENT_CACHE, PublishTier.LEAF),
+        ("/api/v1/architecture.json", DOCUMENT_CACHE, PublishTier.LEAF),
+        ("/errors/404.json", ERROR_CACHE, PublishTier.LEAF),
+    ],
+)
+def test_route_rule_of_each_kind_of_file(path: str, cache: object, tier: PublishTier) -> None:
+    rule = rule_for(path)
+    assert rule.cache == cache
+    assert rule.tier == tier
+
+
+def test_an_unrouted_path_is_an_error() -> None:
+    with pytest.raises(LookupError, match="no route rule"):
+        rule_for("/images/logo.png")
+
+
+def _structural_links(artifact: Artifact, base_url: str) -> set[str]:
+    """Paths this file links as data (a JSON value that is a URL, a llms.txt link), not prose."""
+    text = artifact.body.decode()
+    if artifact.path.endswith(".txt"):
+        urls = re.findall(r"\]\((\S+?)\)", text)
+    else:
+        urls = []
+        stack = [json.loads(text)]
+        while stack:
+            value = stack.pop()
+            if isinstance(value, dict):
+                stack.extend(value.values())
+            elif isinstance(value, list):
+                stack.extend(value)
+            elif isinstance(value, str) and re.fullmatch(r"(GET )?https?://\S+", value):
+                urls.append(value.removeprefix("GET "))
+    return {url.removeprefix(base_url) for url in urls if url.startswith(base_url + "/")}
+
+
+def test_upload_order_puts_links_after_their_targets(artifacts) -> None:  # type: ignore[no-untyped-def]
+    """A file lists only files of its own publish tier or an earlier one, so a new file is
+    uploaded before anything points at it.
+
+    Leaves are authored content and may link anything: a feature document lists the
+    OpenAPI file among its endpoints, and the index lists the document, a cycle no order
+    can break (docs/decisions.md). The files the builder generates must be ordered.
+    """
+    by_path = {a.path: a for a in artifacts}
+    checked = 0
+    for artifact in artifacts:
+        if artifact.rule.tier == PublishTier.LEAF:
+            continue
+        for target in _structural_links(artifact, "https://agents.parlance.example"):
+            if target in by_path:
+                checked += 1
+                assert by_path[target].rule.tier <= artifact.rule.tier, (artifact.path, target)
+    assert checked > 60
+
+
+def test_fold_strips_accents_and_case() -> None:
+    assert fold("Café ÉTÉ ﬁle") == "cafe ete file"
+
+
+def test_words_split_and_drop_stop_words_and_noise() -> None:
+    assert words("How does the MCP-manifest work? HTTP/2, 404 & 7") == [
+        "mcp", "manifest", "work", "http", "404",
+    ]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("forms", "shared"),
+    [
+        (["agent", "agents"], "agent"),
+        (["deploy", "deploying", "deployed", "deployment", "deploys"], "deploy"),
+        (["policy", "policies"], "policy"),
+        (["create", "creating", "created"], "create"),
+        (["map", "mapping", "mapped"], "map"),
+        (["search", "searches", "searching"], "search"),
+    ],
+)
+def test_word_forms_share_a_stem(forms: list[str], shared: str) -> None:
+    assert {stem(form) for form in forms} == {shared}
+
+
+@pytest.mark.parametrize("word", ["access", "status", "analysis", "api", "mcp"])
+def test_stem_leaves_words_that_only_look_inflected(word: str) -> None:
+    assert stem(word) == word
+
+
+def test_keywords_hold_surface_forms_and_stems_sorted() -> None:
+    assert keywords(["Deploying agents", "agents"]) == ["agent", "agents", "deploy", "deploying"]

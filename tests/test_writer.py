@@ -1,0 +1,67 @@
+"""The writer swaps a complete output in, or leaves the previous one exactly as it was."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+import pytest
+
+from content_builder import writer
+from tests.conftest import TEST_BASE_URL, run_cli, tree_digest
+
+
+def test_a_failure_while_writing_leaves_the_previous_output(
+    site_copy: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    out = tmp_path / "dist"
+    assert run_cli("build", "--site", site_copy, "--out", out).code == 0
+    before = tree_digest(out)
+    lock_before = (site_copy / "content.lock.json").read_bytes()
+    (site_copy / "faq" / "q01-difference.yaml").write_text(
+        (site_copy / "faq" / "q01-difference.yaml").read_text().replace("sitemap", "site map")
+    )
+
+    written: list[Path] = []
+    real_write_bytes = Path.write_bytes
+
+    def failing_write_bytes(self: Path, data: bytes) -> int:
+        if len(written) == 5:
+            raise OSError(28, "No space left on device")
+        written.append(self)
+        return real_write_bytes(self, data)
+
+    monkeypatch.setattr(Path, "write_bytes", failing_write_bytes)
+    with pytest.raises(OSError, match="No space left"):
+        run_cli("build", "--site", site_copy, "--out", out, "--base-url", TEST_BASE_URL)
+    monkeypatch.undo()
+
+    assert len(written) == 5, "the failure happened mid-build"
+    assert tree_digest(out) == before
+    assert (site_copy / "content.lock.json").read_bytes() == lock_before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["dist", "site_data"], "no staging left"
+
+
+def test_refuses_to_replace_a_folder_it_did_not_write(site_copy: Path, tmp_path: Path) -> None:
+    precious = tmp_path / "home"
+    precious.mkdir()
+    (precious / "notes.txt").write_text("keep me")
+    result = run_cli("build", "--site", site_copy, "--out", precious)
+    assert result.code == 1
+    assert "not a build output" in result.err and "home" in result.err
+    assert (precious / "notes.txt").read_text() == "keep me"
+    assert list(precious.iterdir()) == [precious / "notes.txt"]
+
+
+def test_manifest_records_hash_size_and_headers(site_copy: Path, tmp_path: Path) -> None:
+    out = tmp_path / "dist"
+    assert run_cli("build", "--site", site_copy, "--out", out).code == 0
+    manifest = json.loads((out / writer.MANIFEST_NAME).read_text())
+    entry = manifest["files"]["/api/v1/faq/q02-endpoints.json"]
+    body = (out / "api/v1/faq/q02-endpoints.json").read_bytes()
+    assert entry["sha256"] == hashlib.sha256(body).hexdigest()
+    assert entry["size"] == len(body)
+    assert entry["media_type"] == "application/json"
+    assert "max-age=" in entry["cache_control"]
+    assert list(manifest["files"]) == sorted(manifest["files"])
