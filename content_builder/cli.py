@@ -9,6 +9,7 @@ from pathlib import Path
 
 from content_builder.build import build, plan
 from content_builder.errors import SiteDataError
+from content_builder.serve import serve
 from content_builder.writer import FileReport
 
 DEFAULT_SITE = Path("site_data")
@@ -35,6 +36,14 @@ def _parser() -> argparse.ArgumentParser:
     check_cmd.add_argument(
         "--frozen", action="store_true", help="also fail when content.lock.json is stale"
     )
+    serve_cmd = commands.add_parser("serve", help="serve the API locally with the CDN's headers")
+    serve_cmd.add_argument("--site", type=Path, default=DEFAULT_SITE, help="site data folder")
+    serve_cmd.add_argument("--host", default="127.0.0.1", help="address to listen on")
+    serve_cmd.add_argument("--port", type=int, default=8000, help="port (0: any free port)")
+    serve_cmd.add_argument(
+        "--base-url", help="base URL written into the files (default: the server's)"
+    )
+    serve_cmd.add_argument("--watch", action="store_true", help="rebuild when site data changes")
     return parser
 
 
@@ -56,6 +65,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             for change in result.lock_changes:
                 print(f"lock: {change.id}: {change.reason}")
             print(f"wrote {args.out} for {result.site.base_url}")
+        elif args.command == "serve":
+            return serve(args.site, args.host, args.port, args.base_url, args.watch)
         else:
             result = plan(args.site, frozen=args.frozen)
             for change in result.lock_changes:

@@ -1,0 +1,156 @@
+"""The CDN's behaviour as a pure function: request in, response out.
+
+`serve` wraps it in an HTTP server; tests call it directly. It answers exactly what
+the CloudFront distribution is configured to answer (infra/ applies the same route
+table and header policy): per-route Content-Type and Cache-Control, a strong ETag,
+304 on If-None-Match, `/` -> llms.txt, unknown paths -> 404 with /errors/404.json,
+methods other than GET/HEAD/OPTIONS refused, and the header policy on every response.
+
+Files are looked up by exact path in the in-memory build, never on a file system, so
+`..`, encoded slashes, backslashes and symlinks cannot reach anything outside it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from urllib.parse import unquote, urlsplit
+
+from content_builder import paths
+from content_builder.artifacts import Artifact, json_body
+from content_builder.models import ErrorDetail, ErrorResponse
+from content_builder.routes import HEADER_POLICY, JSON
+
+ALLOWED_METHODS = HEADER_POLICY.preflight_methods
+_SUSPICIOUS = re.compile(r"[\\\x00-\x1f\x7f]")
+
+
+@dataclass(frozen=True)
+class Response:
+    status: int
+    headers: tuple[tuple[str, str], ...]
+    body: bytes  # empty for HEAD, 204 and 304; Content-Length still describes the file
+
+    def header(self, name: str) -> str | None:
+        values = [value for key, value in self.headers if key.lower() == name.lower()]
+        return values[0] if values else None
+
+
+def etag(artifact: Artifact) -> str:
+    return f'"{artifact.sha256}"'
+
+
+def _etag_matches(if_none_match: str, current: str) -> bool:
+    # RFC 9110 13.1.2: If-None-Match uses weak comparison; `*` matches any current file.
+    candidates = [item.strip() for item in if_none_match.split(",")]
+    return any(c == "*" or c.removeprefix("W/") == current for c in candidates)
+
+
+def resolve_path(target: str) -> str | None:
+    """The published path a request target asks for, or None when it cannot name one.
+
+    The query string is ignored, as the CDN's cache policy ignores it. Anything that
+    decodes to a dot segment, a backslash, a control character or an empty segment is
+    refused rather than normalized: a well-formed client never sends it.
+    """
+    if not target.startswith("/"):
+        return None
+    raw_path = urlsplit(target).path
+    path = unquote(raw_path, errors="strict") if "%" in raw_path else raw_path
+    if _SUSPICIOUS.search(path) or "//" in path:
+        return None
+    if any(segment in (".", "..") for segment in path.split("/")):
+        return None
+    return paths.ROOT_OBJECT if path == "/" else path
+
+
+class Edge:
+    """Answers requests from one immutable snapshot of the build."""
+
+    def __init__(self, artifacts: Mapping[str, Artifact], discovery_url: str) -> None:
+        self.artifacts = dict(artifacts)
+        self.discovery_url = discovery_url
+
+    def handle(self, method: str, target: str, headers: Mapping[str, str]) -> Response:
+        if method == "OPTIONS":
+            return self._preflight(headers)
+        if method not in ("GET", "HEAD"):
+            return self.error(
+                405, "method_not_allowed", f"{method} is not allowed: this API is read-only.",
+                extra=(("Allow", ", ".join(ALLOWED_METHODS)),),
+            )  # fmt: skip
+        try:
+            path = resolve_path(target)
+        except UnicodeDecodeError:
+            path = None
+        artifact = self.artifacts.get(path) if path else None
+        if artifact is None:
+            return self._not_found(method)
+        return self._file(method, artifact, 200, headers)
+
+    def _file(
+        self, method: str, artifact: Artifact, status: int, headers: Mapping[str, str]
+    ) -> Response:
+        tag = etag(artifact)
+        response_headers = [
+            ("Content-Type", artifact.media_type),
+            ("Content-Length", str(artifact.size)),
+            ("Cache-Control", artifact.cache_control),
+            ("ETag", tag),
+            *HEADER_POLICY.every_response.items(),
+        ]
+        if status == 200 and _etag_matches(_get(headers, "If-None-Match") or "", tag):
+            without_length = [h for h in response_headers if h[0] not in ("Content-Length",)]
+            return Response(304, tuple(without_length), b"")
+        return Response(status, tuple(response_headers), b"" if method == "HEAD" else artifact.body)
+
+    def _not_found(self, method: str) -> Response:
+        body = self.artifacts.get(paths.NOT_FOUND)
+        if body is None:  # a build always has it; keep the edge total anyway
+            return self.error(404, "not_found", "No file is published at this path.")
+        return self._file(method, body, 404, {})
+
+    def _preflight(self, headers: Mapping[str, str]) -> Response:
+        # CloudFront forwards OPTIONS to S3, whose bucket CORS rule answers the preflight;
+        # this mirrors the answer (any Origin, GET/HEAD, any header, one day max-age).
+        return Response(
+            204,
+            (
+                ("Access-Control-Allow-Methods", ", ".join(ALLOWED_METHODS)),
+                (
+                    "Access-Control-Allow-Headers",
+                    _get(headers, "Access-Control-Request-Headers") or "*",
+                ),
+                ("Access-Control-Max-Age", str(HEADER_POLICY.preflight_max_age)),
+                ("Content-Length", "0"),
+                *HEADER_POLICY.every_response.items(),
+            ),
+            b"",
+        )
+
+    def error(
+        self, status: int, code: str, message: str, extra: tuple[tuple[str, str], ...] = ()
+    ) -> Response:
+        detail = ErrorDetail(
+            status=status, code=code, message=message, discovery=self.discovery_url
+        )
+        body = json_body(ErrorResponse(error=detail))
+        return Response(
+            status,
+            (
+                ("Content-Type", JSON),
+                ("Content-Length", str(len(body))),
+                ("Cache-Control", "no-store"),
+                *extra,
+                *HEADER_POLICY.every_response.items(),
+            ),
+            body,
+        )
+
+
+def _get(headers: Mapping[str, str], name: str) -> str | None:
+    for key, value in headers.items():
+        if key.lower() == name.lower():
+            return value
+    return None

@@ -1,0 +1,156 @@
+"""`python -m content_builder serve`: the whole API on a local port, with the CDN's headers.
+
+A thin shell around `edge.Edge`: a threaded HTTP server, one log line per request, an
+optional watcher that rebuilds when site_data/ changes (a bad edit prints the error and
+the last good build keeps being served). The build lives in memory: serving writes
+neither dist/ nor the lock.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+from content_builder import paths
+from content_builder.build import plan
+from content_builder.edge import Edge
+from content_builder.errors import SiteDataError
+
+
+class EdgeServer(ThreadingHTTPServer):
+    daemon_threads = True
+    # Many agents at once: the default backlog of 5 refuses connections under load.
+    request_queue_size = 128
+
+    def __init__(self, address: tuple[str, int], quiet: bool = False) -> None:
+        super().__init__(address, EdgeRequestHandler)
+        self.edge: Edge | None = None
+        self.quiet = quiet
+
+    @property
+    def base_url(self) -> str:
+        host, port = self.server_address[:2]
+        return f"http://{host}:{port}"
+
+
+class EdgeRequestHandler(BaseHTTPRequestHandler):
+    server: EdgeServer
+    protocol_version = "HTTP/1.1"
+
+    def version_string(self) -> str:
+        return "agent-access-serve"
+
+    def _answer(self) -> None:
+        edge = self.server.edge
+        assert edge is not None, "the server is published only after its first build"
+        response = edge.handle(self.command, self.path, dict(self.headers.items()))
+        if self.command not in ("GET", "HEAD", "OPTIONS"):
+            # A refused request's body is never read: the connection cannot be reused.
+            self.close_connection = True
+        self.send_response(response.status)
+        for name, value in response.headers:
+            self.send_header(name, value)
+        self.end_headers()
+        if response.body:
+            self.wfile.write(response.body)
+
+    do_GET = do_HEAD = do_OPTIONS = do_POST = do_PUT = do_DELETE = do_PATCH = _answer
+
+    def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:
+        # Malformed requests (bad request line, unknown method names, oversized headers)
+        # still get a JSON body and the header policy, CORS included, instead of
+        # http.server's bare HTML page.
+        edge = self.server.edge
+        if edge is None:
+            super().send_error(code, message, explain)
+            return
+        if code == 501:  # http.server's answer to a method it has no do_ handler for
+            response = edge.handle("UNSUPPORTED", "/", {})
+        else:
+            response = edge.error(code, "bad_request", message or "malformed request")
+        self.close_connection = True
+        self.send_response(response.status)
+        for name, value in response.headers:
+            self.send_header(name, value)
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(response.body)
+
+    def log_message(self, format: str, *args: object) -> None:
+        if not self.server.quiet:
+            sys.stderr.write(f"{self.address_string()} {format % args}\n")
+
+
+def load_edge(site_dir: Path, base_url: str) -> Edge:
+    result = plan(site_dir, base_url)
+    artifacts = {artifact.path: artifact for artifact in result.artifacts}
+    return Edge(artifacts, base_url + paths.discovery(result.site.config.brand))
+
+
+def _fingerprint(site_dir: Path) -> tuple[tuple[str, int, int], ...]:
+    return tuple(
+        (str(path), stat.st_mtime_ns, stat.st_size)
+        for path in sorted(site_dir.rglob("*"))
+        if path.is_file() and not path.name.startswith(".")
+        for stat in (path.stat(),)
+    )
+
+
+def watch(
+    server: EdgeServer,
+    site_dir: Path,
+    base_url: str,
+    stop: threading.Event,
+    interval: float = 0.5,
+    report: Callable[[str], None] = print,
+) -> None:
+    """Poll site_data/ and swap in a new build; a bad edit keeps the last good one."""
+    seen = _fingerprint(site_dir)
+    while not stop.wait(interval):
+        current = _fingerprint(site_dir)
+        if current == seen:
+            continue
+        seen = current
+        try:
+            server.edge = load_edge(site_dir, base_url)
+            report("rebuilt: serving the new content")
+        except SiteDataError as error:
+            report(f"rebuild failed, still serving the last good build:\n{error}")
+
+
+def serve(
+    site_dir: Path,
+    host: str = "127.0.0.1",
+    port: int = 8000,
+    base_url: str | None = None,
+    watch_changes: bool = False,
+    ready: Callable[[EdgeServer], None] | None = None,
+) -> int:
+    server = EdgeServer((host, port))
+    effective_base = (base_url or server.base_url).rstrip("/")
+    try:
+        server.edge = load_edge(site_dir, effective_base)
+    except SiteDataError:
+        server.server_close()
+        raise
+    stop = threading.Event()
+    if watch_changes:
+        threading.Thread(
+            target=watch, args=(server, site_dir, effective_base, stop), daemon=True
+        ).start()
+    print(f"serving {len(server.edge.artifacts)} files on {server.base_url}")
+    print(f"discovery: {server.edge.discovery_url}")
+    sys.stdout.flush()
+    if ready:
+        ready(server)
+    try:
+        server.serve_forever(poll_interval=0.2)
+    except KeyboardInterrupt:
+        print("\nstopping")
+    finally:
+        stop.set()
+        server.server_close()
+    return 0
