@@ -10,6 +10,7 @@ from pathlib import Path
 from content_builder.build import build, plan
 from content_builder.errors import SiteDataError
 from content_builder.serve import serve
+from content_builder.verify import verify
 from content_builder.writer import FileReport
 
 DEFAULT_SITE = Path("site_data")
@@ -44,6 +45,14 @@ def _parser() -> argparse.ArgumentParser:
         "--base-url", help="base URL written into the files (default: the server's)"
     )
     serve_cmd.add_argument("--watch", action="store_true", help="rebuild when site data changes")
+
+    verify_cmd = commands.add_parser("verify", help="check a live deployment end to end")
+    verify_cmd.add_argument("base_url", help="the deployment's base URL")
+    verify_cmd.add_argument(
+        "--expect-from", type=Path, help="a local build (dist/) every file must match"
+    )
+    verify_cmd.add_argument("--timeout", type=float, default=10.0, help="seconds per request")
+    verify_cmd.add_argument("--verbose", action="store_true", help="print passed checks too")
     return parser
 
 
@@ -65,6 +74,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             for change in result.lock_changes:
                 print(f"lock: {change.id}: {change.reason}")
             print(f"wrote {args.out} for {result.site.base_url}")
+        elif args.command == "verify":
+            report = verify(args.base_url, args.expect_from, args.timeout)
+            print(report.render(args.verbose))
+            return 1 if report.failures else 0
         elif args.command == "serve":
             return serve(args.site, args.host, args.port, args.base_url, args.watch)
         else:

@@ -89,13 +89,24 @@ def display_path(path: Path) -> str:
 def normalize_base_url(value: str) -> str:
     """Validate a --base-url / stack override: absolute http(s), no path, no trailing slash."""
     value = value.rstrip("/")
-    parts = urlsplit(value)
-    if parts.scheme not in ("http", "https") or not parts.netloc:
+    expected = "expected an absolute http(s) URL of an origin, like https://agents.example.com"
+    try:
+        parts = urlsplit(value)
+        parts.port  # noqa: B018 - raises ValueError on a malformed port
+    except ValueError as error:
         raise SiteDataError.single(
-            "--base-url", None, f"expected an absolute http(s) URL, got {value!r}"
-        )
-    if parts.query or parts.fragment:
-        raise SiteDataError.single("--base-url", None, "expected no query or fragment")
+            "--base-url", None, f"{expected}, got {value!r} ({error})"
+        ) from error
+    if (
+        parts.scheme not in ("http", "https")
+        or not parts.hostname
+        or parts.path
+        or parts.query
+        or parts.fragment
+        or any(ch.isspace() for ch in value)
+    ):
+        # Paths are refused: every published path starts at the origin (/.well-known/...).
+        raise SiteDataError.single("--base-url", None, f"{expected}, got {value!r}")
     return value
 
 
@@ -185,9 +196,19 @@ def _yaml_files(folder: Path, problems: list[Problem]) -> list[Path]:
     return files
 
 
+#: Document ids whose file name is taken by an aggregate in /api/v1/content/.
+RESERVED_DOCUMENT_IDS = frozenset({"index", "search-index"})
+
+
 def _check_unique_ids(
     documents: list[LoadedDocument], faqs: list[LoadedFaq], problems: list[Problem]
 ) -> None:
+    for document in documents:
+        if document.id in RESERVED_DOCUMENT_IDS:
+            problems.append(
+                Problem(document.file, "id", f"{document.id!r} is reserved: /api/v1/content/"
+                        f"{document.id}.json is an aggregate; choose another id")
+            )  # fmt: skip
     # Documents and FAQ entries share the content index, so they share one id space.
     first_seen: dict[str, str] = {}
     for item in [*documents, *faqs]:

@@ -31,6 +31,13 @@ def _require_https_origin(value: str) -> str:
     return value
 
 
+def _require_free_brand(value: str) -> str:
+    # The discovery document is /.well-known/<brand>.json; mcp.json is the MCP manifest.
+    if value == "mcp":
+        raise ValueError("'mcp' is reserved: /.well-known/mcp.json is the MCP manifest")
+    return value
+
+
 def _require_major_one(value: str) -> str:
     # The path prefix is /api/v1/; a 2.x api_version would contradict every URL.
     if not value.startswith("1."):
@@ -43,7 +50,9 @@ class SourceModel(BaseModel):
 
 
 class SiteSource(SourceModel):
-    brand: Annotated[str, StringConstraints(pattern=r"^[a-z][a-z0-9-]*$")] = "service"
+    brand: Annotated[
+        str, StringConstraints(pattern=r"^[a-z][a-z0-9-]*$"), AfterValidator(_require_free_brand)
+    ] = "service"
     name: Text
     description: Text
     about: Text

@@ -50,7 +50,40 @@ def read_yaml_mapping(path: Path, display: str) -> dict[str, Any]:
     if not isinstance(data, dict):
         found = "an empty file" if data is None else f"a {type(data).__name__}"
         raise SiteDataError.single(display, None, f"expected a mapping of fields, found {found}")
+    _require_plain_data(data, display)
     return data
+
+
+_PLAIN_SCALARS = (str, int, float, bool, type(None))
+
+
+def _require_plain_data(value: Any, display: str) -> None:
+    """Only JSON-like data: no recursive aliases, no sets, dates or binary.
+
+    A self-containing alias (`a: &x [*x]`) would recurse forever downstream, a `!!set`
+    has no stable order (the output would not be reproducible), and a bare date is
+    almost always a string the author forgot to quote.
+    """
+    stack: list[tuple[Any, str, frozenset[int]]] = [(value, "", frozenset())]
+    while stack:
+        item, location, ancestors = stack.pop()
+        if isinstance(item, dict | list):
+            if id(item) in ancestors:
+                raise SiteDataError.single(display, location or None, "recursive YAML alias")
+            inside = ancestors | {id(item)}
+            pairs = item.items() if isinstance(item, dict) else enumerate(item)
+            for key, child in pairs:
+                child_location = (
+                    f"{location}[{key}]" if isinstance(key, int) else
+                    f"{location}.{key}" if location else str(key)
+                )  # fmt: skip
+                stack.append((child, child_location, inside))
+        elif not isinstance(item, _PLAIN_SCALARS):
+            raise SiteDataError.single(
+                display,
+                location or None,
+                f"unsupported YAML value of type {type(item).__name__}; quote it if it is text",
+            )
 
 
 def _describe(error: yaml.YAMLError) -> str:

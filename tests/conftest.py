@@ -6,13 +6,15 @@ import contextlib
 import hashlib
 import io
 import shutil
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
 from content_builder.cli import main
+from content_builder.serve import EdgeServer, load_edge
 
 REPO = Path(__file__).resolve().parents[1]
 SITE_DATA = REPO / "site_data"
@@ -66,3 +68,19 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture
 def cli() -> Callable[..., CliResult]:
     return run_cli
+
+
+@contextlib.contextmanager
+def running_server(site_dir: Path = SITE_DATA) -> Iterator[EdgeServer]:
+    """`serve` on a free loopback port, built for its own base URL, in a daemon thread."""
+    server = EdgeServer(("127.0.0.1", 0), quiet=True)
+    server.edge = load_edge(site_dir, server.base_url)
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05})
+    thread.daemon = True
+    thread.start()
+    try:
+        yield server
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=5)

@@ -1,0 +1,214 @@
+"""A small agent client for any deployment of the API (standard library HTTP only).
+
+    from content_builder.client import AgentClient
+
+    client = AgentClient("https://agents.parlance.example")
+    for hit in client.search("how do agents find documents")[:3]:
+        print(hit.score, hit.title, hit.api_url)
+    guide = client.get_document("developer-guide")
+    client.is_fresh(guide)   # conditional GET: one 304 when nothing changed
+
+Every GET is conditional once a URL has been fetched: the client keeps the ETag and
+body and sends If-None-Match, so re-reading an unchanged file costs a 304.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+import urllib.error
+import urllib.request
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+from urllib.parse import urlsplit
+
+from pydantic import BaseModel
+
+from content_builder import paths, search_terms
+from content_builder.models import (
+    ContentDocument,
+    ContentIndex,
+    DiscoveryDocument,
+    FAQEntry,
+    SearchEntry,
+    SearchIndex,
+)
+
+M = TypeVar("M", bound=BaseModel)
+USER_AGENT = "agent-access-client/1.0"
+_DISCOVERY_LINK = re.compile(r"\]\((\S+/\.well-known/(?!mcp\.json)[a-z0-9-]+\.json)\)")
+
+
+class ClientError(Exception):
+    def __init__(self, url: str, status: int | None, message: str) -> None:
+        super().__init__(f"{url}: {message}")
+        self.url = url
+        self.status = status
+
+
+@dataclass(frozen=True)
+class Fetched:
+    url: str
+    status: int  # 200, or 304 when the cached copy was confirmed
+    headers: dict[str, list[str]]  # lower-case names; every value, duplicates kept
+    body: bytes
+
+    def header(self, name: str) -> str | None:
+        values = self.headers.get(name.lower())
+        return values[0] if values else None
+
+
+@dataclass(frozen=True)
+class SearchHit:
+    entry: SearchEntry
+    score: int  # distinct query words matched
+    title_matches: int
+    matched: tuple[str, ...]
+
+    @property
+    def id(self) -> str:
+        return self.entry.id
+
+    @property
+    def title(self) -> str:
+        return self.entry.title
+
+    @property
+    def api_url(self) -> str:
+        return self.entry.api_url
+
+
+def query_words(query: str) -> list[str]:
+    """The spec's rule (lowercase, split on non-alphanumerics), folded, stop words dropped."""
+    return list(dict.fromkeys(search_terms.words(query)))
+
+
+def rank(index: SearchIndex, query: str) -> list[SearchHit]:
+    """Entries matching at least one query word, best first.
+
+    A word matches an entry when it, or its stem, is one of the entry's keywords.
+    Ranked by distinct words matched, then words matched in the title, then index order.
+    """
+    words = query_words(query)
+    hits = []
+    for entry in index.entries:
+        keywords = set(entry.keywords)
+        matched = tuple(w for w in words if w in keywords or search_terms.stem(w) in keywords)
+        if matched:
+            title_terms = search_terms.terms(entry.title)
+            in_title = sum(w in title_terms or search_terms.stem(w) in title_terms for w in matched)
+            hits.append(SearchHit(entry, len(matched), in_title, matched))
+    order = {entry.id: position for position, entry in enumerate(index.entries)}
+    return sorted(hits, key=lambda h: (-h.score, -h.title_matches, order[h.id]))
+
+
+@dataclass
+class AgentClient:
+    base_url: str
+    timeout: float = 10.0
+    discovery_path: str | None = None  # found through llms.txt when not given
+    requests: dict[int, int] = field(default_factory=dict)  # status -> count, for the curious
+    _cache: dict[str, tuple[str, Fetched]] = field(default_factory=dict, repr=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def __post_init__(self) -> None:
+        self.base_url = self.base_url.rstrip("/")
+
+    # --- HTTP ------------------------------------------------------------------------
+
+    def request(
+        self, url: str, method: str = "GET", headers: dict[str, str] | None = None
+    ) -> Fetched:
+        """One HTTP request, any status; nothing cached."""
+        request = urllib.request.Request(url, method=method, headers={"User-Agent": USER_AGENT})
+        for name, value in (headers or {}).items():
+            request.add_header(name, value)
+        try:
+            with urllib.request.urlopen(request, timeout=self.timeout) as response:
+                status, raw_headers, body = response.status, response.headers, response.read()
+        except urllib.error.HTTPError as error:
+            status, raw_headers, body = error.code, error.headers, error.read()
+        except (urllib.error.URLError, OSError) as error:
+            raise ClientError(url, None, f"cannot connect ({error})") from error
+        collected: dict[str, list[str]] = {}
+        for name, value in raw_headers.items():
+            collected.setdefault(name.lower(), []).append(value)
+        with self._lock:
+            self.requests[status] = self.requests.get(status, 0) + 1
+        return Fetched(url, status, collected, body)
+
+    def fetch(self, url: str) -> Fetched:
+        """GET `url`, conditionally when a copy is cached; raises unless 200 or 304."""
+        with self._lock:
+            cached = self._cache.get(url)
+        headers = {"If-None-Match": cached[0]} if cached else {}
+        response = self.request(url, headers=headers)
+        if response.status == 304 and cached:
+            return Fetched(url, 304, response.headers, cached[1].body)
+        if response.status != 200:
+            raise ClientError(url, response.status, f"HTTP {response.status}")
+        tag = response.header("ETag")
+        if tag:
+            with self._lock:
+                self._cache[url] = (tag, response)
+        return response
+
+    def get_json(self, url: str) -> Any:
+        try:
+            return json.loads(self.fetch(url).body)
+        except ValueError as error:
+            raise ClientError(url, 200, f"not JSON ({error})") from error
+
+    def get_model(self, url: str, model: type[M]) -> M:
+        return model.model_validate(self.get_json(url))
+
+    def url(self, path: str) -> str:
+        return self.base_url + path
+
+    # --- the API ---------------------------------------------------------------------
+
+    def find_discovery_path(self) -> str:
+        """The discovery document's path, read from llms.txt (its name carries the brand)."""
+        if self.discovery_path:
+            return self.discovery_path
+        text = self.fetch(self.url(paths.LLMS_TXT)).body.decode("utf-8")
+        match = _DISCOVERY_LINK.search(text)
+        if not match:
+            raise ClientError(self.url(paths.LLMS_TXT), 200, "links no discovery document")
+        self.discovery_path = urlsplit(match.group(1)).path
+        return self.discovery_path
+
+    def discover(self) -> DiscoveryDocument:
+        return self.get_model(self.url(self.find_discovery_path()), DiscoveryDocument)
+
+    def index(self) -> ContentIndex:
+        return self.get_model(self.url(paths.CONTENT_INDEX), ContentIndex)
+
+    def search_index(self) -> SearchIndex:
+        return self.get_model(self.url(paths.SEARCH_INDEX), SearchIndex)
+
+    def search(self, query: str, limit: int | None = None) -> list[SearchHit]:
+        hits = rank(self.search_index(), query)
+        return hits[:limit] if limit is not None else hits
+
+    def get_document(self, document_id: str) -> ContentDocument:
+        return self.get_model(self.url(paths.document(document_id)), ContentDocument)
+
+    def get_faq(self, faq_id: str) -> FAQEntry:
+        return self.get_model(self.url(paths.faq(faq_id)), FAQEntry)
+
+    def is_fresh(self, document: ContentDocument) -> bool:
+        """True when `document` is still what the API serves (spec rule 3).
+
+        Costs one conditional GET of the content index (usually a 304); the document
+        itself is re-read only when the index shows a new updated_at, and then its
+        content_hash decides.
+        """
+        entry = next((e for e in self.index().documents if e.id == document.id), None)
+        if entry is None:
+            return False
+        if entry.updated_at == document.updated_at:
+            return True
+        current = self.get_document(document.id)
+        return current.metadata.content_hash == document.metadata.content_hash

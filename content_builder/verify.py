@@ -1,0 +1,369 @@
+"""`python -m content_builder verify BASE_URL [--expect-from DIR]`: check a live deployment.
+
+Starts where an agent starts (llms.txt at `/`, then the discovery document) and walks
+every interface with the agent client, checking what the spec and our header policy
+promise: status, media type and Cache-Control per route rule, exactly one
+`Access-Control-Allow-Origin: *` (with and without `Origin`, on a 404 and on a
+preflight too: the CDN behaviours only a live request can prove), conditional GET,
+bodies valid against the models, every internal link resolving, MCP enums resolving,
+content hashes matching a recomputation, and a search that finds something. With
+`--expect-from DIR` every file must also match the local build byte for byte.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+from pydantic import BaseModel, ValidationError
+
+from content_builder import paths
+from content_builder.artifacts import canonical_json
+from content_builder.client import AgentClient, ClientError, Fetched, rank
+from content_builder.models import (
+    ArchitectureDocument,
+    ContentDocument,
+    ContentIndex,
+    DiscoveryDocument,
+    ErrorResponse,
+    FAQEntry,
+    McpManifest,
+    OnSiteAgentStatus,
+    SearchIndex,
+)
+from content_builder.routes import HEADER_POLICY, NoRouteRule, rule_for
+from content_builder.writer import MANIFEST_NAME
+
+_URL = re.compile(r"https?://[^\s\"'<>()\[\]\\`|]+")
+_PROBE_ORIGIN = "https://agent.example"
+_MISSING_PATH = "/api/v1/verify-probe-does-not-exist.json"
+
+
+@dataclass(frozen=True)
+class Finding:
+    ok: bool
+    subject: str
+    message: str
+
+
+@dataclass
+class Report:
+    findings: list[Finding] = field(default_factory=list)
+
+    def check(self, ok: bool, subject: str, message: str) -> bool:
+        self.findings.append(Finding(ok, subject, message))
+        return ok
+
+    @property
+    def failures(self) -> list[Finding]:
+        return [f for f in self.findings if not f.ok]
+
+    def render(self, verbose: bool = False) -> str:
+        lines = [
+            f"{'ok  ' if f.ok else 'FAIL'} {f.subject}: {f.message}"
+            for f in self.findings
+            if verbose or not f.ok
+        ]
+        subjects = {f.subject for f in self.findings}
+        lines.append(
+            f"verify: {len(self.findings)} checks on {len(subjects)} subjects, "
+            f"{len(self.failures)} failed"
+        )
+        return "\n".join(lines)
+
+
+def model_for(path: str, discovery_path: str) -> type[BaseModel] | None:
+    exact: dict[str, type[BaseModel]] = {
+        discovery_path: DiscoveryDocument,
+        paths.CONTENT_INDEX: ContentIndex,
+        paths.SEARCH_INDEX: SearchIndex,
+        paths.MCP_MANIFEST: McpManifest,
+        paths.MCP_WELL_KNOWN: McpManifest,
+        paths.ARCHITECTURE: ArchitectureDocument,
+        paths.ON_SITE_AGENT: OnSiteAgentStatus,
+        paths.NOT_FOUND: ErrorResponse,
+    }
+    if path in exact:
+        return exact[path]
+    if path.startswith(paths.API_PREFIX + "/content/"):
+        return ContentDocument
+    if path.startswith(paths.API_PREFIX + "/faq/"):
+        return FAQEntry
+    return None
+
+
+def content_hash_of(document: dict[str, Any]) -> str:
+    rest = {k: v for k, v in document.items() if k not in ("metadata", "updated_at")}
+    return "sha256:" + hashlib.sha256(canonical_json(rest)).hexdigest()
+
+
+class Verifier:
+    def __init__(self, base_url: str, expect_from: Path | None = None, timeout: float = 10.0):
+        self.client = AgentClient(base_url, timeout=timeout)
+        self.base_url = self.client.base_url
+        self.expect_from = expect_from
+        self.report = Report()
+        self.bodies: dict[str, bytes] = {}  # path -> body of every file checked
+
+    def path_of(self, url: str) -> str | None:
+        parts = urlsplit(url)
+        origin = urlsplit(self.base_url)
+        if (parts.scheme, parts.netloc) != (origin.scheme, origin.netloc):
+            return None
+        return parts.path
+
+    # --- single-file checks ------------------------------------------------------------
+
+    def _cors_once(self, subject: str, response: Fetched, context: str) -> None:
+        values = response.headers.get("access-control-allow-origin", [])
+        self.report.check(
+            values == ["*"],
+            subject,
+            f"Access-Control-Allow-Origin {context}: expected exactly one '*', got {values}",
+        )
+        self.report.check(
+            "access-control-allow-credentials" not in response.headers,
+            subject,
+            f"no Access-Control-Allow-Credentials {context}",
+        )
+
+    def check_file(self, path: str) -> bytes | None:
+        if path in self.bodies:
+            return self.bodies[path]
+        url = self.base_url + path
+        try:
+            response = self.client.request(url)
+        except ClientError as error:
+            self.report.check(False, path, str(error))
+            return None
+        if not self.report.check(response.status == 200, path, f"status {response.status}"):
+            return None
+        self.bodies[path] = response.body
+        try:
+            rule = rule_for(path)
+        except NoRouteRule as error:
+            self.report.check(False, path, str(error))
+            return response.body
+        self.report.check(
+            response.header("Content-Type") == rule.media_type,
+            path,
+            f"Content-Type {response.header('Content-Type')!r}, expected {rule.media_type!r}",
+        )
+        self.report.check(
+            response.header("Cache-Control") == rule.cache_control,
+            path,
+            f"Cache-Control {response.header('Cache-Control')!r}, expected {rule.cache_control!r}",
+        )
+        self._cors_once(path, response, "without Origin")
+        for name in HEADER_POLICY.security:
+            self.report.check(
+                response.header(name) == HEADER_POLICY.security[name],
+                path,
+                f"{name} {response.header(name)!r}",
+            )
+        self._check_body(path, response.body)
+        return response.body
+
+    def _check_body(self, path: str, body: bytes) -> None:
+        if path.endswith(".txt"):
+            try:
+                text = body.decode("utf-8")
+            except UnicodeDecodeError:
+                self.report.check(False, path, "not UTF-8 text")
+                return
+            self.report.check(bool(text.strip()), path, "plain text, not empty")
+            return
+        try:
+            data = json.loads(body)
+        except ValueError as error:
+            self.report.check(False, path, f"not JSON: {error}")
+            return
+        model = model_for(path, self.client.discovery_path or "")
+        if path == paths.OPENAPI:
+            self.report.check(
+                str(data.get("openapi", "")).startswith("3.1"), path, "an OpenAPI 3.1 document"
+            )
+        elif model is not None:
+            try:
+                model.model_validate(data)
+                self.report.check(True, path, f"valid {model.__name__}")
+            except ValidationError as error:
+                self.report.check(False, path, f"invalid {model.__name__}: {error}")
+        if model is ContentDocument and isinstance(data, dict):
+            stated = data.get("metadata", {}).get("content_hash")
+            self.report.check(
+                stated == content_hash_of(data),
+                path,
+                f"metadata.content_hash {stated} matches a recomputation",
+            )
+
+    # --- the walk ------------------------------------------------------------------------
+
+    def run(self) -> Report:
+        try:
+            discovery_path = self.client.find_discovery_path()
+        except ClientError as error:
+            self.report.check(False, paths.LLMS_TXT, f"cannot find the discovery document: {error}")
+            return self.report
+        self.check_root()
+        discovery_body = self.check_file(discovery_path)
+        if discovery_body is None:
+            return self.report
+        discovery = DiscoveryDocument.model_validate_json(discovery_body)
+        interface_urls = [
+            *discovery.interfaces.model_dump().values(),
+            *discovery.content.documents.values(),
+            *discovery.content.faq.values(),
+        ]
+        for url in interface_urls:
+            path = self.path_of(url)
+            if self.report.check(path is not None, url, "interface URL is on this deployment"):
+                self.check_file(path)  # type: ignore[arg-type]
+        self.check_links()
+        self.check_mcp_enums()
+        self.check_search()
+        self.check_edge_behaviour(discovery_path)
+        if self.expect_from is not None:
+            self.check_expected(self.expect_from)
+        return self.report
+
+    def check_root(self) -> None:
+        root = self.client.request(self.base_url + "/")
+        llms = self.client.request(self.base_url + paths.LLMS_TXT)
+        self.report.check(
+            root.status == 200 and root.body == llms.body, "/", "GET / answers with llms.txt"
+        )
+
+    def _links_in(self, bodies: Iterable[bytes]) -> set[str]:
+        found: set[str] = set()
+        for body in bodies:
+            for url in _URL.findall(body.decode("utf-8", errors="replace")):
+                path = self.path_of(url.rstrip(".,;:!?*"))
+                if path is not None and "{" not in path:
+                    found.add(path)
+        return found - {"", "/", paths.API_PREFIX, paths.API_PREFIX + "/"}
+
+    def check_links(self) -> None:
+        checked: set[str] = set()
+        while True:
+            pending = self._links_in(self.bodies.values()) - checked
+            if not pending:
+                return
+            for path in sorted(pending):
+                checked.add(path)
+                self.check_file(path)
+
+    def check_mcp_enums(self) -> None:
+        body = self.bodies.get(paths.MCP_MANIFEST)
+        if body is None:
+            return
+        manifest = McpManifest.model_validate_json(body)
+        for tool in manifest.tools:
+            url = tool.endpoint.removeprefix("GET ")
+            for name, prop in tool.inputSchema.properties.items():
+                for value in prop.get("enum", []):
+                    path = self.path_of(url.replace("{" + name + "}", value))
+                    subject = f"mcp {tool.name}({name}={value})"
+                    if self.report.check(path is not None, subject, "resolves on this deployment"):
+                        self.report.check(
+                            self.check_file(path) is not None,  # type: ignore[arg-type]
+                            subject,
+                            f"enum value resolves to {path}",
+                        )
+
+    def check_search(self) -> None:
+        index_body = self.bodies.get(paths.SEARCH_INDEX)
+        if index_body is None:
+            return
+        index = SearchIndex.model_validate_json(index_body)
+        if not self.report.check(bool(index.entries), paths.SEARCH_INDEX, "has entries"):
+            return
+        for entry in index.entries[:3]:
+            hits = [hit.id for hit in rank(index, entry.title)[:3]]
+            self.report.check(
+                entry.id in hits,
+                paths.SEARCH_INDEX,
+                f"searching {entry.title!r} ranks {entry.id} in the top 3 (got {hits})",
+            )
+
+    def check_edge_behaviour(self, discovery_path: str) -> None:
+        url = self.base_url + discovery_path
+        with_origin = self.client.request(url, headers={"Origin": _PROBE_ORIGIN})
+        self._cors_once(discovery_path, with_origin, "with Origin")
+
+        tag = with_origin.header("ETag")
+        if self.report.check(tag is not None, discovery_path, "has an ETag"):
+            again = self.client.request(url, headers={"If-None-Match": tag or ""})
+            self.report.check(
+                again.status == 304, discovery_path, f"If-None-Match -> {again.status}"
+            )
+
+        query = self.client.request(self.base_url + paths.LLMS_TXT + "?cache-buster=1")
+        self.report.check(
+            query.status == 200 and query.body == self.bodies.get(paths.LLMS_TXT, query.body),
+            paths.LLMS_TXT,
+            "a query string is ignored",
+        )
+
+        for origin in (None, _PROBE_ORIGIN):
+            missing = self.client.request(
+                self.base_url + _MISSING_PATH, headers={"Origin": origin} if origin else {}
+            )
+            context = "on a 404 " + ("with Origin" if origin else "without Origin")
+            self.report.check(missing.status == 404, _MISSING_PATH, f"status {missing.status}")
+            self._cors_once(_MISSING_PATH, missing, context)
+            try:
+                ErrorResponse.model_validate_json(missing.body)
+                self.report.check(True, _MISSING_PATH, "404 body is the JSON error document")
+            except ValidationError as error:
+                self.report.check(
+                    False, _MISSING_PATH, f"404 body is not an ErrorResponse: {error}"
+                )
+
+        preflight = self.client.request(
+            url,
+            method="OPTIONS",
+            headers={"Origin": _PROBE_ORIGIN, "Access-Control-Request-Method": "GET"},
+        )
+        self.report.check(
+            200 <= preflight.status < 300, "OPTIONS " + discovery_path, f"status {preflight.status}"
+        )
+        self._cors_once("OPTIONS " + discovery_path, preflight, "on a preflight")
+        allowed = preflight.header("Access-Control-Allow-Methods") or ""
+        self.report.check(
+            "GET" in allowed, "OPTIONS " + discovery_path, f"allows GET (got {allowed!r})"
+        )
+
+    def check_expected(self, folder: Path) -> None:
+        try:
+            manifest = json.loads((folder / MANIFEST_NAME).read_text(encoding="utf-8"))
+        except (OSError, ValueError) as error:
+            self.report.check(False, str(folder), f"cannot read {MANIFEST_NAME}: {error}")
+            return
+        self.report.check(
+            manifest.get("base_url") == self.base_url,
+            str(folder),
+            f"built for {manifest.get('base_url')}, verifying {self.base_url}",
+        )
+        for path, expected in manifest["files"].items():
+            body = self.check_file(path)
+            if body is None:
+                continue
+            digest = hashlib.sha256(body).hexdigest()
+            self.report.check(
+                digest == expected["sha256"],
+                path,
+                "matches the local build" if digest == expected["sha256"]
+                else f"differs from the local build (sha256 {digest[:12]}…, "
+                f"expected {expected['sha256'][:12]}…)",
+            )  # fmt: skip
+
+
+def verify(base_url: str, expect_from: Path | None = None, timeout: float = 10.0) -> Report:
+    return Verifier(base_url, expect_from, timeout).run()

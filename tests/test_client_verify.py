@@ -1,0 +1,169 @@
+"""The agent client and `verify`, against a real local server; verify must catch breakage."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Iterator
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+import yaml
+
+from content_builder.artifacts import Artifact
+from content_builder.client import AgentClient, ClientError
+from content_builder.edge import Edge, Response
+from content_builder.serve import EdgeServer, load_edge
+from content_builder.verify import verify
+from tests.conftest import run_cli, running_server
+
+
+@pytest.fixture
+def server(site_copy: Path) -> Iterator[EdgeServer]:
+    with running_server(site_copy) as running:
+        yield running
+
+
+def test_verify_passes_against_a_good_server(server: EdgeServer, tmp_path: Path) -> None:
+    out = tmp_path / "dist"
+    assert run_cli("build", "--out", out, "--base-url", server.base_url).code == 0
+    result = run_cli("verify", server.base_url, "--expect-from", out)
+    assert result.code == 0, result.out
+    assert ", 0 failed" in result.out
+    report = verify(server.base_url, out)
+    subjects = {finding.subject for finding in report.findings}
+    assert "/api/v1/faq/q06-architecture.json" in subjects  # reached through discovery
+    assert "/api/v1/verify-probe-does-not-exist.json" in subjects  # the 404 probe ran
+    assert len(report.findings) > 300
+
+
+def _without(edge: Edge, path: str) -> Edge:
+    artifacts = dict(edge.artifacts)
+    del artifacts[path]
+    return Edge(artifacts, edge.discovery_url)
+
+
+def test_verify_names_a_missing_file(server: EdgeServer) -> None:
+    assert server.edge is not None
+    server.edge = _without(server.edge, "/api/v1/faq/q04-protocols.json")
+    result = run_cli("verify", server.base_url)
+    assert result.code == 1
+    assert "FAIL /api/v1/faq/q04-protocols.json: status 404" in result.out
+    assert "get_faq(faq_id=q04-protocols)" in result.out
+
+
+def test_verify_names_an_altered_file(server: EdgeServer, tmp_path: Path) -> None:
+    out = tmp_path / "dist"
+    assert run_cli("build", "--out", out, "--base-url", server.base_url).code == 0
+    assert server.edge is not None
+    artifacts = dict(server.edge.artifacts)
+    path = "/api/v1/content/compatibility.json"
+    document = json.loads(artifacts[path].body)
+    document["title"] = "Compatible with everything"
+    artifacts[path] = Artifact(path, json.dumps(document).encode())
+    server.edge = Edge(artifacts, server.edge.discovery_url)
+
+    result = run_cli("verify", server.base_url, "--expect-from", out)
+    assert result.code == 1
+    failures = [line for line in result.out.splitlines() if line.startswith("FAIL")]
+    assert any(path in line and "content_hash" in line for line in failures), failures
+    assert any(path in line and "differs from the local build" in line for line in failures)
+    assert all(path in line for line in failures), "nothing else is blamed"
+
+
+class _Decorated(Edge):
+    """An edge whose responses a test rewrites, as a misconfigured CDN would."""
+
+    def __init__(self, edge: Edge, rewrite) -> None:  # type: ignore[no-untyped-def]
+        super().__init__(edge.artifacts, edge.discovery_url)
+        self.rewrite = rewrite
+
+    def handle(self, method, target, headers) -> Response:  # type: ignore[no-untyped-def]
+        return self.rewrite(super().handle(method, target, headers), method, headers)
+
+
+def test_verify_catches_a_missing_cors_header_on_errors(server: EdgeServer) -> None:
+    def drop_cors_on_errors(response: Response, method: str, headers: dict) -> Response:
+        if response.status < 400:
+            return response
+        kept = tuple(h for h in response.headers if h[0] != "Access-Control-Allow-Origin")
+        return replace(response, headers=kept)
+
+    assert server.edge is not None
+    server.edge = _Decorated(server.edge, drop_cors_on_errors)
+    result = run_cli("verify", server.base_url)
+    assert result.code == 1
+    assert "Access-Control-Allow-Origin on a 404 without Origin" in result.out
+    assert "Access-Control-Allow-Origin on a 404 with Origin" in result.out
+
+
+def test_verify_catches_a_duplicated_cors_header_with_origin(server: EdgeServer) -> None:
+    def duplicate_when_origin(response: Response, method: str, headers: dict) -> Response:
+        if "Origin" not in headers:
+            return response
+        return replace(response, headers=(*response.headers, ("Access-Control-Allow-Origin", "*")))
+
+    assert server.edge is not None
+    server.edge = _Decorated(server.edge, duplicate_when_origin)
+    result = run_cli("verify", server.base_url)
+    assert result.code == 1
+    assert "with Origin: expected exactly one '*', got ['*', '*']" in result.out
+
+
+def test_verify_reports_an_unreachable_server() -> None:
+    result = run_cli("verify", "http://127.0.0.1:9", "--timeout", "2")
+    assert result.code == 1
+    assert "cannot" in result.out
+
+
+def test_client_discovers_searches_and_reads(server: EdgeServer) -> None:
+    client = AgentClient(server.base_url)
+    discovery = client.discover()
+    assert client.discovery_path == "/.well-known/service.json"
+    assert (
+        discovery.interfaces.search_index == server.base_url + "/api/v1/content/search-index.json"
+    )
+    hits = client.search("What do AI agents ask about my site? Privacy analytics")
+    # Both the product page and the FAQ entry about it answer this.
+    assert {hit.id for hit in hits[:2]} == {"llm-search-console", "q05-insights"}
+    assert hits == sorted(hits, key=lambda h: -h.score)
+    assert client.get_document("developer-guide").content_type == "page"
+    assert client.get_faq("q02-endpoints").question.endswith("?")
+    with pytest.raises(ClientError) as missing:
+        client.get_faq("q99-nothing")
+    assert missing.value.status == 404
+
+
+def test_client_search_matches_word_forms_the_naive_rule_misses(server: EdgeServer) -> None:
+    client = AgentClient(server.base_url)
+    # "deploys" and "telemetries" are not in the index as written; their stems are.
+    hits = client.search("telemetries deploys")
+    assert hits and set(hits[0].matched) == {"telemetries", "deploys"}
+
+
+def test_client_uses_conditional_gets(server: EdgeServer) -> None:
+    client = AgentClient(server.base_url)
+    first = client.get_document("site")
+    assert client.requests == {200: 1}
+    again = client.get_document("site")
+    assert again == first
+    assert client.requests == {200: 1, 304: 1}
+
+
+def test_is_fresh_follows_updated_at_and_content_hash(server: EdgeServer, site_copy: Path) -> None:
+    client = AgentClient(server.base_url)
+    document = client.get_document("compatibility")
+    assert client.is_fresh(document)
+
+    changed_site = site_copy.parent / "changed"
+    shutil.copytree(site_copy, changed_site)
+    doc_file = changed_site / "content" / "compatibility.yaml"
+    data = yaml.safe_load(doc_file.read_text())
+    data["title"] += " today"
+    doc_file.write_text(yaml.safe_dump(data, sort_keys=False))
+    server.edge = load_edge(changed_site, server.base_url)
+
+    assert not client.is_fresh(document)
+    assert client.get_document("compatibility").title.endswith(" today")
+    assert client.is_fresh(client.get_document("compatibility"))
