@@ -4,13 +4,17 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: build check test lint clean
+.PHONY: serve build check test lint clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
 	touch $(STAMP)
+
+# Builds in memory and serves the whole API with the CDN's headers on 127.0.0.1:8000.
+serve: $(STAMP)
+	$(BIN)/python -m content_builder serve --host 127.0.0.1 --port 8000 --watch
 
 build: $(STAMP)
 	$(BIN)/python -m content_builder build
