@@ -25,6 +25,10 @@ def _require_absolute_url(value: str) -> str:
 Url = Annotated[
     str, AfterValidator(_require_absolute_url), Field(json_schema_extra={"format": "uri"})
 ]
+# A URL with RFC 6570 variables ({document_id}); braces are not allowed in a plain URI.
+UrlTemplate = Annotated[
+    str, AfterValidator(_require_absolute_url), Field(json_schema_extra={"format": "uri-template"})
+]
 Timestamp = Annotated[str, Field(json_schema_extra={"format": "date-time"})]
 ContentType = Literal["page", "faq", "feature", "product"]
 
@@ -248,7 +252,7 @@ class NamedDescription(Resource):
 class ResourceType(Resource):
     name: str
     description: str
-    endpoint: Url = Field(description="Absolute URL, possibly with a {document_id}/{faq_id}")
+    endpoint: UrlTemplate = Field(description="Absolute URL, possibly with {document_id}/{faq_id}")
 
 
 class DataLayer(Resource):

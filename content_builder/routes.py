@@ -28,22 +28,35 @@ class PublishTier(IntEnum):
 
 @dataclass(frozen=True)
 class CacheClass:
+    """How long viewers (max-age) and the CDN (s-maxage) keep a file.
+
+    The Cache-Control header is stored on every S3 object, so CloudFront and browsers
+    both obey it; infra/ also caps the CDN's TTL per behaviour with `edge_ttl`.
+    """
+
     name: str
-    cache_control: str
+    max_age: int
+    edge_ttl: int
+    stale_while_revalidate: int = 0
+    stale_if_error: int = 0
+
+    @property
+    def cache_control(self) -> str:
+        parts = ["public", f"max-age={self.max_age}", f"s-maxage={self.edge_ttl}"]
+        if self.stale_while_revalidate:
+            parts.append(f"stale-while-revalidate={self.stale_while_revalidate}")
+        if self.stale_if_error:
+            parts.append(f"stale-if-error={self.stale_if_error}")
+        return ", ".join(parts)
 
 
+DAY = 86400
 # Entry points and aggregates change whenever any document changes: short for viewers,
 # long at the edge (s-maxage), because every publish invalidates exactly what changed.
-AGGREGATE_CACHE = CacheClass(
-    "aggregate",
-    "public, max-age=300, s-maxage=86400, stale-while-revalidate=60, stale-if-error=86400",
-)
-DOCUMENT_CACHE = CacheClass(
-    "document",
-    "public, max-age=3600, s-maxage=86400, stale-while-revalidate=300, stale-if-error=86400",
-)
+AGGREGATE_CACHE = CacheClass("aggregate", 300, DAY, stale_while_revalidate=60, stale_if_error=DAY)
+DOCUMENT_CACHE = CacheClass("document", 3600, DAY, stale_while_revalidate=300, stale_if_error=DAY)
 # Errors must not outlive the fix for long, at the edge or in a client.
-ERROR_CACHE = CacheClass("error", "public, max-age=60, s-maxage=60")
+ERROR_CACHE = CacheClass("error", 60, 60)
 
 
 @dataclass(frozen=True)
@@ -91,12 +104,38 @@ def rule_for(path: str) -> RouteRule:
 
 @dataclass(frozen=True)
 class HeaderPolicy:
-    """Headers added to every response, errors included (the CDN's response headers policy)."""
+    """Headers added to every response, errors included (the CDN's response headers policy).
 
-    cors: dict[str, str]
-    security: dict[str, str]
+    Typed fields rather than a bag of header strings, because CloudFront configures the
+    security headers field by field (infra/ maps them one to one); `security` renders
+    the same values as HTTP headers for `serve` and `verify`.
+    """
+
+    allow_origin: str
+    hsts_max_age: int
+    hsts_include_subdomains: bool
+    content_security_policy: str
+    referrer_policy: str
+    frame_options: str
     preflight_methods: tuple[str, ...]
     preflight_max_age: int
+
+    @property
+    def cors(self) -> dict[str, str]:
+        return {"Access-Control-Allow-Origin": self.allow_origin}
+
+    @property
+    def security(self) -> dict[str, str]:
+        hsts = f"max-age={self.hsts_max_age}"
+        if self.hsts_include_subdomains:
+            hsts += "; includeSubDomains"
+        return {
+            "Strict-Transport-Security": hsts,
+            "X-Content-Type-Options": "nosniff",
+            "Content-Security-Policy": self.content_security_policy,
+            "Referrer-Policy": self.referrer_policy,
+            "X-Frame-Options": self.frame_options,
+        }
 
     @property
     def every_response(self) -> dict[str, str]:
@@ -106,15 +145,14 @@ class HeaderPolicy:
 HEADER_POLICY = HeaderPolicy(
     # Spec rule 4: every response carries `Access-Control-Allow-Origin: *`, and only that:
     # no credentials header, since the API is public and `*` forbids credentials anyway.
-    cors={"Access-Control-Allow-Origin": "*"},
-    security={
-        "Strict-Transport-Security": "max-age=63072000; includeSubDomains",
-        "X-Content-Type-Options": "nosniff",
-        # These are data files, never pages: nothing may be loaded, framed or submitted.
-        "Content-Security-Policy": "default-src 'none'; frame-ancestors 'none'; base-uri 'none'",
-        "Referrer-Policy": "no-referrer",
-        "X-Frame-Options": "DENY",
-    },
+    allow_origin="*",
+    # Two years; no `preload`, which is an opt-in only the domain's owner can make.
+    hsts_max_age=63072000,
+    hsts_include_subdomains=True,
+    # These are data files, never pages: nothing may be loaded, framed or submitted.
+    content_security_policy="default-src 'none'; frame-ancestors 'none'; base-uri 'none'",
+    referrer_policy="no-referrer",
+    frame_options="DENY",
     preflight_methods=("GET", "HEAD", "OPTIONS"),
     preflight_max_age=86400,
 )

@@ -63,7 +63,7 @@ def discovery_document(site: Site, catalog: Catalog) -> DiscoveryDocument:
             authentication="none",
             methods=["GET"],
             transport="https",
-            cors=HEADER_POLICY.cors["Access-Control-Allow-Origin"],
+            cors=HEADER_POLICY.allow_origin,
             rate_limit="the CDN's default limits; no service-specific quota",
             search=(
                 "client-side: fetch the search index, lowercase the query, split it on "

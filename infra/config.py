@@ -1,0 +1,75 @@
+"""Stack configuration, read once at the top of the program and validated."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+PROJECT_ROOT = Path(__file__).resolve().parents[1]
+PRICE_CLASSES = ("PriceClass_100", "PriceClass_200", "PriceClass_All")
+
+
+class ConfigError(ValueError):
+    pass
+
+
+@dataclass(frozen=True)
+class SiteConfig:
+    region: str
+    domain: str | None = None
+    certificate_arn: str | None = None  # an ACM certificate in us-east-1 covering `domain`
+    hosted_zone_id: str | None = None  # Route 53 zone of `domain`: certificate + alias records
+    price_class: str = "PriceClass_100"
+    log_bucket: str | None = None  # e.g. "my-logs.s3.amazonaws.com" (ACLs enabled)
+    log_prefix: str = "cloudfront/"
+    web_acl_arn: str | None = None
+    noncurrent_version_days: int = 30
+    tags: dict[str, str] = field(default_factory=dict)
+    site_dir: Path = PROJECT_ROOT / "site_data"
+    dist_dir: Path = PROJECT_ROOT / "dist"
+
+    def __post_init__(self) -> None:
+        if self.price_class not in PRICE_CLASSES:
+            raise ConfigError(f"priceClass: expected one of {', '.join(PRICE_CLASSES)}")
+        if self.noncurrent_version_days < 1:
+            raise ConfigError("noncurrentVersionDays: expected a whole number of days >= 1")
+        if self.domain:
+            if not re.fullmatch(r"(?=.{1,253}$)([a-z0-9-]{1,63}\.)+[a-z]{2,63}", self.domain):
+                raise ConfigError(f"domain: expected a lowercase host name, got {self.domain!r}")
+            if not (self.certificate_arn or self.hosted_zone_id):
+                raise ConfigError("domain: also set certificateArn or hostedZoneId")
+        elif self.certificate_arn or self.hosted_zone_id:
+            raise ConfigError("certificateArn and hostedZoneId need a domain")
+        # CloudFront only accepts certificates from us-east-1.
+        if self.certificate_arn and not self.certificate_arn.startswith("arn:aws:acm:us-east-1:"):
+            raise ConfigError("certificateArn: CloudFront needs a certificate in us-east-1")
+
+    @property
+    def base_url(self) -> str | None:
+        """Known up front only with a custom domain; otherwise the distribution's domain."""
+        return f"https://{self.domain}" if self.domain else None
+
+
+def load() -> SiteConfig:
+    import pulumi
+
+    config = pulumi.Config()
+    aws = pulumi.Config("aws")
+    return SiteConfig(
+        region=aws.require("region"),
+        domain=config.get("domain"),
+        certificate_arn=config.get("certificateArn"),
+        hosted_zone_id=config.get("hostedZoneId"),
+        price_class=config.get("priceClass") or "PriceClass_100",
+        log_bucket=config.get("logBucket"),
+        log_prefix=config.get("logPrefix") or "cloudfront/",
+        web_acl_arn=config.get("webAclArn"),
+        noncurrent_version_days=config.get_int("noncurrentVersionDays") or 30,
+        tags={
+            "project": pulumi.get_project(),
+            "stack": pulumi.get_stack(),
+            "managed-by": "pulumi",
+            **(config.get_object("tags") or {}),
+        },
+    )

@@ -1,0 +1,432 @@
+"""AgentSite: the whole deployment as one ComponentResource.
+
+Resources are declared in the order they depend on each other: the private bucket and
+its settings, the CloudFront policies, the certificate (custom domain only), the
+distribution, the bucket policy that lets only that distribution read, DNS records,
+and last the published content. How the files are rendered is not this module's
+business: it receives a `build(base_url) -> manifest files` function.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+import pulumi
+import pulumi_aws as aws
+
+from content_builder.routes import ERROR_CACHE, HEADER_POLICY, ROUTE_RULES
+from infra.config import SiteConfig
+from infra.site_content import SiteContent
+
+#: AWS-managed origin request policy "Managed-CORS-S3Origin": forwards Origin,
+#: Access-Control-Request-Method and Access-Control-Request-Headers to S3, so the
+#: bucket's CORS rule can answer preflights. Managed policy ids are global constants.
+MANAGED_CORS_S3_ORIGIN_POLICY_ID = "88a5eaf4-2fd4-4709-b370-b4c650ea3fcf"
+YEAR = 365 * 86400
+ERROR_PATH_PATTERN = "/errors/*"
+NOT_FOUND_PAGE = "/errors/404.json"
+ROOT_OBJECT = "llms.txt"
+METHODS = list(HEADER_POLICY.preflight_methods)  # GET, HEAD, OPTIONS
+CACHED_METHODS = ["GET", "HEAD"]  # preflights are not cached: S3 answers each one
+
+Build = Callable[[str], dict[str, dict[str, Any]]]
+
+
+def bucket_policy_document(bucket_arn: str, distribution_arn: str) -> str:
+    """Only this distribution may read (and list, so a missing key is a 404, not a 403),
+    and nobody may use plain HTTP."""
+    return json.dumps(
+        {
+            "Version": "2012-10-17",
+            "Statement": [
+                {
+                    "Sid": "DenyInsecureTransport",
+                    "Effect": "Deny",
+                    "Principal": "*",
+                    "Action": "s3:*",
+                    "Resource": [bucket_arn, f"{bucket_arn}/*"],
+                    "Condition": {"Bool": {"aws:SecureTransport": "false"}},
+                },
+                {
+                    "Sid": "AllowCloudFrontRead",
+                    "Effect": "Allow",
+                    "Principal": {"Service": "cloudfront.amazonaws.com"},
+                    "Action": "s3:GetObject",
+                    "Resource": f"{bucket_arn}/*",
+                    "Condition": {"StringEquals": {"AWS:SourceArn": distribution_arn}},
+                },
+                {
+                    "Sid": "AllowCloudFrontList",
+                    "Effect": "Allow",
+                    "Principal": {"Service": "cloudfront.amazonaws.com"},
+                    "Action": "s3:ListBucket",
+                    "Resource": bucket_arn,
+                    "Condition": {"StringEquals": {"AWS:SourceArn": distribution_arn}},
+                },
+            ],
+        },
+        indent=2,
+    )
+
+
+class AgentSite(pulumi.ComponentResource):
+    base_url: pulumi.Output[str]
+    bucket_name: pulumi.Output[str]
+    distribution_id: pulumi.Output[str]
+    files: pulumi.Output[dict[str, Any]]
+
+    def __init__(
+        self,
+        name: str,
+        config: SiteConfig,
+        build: Build,
+        opts: pulumi.ResourceOptions | None = None,
+    ) -> None:
+        super().__init__("agent-access:index:AgentSite", name, None, opts)
+        tags = aws.ProviderDefaultTagsArgs(tags=config.tags)
+        # Every resource gets the stack's tags through the providers' default tags.
+        provider = aws.Provider(
+            f"{name}-aws",
+            region=config.region,
+            default_tags=tags,
+            opts=pulumi.ResourceOptions(parent=self),
+        )
+        # CloudFront expects the ACM certificate in us-east-1, whatever the stack's region.
+        us_east_1 = aws.Provider(
+            f"{name}-aws-us-east-1",
+            region="us-east-1",
+            default_tags=tags,
+            opts=pulumi.ResourceOptions(parent=self),
+        )
+        child = pulumi.ResourceOptions(parent=self, provider=provider)
+
+        # --- the private bucket -------------------------------------------------------
+        bucket = aws.s3.Bucket(f"{name}-content", force_destroy=True, opts=child)
+        public_access = aws.s3.BucketPublicAccessBlock(
+            f"{name}-public-access",
+            bucket=bucket.id,
+            block_public_acls=True,
+            block_public_policy=True,
+            ignore_public_acls=True,
+            restrict_public_buckets=True,
+            opts=child,
+        )
+        aws.s3.BucketOwnershipControls(
+            f"{name}-ownership",
+            bucket=bucket.id,
+            rule=aws.s3.BucketOwnershipControlsRuleArgs(object_ownership="BucketOwnerEnforced"),
+            opts=child,
+        )
+        aws.s3.BucketServerSideEncryptionConfiguration(
+            f"{name}-encryption",
+            bucket=bucket.id,
+            rules=[
+                aws.s3.BucketServerSideEncryptionConfigurationRuleArgs(
+                    apply_server_side_encryption_by_default=aws.s3.BucketServerSideEncryptionConfigurationRuleApplyServerSideEncryptionByDefaultArgs(
+                        sse_algorithm="AES256"
+                    ),
+                    bucket_key_enabled=True,
+                )
+            ],
+            opts=child,
+        )
+        versioning = aws.s3.BucketVersioning(
+            f"{name}-versioning",
+            bucket=bucket.id,
+            versioning_configuration=aws.s3.BucketVersioningVersioningConfigurationArgs(
+                status="Enabled"
+            ),
+            opts=child,
+        )
+        # Versioning keeps every overwritten file for rollback; without expiry the bill
+        # grows forever (AWS FSBP S3.13).
+        aws.s3.BucketLifecycleConfiguration(
+            f"{name}-lifecycle",
+            bucket=bucket.id,
+            rules=[
+                aws.s3.BucketLifecycleConfigurationRuleArgs(
+                    id="expire-noncurrent-versions",
+                    status="Enabled",
+                    filter=aws.s3.BucketLifecycleConfigurationRuleFilterArgs(prefix=""),
+                    noncurrent_version_expiration=aws.s3.BucketLifecycleConfigurationRuleNoncurrentVersionExpirationArgs(
+                        noncurrent_days=config.noncurrent_version_days
+                    ),
+                    abort_incomplete_multipart_upload=aws.s3.BucketLifecycleConfigurationRuleAbortIncompleteMultipartUploadArgs(
+                        days_after_initiation=7
+                    ),
+                )
+            ],
+            opts=pulumi.ResourceOptions.merge(
+                child, pulumi.ResourceOptions(depends_on=[versioning])
+            ),
+        )
+        # CloudFront forwards OPTIONS to S3; this rule is what answers a preflight.
+        aws.s3.BucketCorsConfiguration(
+            f"{name}-cors",
+            bucket=bucket.id,
+            cors_rules=[
+                aws.s3.BucketCorsConfigurationCorsRuleArgs(
+                    allowed_methods=CACHED_METHODS,
+                    allowed_origins=[HEADER_POLICY.allow_origin],
+                    allowed_headers=["*"],
+                    max_age_seconds=HEADER_POLICY.preflight_max_age,
+                )
+            ],
+            opts=child,
+        )
+
+        # --- CloudFront policies --------------------------------------------------
+        oac = aws.cloudfront.OriginAccessControl(
+            f"{name}-oac",
+            description="Signed requests from the agent-access distribution to its bucket",
+            origin_access_control_origin_type="s3",
+            signing_behavior="always",
+            signing_protocol="sigv4",
+            opts=child,
+        )
+        # Objects' s-maxage decides; the default only covers an object without one.
+        longest_edge_ttl = max(rule.cache.edge_ttl for rule in ROUTE_RULES)
+        default_cache = self._cache_policy(name, "files", longest_edge_ttl, YEAR, child)
+        error_cache = self._cache_policy(
+            name, "errors", ERROR_CACHE.edge_ttl, ERROR_CACHE.edge_ttl, child
+        )
+        headers_policy = aws.cloudfront.ResponseHeadersPolicy(
+            f"{name}-headers",
+            comment="CORS * on every response, errors included, plus security headers",
+            # Custom headers reach every response, cache hits included; the CORS section
+            # would only answer requests carrying Origin, and both at once risk a
+            # duplicate header. Override replaces any copy S3 sends.
+            custom_headers_config=aws.cloudfront.ResponseHeadersPolicyCustomHeadersConfigArgs(
+                items=[
+                    aws.cloudfront.ResponseHeadersPolicyCustomHeadersConfigItemArgs(
+                        header=header, value=value, override=True
+                    )
+                    for header, value in HEADER_POLICY.cors.items()
+                ]
+            ),
+            security_headers_config=aws.cloudfront.ResponseHeadersPolicySecurityHeadersConfigArgs(
+                strict_transport_security=aws.cloudfront.ResponseHeadersPolicySecurityHeadersConfigStrictTransportSecurityArgs(
+                    access_control_max_age_sec=HEADER_POLICY.hsts_max_age,
+                    include_subdomains=HEADER_POLICY.hsts_include_subdomains,
+                    preload=False,
+                    override=True,
+                ),
+                content_type_options=aws.cloudfront.ResponseHeadersPolicySecurityHeadersConfigContentTypeOptionsArgs(
+                    override=True
+                ),
+                content_security_policy=aws.cloudfront.ResponseHeadersPolicySecurityHeadersConfigContentSecurityPolicyArgs(
+                    content_security_policy=HEADER_POLICY.content_security_policy, override=True
+                ),
+                referrer_policy=aws.cloudfront.ResponseHeadersPolicySecurityHeadersConfigReferrerPolicyArgs(
+                    referrer_policy=HEADER_POLICY.referrer_policy, override=True
+                ),
+                frame_options=aws.cloudfront.ResponseHeadersPolicySecurityHeadersConfigFrameOptionsArgs(
+                    frame_option=HEADER_POLICY.frame_options, override=True
+                ),
+            ),
+            opts=child,
+        )
+
+        # --- certificate (custom domain only) -----------------------------------------
+        certificate_arn: pulumi.Input[str] | None = config.certificate_arn
+        if config.domain and config.hosted_zone_id and not config.certificate_arn:
+            certificate_arn = self._validated_certificate(name, config, us_east_1)
+
+        # --- the distribution -------------------------------------------------------
+        origin_id = "content-bucket"
+
+        def behaviour(cache_policy: aws.cloudfront.CachePolicy) -> dict[str, Any]:
+            return {
+                "target_origin_id": origin_id,
+                "viewer_protocol_policy": "https-only",  # spec: HTTPS only, no redirect
+                "allowed_methods": METHODS,
+                "cached_methods": CACHED_METHODS,
+                "compress": True,
+                "cache_policy_id": cache_policy.id,
+                "origin_request_policy_id": MANAGED_CORS_S3_ORIGIN_POLICY_ID,
+                "response_headers_policy_id": headers_policy.id,
+            }
+
+        distribution = aws.cloudfront.Distribution(
+            f"{name}-cdn",
+            comment=f"agent-access API ({pulumi.get_stack()})",
+            enabled=True,
+            is_ipv6_enabled=True,
+            http_version="http2and3",
+            price_class=config.price_class,
+            default_root_object=ROOT_OBJECT,
+            aliases=[config.domain] if config.domain else None,
+            origins=[
+                aws.cloudfront.DistributionOriginArgs(
+                    origin_id=origin_id,
+                    domain_name=bucket.bucket_regional_domain_name,
+                    origin_access_control_id=oac.id,
+                )
+            ],
+            default_cache_behavior=aws.cloudfront.DistributionDefaultCacheBehaviorArgs(
+                **behaviour(default_cache)
+            ),
+            # The error body gets its own short edge TTL, and the same headers policy:
+            # CORS must be on errors too.
+            ordered_cache_behaviors=[
+                aws.cloudfront.DistributionOrderedCacheBehaviorArgs(
+                    path_pattern=ERROR_PATH_PATTERN, **behaviour(error_cache)
+                )
+            ],
+            custom_error_responses=[
+                aws.cloudfront.DistributionCustomErrorResponseArgs(
+                    error_code=404,
+                    response_code=404,
+                    response_page_path=NOT_FOUND_PAGE,
+                    error_caching_min_ttl=ERROR_CACHE.edge_ttl,
+                )
+            ],
+            restrictions=aws.cloudfront.DistributionRestrictionsArgs(
+                geo_restriction=aws.cloudfront.DistributionRestrictionsGeoRestrictionArgs(
+                    restriction_type="none"
+                )
+            ),
+            viewer_certificate=self._viewer_certificate(certificate_arn),
+            logging_config=aws.cloudfront.DistributionLoggingConfigArgs(
+                bucket=config.log_bucket, prefix=config.log_prefix, include_cookies=False
+            )
+            if config.log_bucket
+            else None,
+            web_acl_id=config.web_acl_arn,
+            opts=child,
+        )
+
+        aws.s3.BucketPolicy(
+            f"{name}-policy",
+            bucket=bucket.id,
+            policy=pulumi.Output.all(bucket.arn, distribution.arn).apply(
+                lambda arns: bucket_policy_document(arns[0], arns[1])
+            ),
+            # A policy that grants a service principal is refused while the public
+            # access block is still being applied.
+            opts=pulumi.ResourceOptions.merge(
+                child, pulumi.ResourceOptions(depends_on=[public_access])
+            ),
+        )
+
+        if config.domain and config.hosted_zone_id:
+            for record_type in ("A", "AAAA"):
+                aws.route53.Record(
+                    f"{name}-alias-{record_type.lower()}",
+                    zone_id=config.hosted_zone_id,
+                    name=config.domain,
+                    type=record_type,
+                    aliases=[
+                        aws.route53.RecordAliasArgs(
+                            name=distribution.domain_name,
+                            zone_id=distribution.hosted_zone_id,
+                            evaluate_target_health=False,
+                        )
+                    ],
+                    opts=child,
+                )
+
+        # --- the content ---------------------------------------------------------------
+        base_url: pulumi.Output[str] = (
+            pulumi.Output.from_input(config.base_url)
+            if config.base_url
+            else distribution.domain_name.apply(lambda domain: f"https://{domain}")
+        )
+        files = base_url.apply(build)
+        content = SiteContent(
+            f"{name}-files",
+            bucket=bucket.bucket,
+            distribution_id=distribution.id,
+            region=config.region,
+            source_dir=str(config.dist_dir),
+            files=files,
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[distribution]),
+        )
+
+        self.base_url = base_url
+        self.bucket_name = bucket.bucket
+        self.distribution_id = distribution.id
+        self.files = content.files
+        self.register_outputs(
+            {
+                "base_url": base_url,
+                "bucket_name": bucket.bucket,
+                "distribution_id": distribution.id,
+                "files": content.files,
+            }
+        )
+
+    @staticmethod
+    def _cache_policy(
+        name: str, purpose: str, default_ttl: int, max_ttl: int, opts: pulumi.ResourceOptions
+    ) -> aws.cloudfront.CachePolicy:
+        """Cookies, headers and query strings stay out of the cache key and away from S3
+        (a random `?x=` must not bypass the cache); objects' s-maxage decides within
+        [0, max_ttl]."""
+        return aws.cloudfront.CachePolicy(
+            f"{name}-cache-{purpose}",
+            comment=f"agent-access {purpose}: no cookies, headers or query strings in the key",
+            min_ttl=0,
+            default_ttl=default_ttl,
+            max_ttl=max_ttl,
+            parameters_in_cache_key_and_forwarded_to_origin=aws.cloudfront.CachePolicyParametersInCacheKeyAndForwardedToOriginArgs(
+                cookies_config=aws.cloudfront.CachePolicyParametersInCacheKeyAndForwardedToOriginCookiesConfigArgs(
+                    cookie_behavior="none"
+                ),
+                headers_config=aws.cloudfront.CachePolicyParametersInCacheKeyAndForwardedToOriginHeadersConfigArgs(
+                    header_behavior="none"
+                ),
+                query_strings_config=aws.cloudfront.CachePolicyParametersInCacheKeyAndForwardedToOriginQueryStringsConfigArgs(
+                    query_string_behavior="none"
+                ),
+                enable_accept_encoding_gzip=True,
+                enable_accept_encoding_brotli=True,
+            ),
+            opts=opts,
+        )
+
+    @staticmethod
+    def _viewer_certificate(
+        certificate_arn: pulumi.Input[str] | None,
+    ) -> aws.cloudfront.DistributionViewerCertificateArgs:
+        if certificate_arn is None:
+            # The default *.cloudfront.net certificate cannot be pinned above TLSv1.
+            return aws.cloudfront.DistributionViewerCertificateArgs(
+                cloudfront_default_certificate=True
+            )
+        return aws.cloudfront.DistributionViewerCertificateArgs(
+            acm_certificate_arn=certificate_arn,
+            ssl_support_method="sni-only",
+            minimum_protocol_version="TLSv1.2_2021",
+        )
+
+    def _validated_certificate(
+        self, name: str, config: SiteConfig, us_east_1: aws.Provider
+    ) -> pulumi.Output[str]:
+        options = pulumi.ResourceOptions(parent=self, provider=us_east_1)
+        certificate = aws.acm.Certificate(
+            f"{name}-certificate",
+            domain_name=config.domain,
+            validation_method="DNS",
+            opts=options,
+        )
+        option = certificate.domain_validation_options[0]
+        record = aws.route53.Record(
+            f"{name}-certificate-validation",
+            zone_id=config.hosted_zone_id,  # type: ignore[arg-type]
+            name=option.resource_record_name,
+            type=option.resource_record_type,
+            records=[option.resource_record_value],
+            ttl=300,
+            allow_overwrite=True,
+            opts=options,
+        )
+        validation = aws.acm.CertificateValidation(
+            f"{name}-certificate-validation",
+            certificate_arn=certificate.arn,
+            validation_record_fqdns=[record.fqdn],
+            opts=options,
+        )
+        return validation.certificate_arn

@@ -1,0 +1,107 @@
+"""SiteContent: a Pulumi dynamic resource whose provider is the publisher.
+
+Its input is the build manifest (path -> sha256, size, media type, Cache-Control), so
+`pulumi preview --diff` shows, file by file, what a pull request changes. The provider
+is serialized with dill and run by the engine in another process: it lives in this
+importable module, creates its boto3 clients inside each method and holds no state.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pulumi
+from pulumi.dynamic import CreateResult, DiffResult, ReadResult, ResourceProvider, UpdateResult
+
+from infra import publisher
+
+#: Inputs whose change means the content lives somewhere else: publish afresh there.
+_LOCATION = ("bucket", "region")
+
+
+def _files(props: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {path: dict(entry) for path, entry in (props.get("files") or {}).items()}
+
+
+def _publisher(props: dict[str, Any]) -> publisher.Publisher:
+    return publisher.Publisher(
+        clients=publisher.clients(props.get("region")),
+        bucket=props["bucket"],
+        distribution_id=props.get("distribution_id"),
+        source_dir=Path(props["source_dir"]),
+    )
+
+
+class SiteContentProvider(ResourceProvider):
+    # The inputs hold no secrets; keeping the provider readable keeps previews diffable.
+    serialize_as_secret_always = False
+
+    def create(self, props: dict[str, Any]) -> CreateResult:
+        files = _files(props)
+        plan = publisher.plan_publish({}, files)
+        resource_id = f"{props['bucket']}-content"
+        last = _publisher(props).publish(
+            plan, publisher.caller_reference(resource_id, 1, plan.changed_paths)
+        )
+        return CreateResult(resource_id, {**props, "generation": 1, "last_publish": last})
+
+    def diff(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> DiffResult:
+        replaces = [name for name in _LOCATION if olds.get(name) != news.get(name)]
+        changed = (
+            bool(replaces)
+            or any(olds.get(name) != news.get(name) for name in ("distribution_id",))
+            or not publisher.plan_publish(_files(olds), _files(news)).is_empty
+        )
+        # A new build folder alone (another machine, another checkout) is not a change.
+        return DiffResult(changes=changed, replaces=replaces, delete_before_replace=False)
+
+    def update(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> UpdateResult:
+        plan = publisher.plan_publish(_files(olds), _files(news))
+        generation = int(olds.get("generation") or 1) + 1
+        last = _publisher(news).publish(
+            plan, publisher.caller_reference(_id, generation, plan.changed_paths)
+        )
+        return UpdateResult({**news, "generation": generation, "last_publish": last})
+
+    def read(self, id_: str, props: dict[str, Any]) -> ReadResult:
+        observed = _publisher(props).read_state(_files(props))
+        return ReadResult(id_, {**props, "files": observed})
+
+    def delete(self, _id: str, props: dict[str, Any]) -> None:
+        site = _publisher(props)
+        site.delete(sorted(_files(props)))
+        site.invalidate(["/*"], publisher.caller_reference(_id, -1, ["/*"]))
+
+
+class SiteContent(pulumi.dynamic.Resource, module="agent-access", name="SiteContent"):
+    """The published files of one build, in one bucket, behind one distribution."""
+
+    files: pulumi.Output[dict[str, Any]]
+    last_publish: pulumi.Output[dict[str, Any]]
+
+    def __init__(
+        self,
+        name: str,
+        *,
+        bucket: pulumi.Input[str],
+        distribution_id: pulumi.Input[str],
+        region: pulumi.Input[str],
+        source_dir: pulumi.Input[str],
+        files: pulumi.Input[dict[str, Any]],
+        opts: pulumi.ResourceOptions | None = None,
+    ) -> None:
+        super().__init__(
+            SiteContentProvider(),
+            name,
+            {
+                "bucket": bucket,
+                "distribution_id": distribution_id,
+                "region": region,
+                "source_dir": source_dir,
+                "files": files,
+                "generation": None,
+                "last_publish": None,
+            },
+            opts,
+        )

@@ -1,0 +1,434 @@
+"""The Pulumi program under mocks: every security property as its own assertion.
+
+Expected values are AWS's and the spec's (HTTPS only, CORS `*`, private bucket), written
+out here, not read back from the module that sets them.
+"""
+
+from __future__ import annotations
+
+import json
+import runpy
+import shutil
+from pathlib import Path
+
+import pulumi
+import pytest
+
+from infra import config as infra_config
+from infra.config import ConfigError, SiteConfig
+from tests.conftest import SITE_DATA
+from tests.pulumi_harness import (
+    DISTRIBUTION_DOMAIN,
+    ProgramRun,
+    Registered,
+    provider_of,
+    run_program,
+    site_content,
+)
+
+REGION = "eu-west-1"
+TAGS = {"project": "agent-access", "stack": "test", "owner": "web-team"}
+CERTIFICATE = "arn:aws:acm:us-east-1:123456789012:certificate/abcd-1234"
+
+
+def make_config(tmp_path: Path, **overrides: object) -> SiteConfig:
+    site = tmp_path / "site_data"
+    if not site.exists():
+        shutil.copytree(SITE_DATA, site)
+    return SiteConfig(
+        region=REGION, site_dir=site, dist_dir=tmp_path / "dist", tags=TAGS, **overrides
+    )  # type: ignore[arg-type]
+
+
+@pytest.fixture(scope="module")
+def plain(tmp_path_factory: pytest.TempPathFactory) -> ProgramRun:
+    """No options but a region: the CloudFront domain is the base URL."""
+    return run_program(make_config(tmp_path_factory.mktemp("plain")))
+
+
+@pytest.fixture(scope="module")
+def custom_domain(tmp_path_factory: pytest.TempPathFactory) -> ProgramRun:
+    return run_program(
+        make_config(
+            tmp_path_factory.mktemp("domain"),
+            domain="agents.parlance.example",
+            hosted_zone_id="Z0123456789ABC",
+            web_acl_arn="arn:aws:wafv2:us-east-1:123456789012:global/webacl/agents/1",
+            log_bucket="parlance-logs.s3.amazonaws.com",
+            price_class="PriceClass_All",
+            noncurrent_version_days=90,
+        )
+    )
+
+
+def distribution(run: ProgramRun) -> dict:
+    return run.mocks.one("aws:cloudfront/distribution:Distribution").inputs
+
+
+def behaviours(run: ProgramRun) -> list[dict]:
+    inputs = distribution(run)
+    ordered = inputs.get("orderedCacheBehaviors") or []
+    assert ordered, "the error behaviour exists, so 'every ordered behaviour' is not vacuous"
+    return [inputs["defaultCacheBehavior"], *ordered]
+
+
+# --- the bucket -----------------------------------------------------------------------
+
+
+def test_public_access_block_sets_all_four_flags(plain: ProgramRun) -> None:
+    block = plain.mocks.one("aws:s3/bucketPublicAccessBlock:BucketPublicAccessBlock").inputs
+    for flag in (
+        "blockPublicAcls",
+        "blockPublicPolicy",
+        "ignorePublicAcls",
+        "restrictPublicBuckets",
+    ):
+        assert block[flag] is True, flag
+    assert block["bucket"] == plain.outputs["bucket_name"]
+
+
+def test_object_ownership_disables_acls(plain: ProgramRun) -> None:
+    controls = plain.mocks.one("aws:s3/bucketOwnershipControls:BucketOwnershipControls").inputs
+    assert controls["rule"] == {"objectOwnership": "BucketOwnerEnforced"}
+
+
+def test_default_encryption(plain: ProgramRun) -> None:
+    encryption = plain.mocks.one(
+        "aws:s3/bucketServerSideEncryptionConfiguration:BucketServerSideEncryptionConfiguration"
+    ).inputs
+    rule = encryption["rules"][0]
+    assert rule["applyServerSideEncryptionByDefault"]["sseAlgorithm"] in ("AES256", "aws:kms")
+
+
+def test_versioning_and_lifecycle(plain: ProgramRun, custom_domain: ProgramRun) -> None:
+    versioning = plain.mocks.one("aws:s3/bucketVersioning:BucketVersioning").inputs
+    assert versioning["versioningConfiguration"]["status"] == "Enabled"
+    for run, days in ((plain, 30), (custom_domain, 90)):
+        rules = run.mocks.one(
+            "aws:s3/bucketLifecycleConfiguration:BucketLifecycleConfiguration"
+        ).inputs["rules"]
+        assert len(rules) == 1 and rules[0]["status"] == "Enabled"
+        assert rules[0]["noncurrentVersionExpiration"]["noncurrentDays"] == days
+        assert rules[0]["abortIncompleteMultipartUpload"]["daysAfterInitiation"] >= 1
+        assert rules[0]["filter"] == {"prefix": ""}, "the rule covers every object"
+
+
+def test_bucket_cors_answers_preflight_for_any_origin(plain: ProgramRun) -> None:
+    cors = plain.mocks.one("aws:s3/bucketCorsConfiguration:BucketCorsConfiguration").inputs
+    (rule,) = cors["corsRules"]
+    assert rule["allowedOrigins"] == ["*"]
+    assert set(rule["allowedMethods"]) == {"GET", "HEAD"}
+    assert rule["allowedHeaders"] == ["*"]
+    assert rule["maxAgeSeconds"] > 0
+
+
+def _policy(run: ProgramRun) -> dict:
+    return json.loads(run.mocks.one("aws:s3/bucketPolicy:BucketPolicy").inputs["policy"])
+
+
+def test_bucket_policy_denies_plain_http(plain: ProgramRun) -> None:
+    deny = [s for s in _policy(plain)["Statement"] if s["Effect"] == "Deny"]
+    assert len(deny) == 1
+    assert deny[0]["Principal"] == "*" and deny[0]["Action"] == "s3:*"
+    assert deny[0]["Condition"] == {"Bool": {"aws:SecureTransport": "false"}}
+    bucket_arn = f"arn:aws:s3:::{plain.outputs['bucket_name']}"
+    assert set(deny[0]["Resource"]) == {bucket_arn, bucket_arn + "/*"}
+
+
+def test_bucket_policy_lets_only_this_distribution_read_and_list(plain: ProgramRun) -> None:
+    allows = [s for s in _policy(plain)["Statement"] if s["Effect"] == "Allow"]
+    distribution_arn = (
+        f"arn:aws:cloudfront::123456789012:distribution/{plain.outputs['distribution_id']}"
+    )
+    bucket_arn = f"arn:aws:s3:::{plain.outputs['bucket_name']}"
+    granted = {}
+    for statement in allows:
+        assert statement["Principal"] == {"Service": "cloudfront.amazonaws.com"}
+        assert statement["Condition"] == {"StringEquals": {"AWS:SourceArn": distribution_arn}}
+        granted[statement["Action"]] = statement["Resource"]
+    assert granted == {"s3:GetObject": bucket_arn + "/*", "s3:ListBucket": bucket_arn}
+
+
+# --- CloudFront --------------------------------------------------------------------------
+
+
+def test_origin_access_control(plain: ProgramRun) -> None:
+    oac = plain.mocks.one("aws:cloudfront/originAccessControl:OriginAccessControl")
+    assert oac.inputs["originAccessControlOriginType"] == "s3"
+    assert oac.inputs["signingBehavior"] == "always"
+    assert oac.inputs["signingProtocol"] == "sigv4"
+    (origin,) = distribution(plain)["origins"]
+    assert origin["originAccessControlId"] == oac.id
+    assert "s3OriginConfig" not in origin or not origin["s3OriginConfig"].get(
+        "originAccessIdentity"
+    )
+
+
+def test_https_only_on_every_behaviour(plain: ProgramRun) -> None:
+    for behaviour in behaviours(plain):
+        assert behaviour["viewerProtocolPolicy"] == "https-only"
+
+
+def test_methods_and_compression_on_every_behaviour(plain: ProgramRun) -> None:
+    for behaviour in behaviours(plain):
+        assert set(behaviour["allowedMethods"]) == {"GET", "HEAD", "OPTIONS"}
+        assert set(behaviour["cachedMethods"]) == {"GET", "HEAD"}
+        assert behaviour["compress"] is True
+
+
+def test_cache_keys_ignore_cookies_and_query_strings(plain: ProgramRun) -> None:
+    policies = {
+        p.id: p.inputs for p in plain.mocks.of_type("aws:cloudfront/cachePolicy:CachePolicy")
+    }
+    for behaviour in behaviours(plain):
+        parameters = policies[behaviour["cachePolicyId"]][
+            "parametersInCacheKeyAndForwardedToOrigin"
+        ]
+        assert parameters["cookiesConfig"]["cookieBehavior"] == "none"
+        assert parameters["queryStringsConfig"]["queryStringBehavior"] == "none"
+        assert parameters["headersConfig"]["headerBehavior"] == "none"
+        assert parameters["enableAcceptEncodingGzip"] is True
+        assert parameters["enableAcceptEncodingBrotli"] is True
+
+
+def test_error_behaviour_caches_briefly(plain: ProgramRun) -> None:
+    policies = {
+        p.id: p.inputs for p in plain.mocks.of_type("aws:cloudfront/cachePolicy:CachePolicy")
+    }
+    (errors,) = [b for b in behaviours(plain) if b.get("pathPattern") == "/errors/*"]
+    assert policies[errors["cachePolicyId"]]["maxTtl"] <= 60
+
+
+def test_origin_request_policy_forwards_cors_headers_to_s3(plain: ProgramRun) -> None:
+    # AWS's managed "CORS-S3Origin" policy (Origin, Access-Control-Request-Method/-Headers).
+    for behaviour in behaviours(plain):
+        assert behaviour["originRequestPolicyId"] == "88a5eaf4-2fd4-4709-b370-b4c650ea3fcf"
+
+
+def _headers_policy(run: ProgramRun) -> Registered:
+    return run.mocks.one("aws:cloudfront/responseHeadersPolicy:ResponseHeadersPolicy")
+
+
+def test_allow_origin_comes_from_exactly_one_source(plain: ProgramRun) -> None:
+    policy = _headers_policy(plain)
+    custom = policy.inputs["customHeadersConfig"]["items"]
+    allow_origin = [h for h in custom if h["header"].lower() == "access-control-allow-origin"]
+    assert allow_origin == [
+        {"header": "Access-Control-Allow-Origin", "value": "*", "override": True}
+    ]
+    assert "corsConfig" not in policy.inputs, "a CORS section too could duplicate the header"
+    assert not plain.mocks.of_type("aws:cloudfront/function:Function")
+    for behaviour in behaviours(plain):
+        assert behaviour["responseHeadersPolicyId"] == policy.id
+        assert not behaviour.get("functionAssociations")
+    assert not any(h["header"].lower() == "access-control-allow-credentials" for h in custom)
+
+
+def test_security_headers(plain: ProgramRun) -> None:
+    security = _headers_policy(plain).inputs["securityHeadersConfig"]
+    hsts = security["strictTransportSecurity"]
+    assert hsts["accessControlMaxAgeSec"] >= 31536000 and hsts["override"] is True
+    assert security["contentTypeOptions"]["override"] is True  # nosniff
+    assert "default-src 'none'" in security["contentSecurityPolicy"]["contentSecurityPolicy"]
+    assert security["referrerPolicy"]["referrerPolicy"] == "no-referrer"
+    assert security["frameOptions"]["frameOption"] == "DENY"
+
+
+def test_distribution_basics(plain: ProgramRun) -> None:
+    inputs = distribution(plain)
+    assert inputs["enabled"] is True
+    assert inputs["defaultRootObject"] == "llms.txt"
+    assert inputs["httpVersion"] == "http2and3"
+    assert inputs["isIpv6Enabled"] is True
+    assert inputs["priceClass"] == "PriceClass_100"
+    assert inputs["customErrorResponses"] == [
+        {"errorCode": 404, "responseCode": 404, "responsePagePath": "/errors/404.json",
+         "errorCachingMinTtl": 60}
+    ]  # fmt: skip
+    assert inputs["restrictions"]["geoRestriction"]["restrictionType"] == "none"
+
+
+def test_no_domain_variant(plain: ProgramRun) -> None:
+    inputs = distribution(plain)
+    assert inputs["viewerCertificate"] == {"cloudfrontDefaultCertificate": True}
+    assert not inputs.get("aliases")
+    assert not inputs.get("webAclId") and not inputs.get("loggingConfig")
+    assert plain.outputs["base_url"] == f"https://{DISTRIBUTION_DOMAIN}"
+    assert not plain.mocks.of_type("aws:acm/certificate:Certificate")
+    assert not plain.mocks.of_type("aws:route53/record:Record")
+
+
+def test_custom_domain_variant(custom_domain: ProgramRun) -> None:
+    inputs = distribution(custom_domain)
+    assert inputs["aliases"] == ["agents.parlance.example"]
+    certificate = inputs["viewerCertificate"]
+    assert certificate["minimumProtocolVersion"] == "TLSv1.2_2021"
+    assert certificate["sslSupportMethod"] == "sni-only"
+    assert certificate["acmCertificateArn"].startswith("arn:aws:acm:us-east-1:")
+    assert custom_domain.outputs["base_url"] == "https://agents.parlance.example"
+    assert inputs["webAclId"].startswith("arn:aws:wafv2:")
+    assert inputs["loggingConfig"]["bucket"] == "parlance-logs.s3.amazonaws.com"
+    assert inputs["priceClass"] == "PriceClass_All"
+
+
+def test_custom_domain_certificate_is_validated_in_us_east_1(custom_domain: ProgramRun) -> None:
+    mocks = custom_domain.mocks
+    certificate = mocks.one("aws:acm/certificate:Certificate")
+    assert certificate.inputs["validationMethod"] == "DNS"
+    providers = {p.name: p for p in mocks.of_type("pulumi:providers:aws")}
+    us_east_1 = next(p for p in providers.values() if p.inputs.get("region") == "us-east-1")
+    assert certificate.provider and certificate.provider.endswith(f"::{us_east_1.id}")
+    validation = mocks.one("aws:acm/certificateValidation:CertificateValidation")
+    assert validation.provider == certificate.provider
+    records = {r.name: r.inputs for r in mocks.of_type("aws:route53/record:Record")}
+    alias_types = sorted(r["type"] for r in records.values() if r.get("aliases"))
+    assert alias_types == ["A", "AAAA"]
+    for record in records.values():
+        assert record["zoneId"] == "Z0123456789ABC"
+        if record.get("aliases"):
+            assert record["aliases"][0]["name"] == DISTRIBUTION_DOMAIN
+
+
+def test_certificate_arn_variant_uses_it_without_creating_one(tmp_path: Path) -> None:
+    run = run_program(
+        make_config(tmp_path, domain="agents.example.com", certificate_arn=CERTIFICATE)
+    )
+    certificate = distribution(run)["viewerCertificate"]
+    assert certificate["acmCertificateArn"] == CERTIFICATE
+    assert certificate["minimumProtocolVersion"] == "TLSv1.2_2021"
+    assert not run.mocks.of_type("aws:acm/certificate:Certificate")
+    assert not run.mocks.of_type("aws:route53/record:Record"), "no zone given: no records"
+
+
+@pytest.mark.parametrize(
+    ("overrides", "message"),
+    [
+        ({"domain": "agents.example.com"}, "certificateArn or hostedZoneId"),
+        ({"certificate_arn": CERTIFICATE}, "need a domain"),
+        (
+            {"domain": "a.example.com", "certificate_arn": "arn:aws:acm:eu-west-1:1:certificate/x"},
+            "us-east-1",
+        ),
+        ({"price_class": "PriceClass_Cheap"}, "priceClass"),
+        ({"noncurrent_version_days": 0}, "noncurrentVersionDays"),
+    ],
+)
+def test_bad_stack_config_is_refused(tmp_path: Path, overrides: dict, message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        make_config(tmp_path, **overrides)
+
+
+def test_every_aws_resource_is_tagged_through_its_provider(
+    plain: ProgramRun, custom_domain: ProgramRun
+) -> None:
+    for run in (plain, custom_domain):
+        providers = {p.id: p for p in run.mocks.of_type("pulumi:providers:aws")}
+        assert providers
+        for provider in providers.values():
+            # Provider inputs travel JSON-encoded.
+            assert json.loads(provider.inputs["defaultTags"])["tags"] == TAGS
+        aws_resources = [r for r in run.mocks.resources if r.typ.startswith("aws:")]
+        assert len(aws_resources) >= 12
+        for resource in aws_resources:
+            assert resource.provider, resource.name
+            assert resource.provider.rsplit("::", 1)[-1] in providers, resource.name
+
+
+# --- the content -------------------------------------------------------------------------
+
+
+def test_site_content_gets_the_manifest_of_a_frozen_build(
+    plain: ProgramRun, tmp_path: Path
+) -> None:
+    content = site_content(plain)
+    files = content.inputs["files"]
+    dist = Path(content.inputs["source_dir"])
+    manifest = json.loads((dist / "manifest.json").read_text())
+    assert manifest["base_url"] == f"https://{DISTRIBUTION_DOMAIN}"
+    assert files == manifest["files"]
+    assert content.inputs["bucket"] == plain.outputs["bucket_name"]
+    assert content.inputs["distribution_id"] == plain.outputs["distribution_id"]
+    assert content.inputs["region"] == REGION
+    assert plain.outputs["files"] == files
+
+
+def test_every_file_has_its_media_type_and_cache_control(plain: ProgramRun) -> None:
+    files = site_content(plain).inputs["files"]
+    assert len(files) == 23
+    for path, entry in files.items():
+        expected = "text/plain; charset=utf-8" if path.endswith(".txt") else "application/json"
+        assert entry["media_type"] == expected, path
+        control = entry["cache_control"]
+        assert control.startswith("public, max-age="), path
+        if path.startswith("/errors/"):
+            assert "s-maxage=60" in control
+        elif (
+            path.startswith(("/api/v1/content/", "/api/v1/faq/")) and "index" not in path
+        ) or path in ("/api/v1/architecture.json", "/api/v1/on-site-agent.json"):
+            assert "max-age=3600" in control, path  # documents change rarely
+        else:
+            assert "max-age=300" in control, path  # aggregates change with any document
+
+
+def test_preview_lists_files_one_by_one(plain: ProgramRun) -> None:
+    """The manifest is the resource's input, so `pulumi preview --diff` shows each file."""
+    files = site_content(plain).inputs["files"]
+    assert all(
+        set(entry) == {"sha256", "size", "media_type", "cache_control"} for entry in files.values()
+    )
+    assert "/api/v1/faq/q03-protection.json" in files
+
+
+def test_stale_lock_fails_the_program(tmp_path: Path) -> None:
+    config = make_config(tmp_path)
+    faq = config.site_dir / "faq" / "q01-difference.yaml"
+    faq.write_text(faq.read_text().replace("sitemap", "site map"))
+    with pytest.raises(Exception, match=r"content\.lock\.json"):
+        run_program(config)
+
+
+def test_provider_is_serialized_with_the_resource(plain: ProgramRun) -> None:
+    provider = provider_of(site_content(plain))
+    assert type(provider).__module__ == "infra.site_content"
+    assert hasattr(provider, "create") and hasattr(provider, "read")
+
+
+def test_main_program_reads_stack_config_and_exports(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    site = tmp_path / "site_data"
+    shutil.copytree(SITE_DATA, site)
+    monkeypatch.setattr(infra_config, "PROJECT_ROOT", tmp_path)
+    monkeypatch.setattr(
+        infra_config.SiteConfig, "__init__", _with_paths(infra_config.SiteConfig.__init__, tmp_path)
+    )
+    pulumi.runtime.set_all_config(
+        {"aws:region": REGION, "agent-access:priceClass": "PriceClass_200"}
+    )
+    try:
+        from tests.pulumi_harness import RecordingMocks
+
+        mocks = RecordingMocks()
+        pulumi.runtime.set_mocks(mocks, project="agent-access", stack="dev", preview=False)
+
+        @pulumi.runtime.test
+        def program() -> None:
+            runpy.run_module("infra.__main__", run_name="__main__")
+
+        program()
+    finally:
+        pulumi.runtime.set_all_config({})
+    inputs = mocks.one("aws:cloudfront/distribution:Distribution").inputs
+    assert inputs["priceClass"] == "PriceClass_200"
+    providers = mocks.of_type("pulumi:providers:aws")
+    assert {json.loads(p.inputs["defaultTags"])["tags"]["stack"] for p in providers} == {"dev"}
+    assert (tmp_path / "dist" / "manifest.json").is_file()
+
+
+def _with_paths(init, root: Path):  # type: ignore[no-untyped-def]
+    def patched(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+        kwargs.setdefault("site_dir", root / "site_data")
+        kwargs.setdefault("dist_dir", root / "dist")
+        init(self, *args, **kwargs)
+
+    return patched
