@@ -1,0 +1,442 @@
+"""The SiteContent provider on moto: the provider object taken from the mocked program's
+inputs (serialized with dill, as the engine receives it) publishes to a moto bucket.
+
+Every S3 and CloudFront call is recorded through botocore's event hooks, so the tests
+count real PUTs, DELETEs and invalidations, not what the provider says it did.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import boto3
+import pytest
+import yaml
+from moto import mock_aws
+
+from content_builder.build import build
+from content_builder.writer import manifest
+from infra import publisher
+from infra.config import SiteConfig
+from tests.conftest import SITE_DATA
+from tests.pulumi_harness import (
+    DISTRIBUTION_DOMAIN,
+    props_of,
+    provider_of,
+    run_program,
+    site_content,
+)
+
+BASE_URL = f"https://{DISTRIBUTION_DOMAIN}"
+REGION = "eu-west-1"
+
+
+@dataclass
+class Recorder:
+    calls: list[tuple[str, str]] = field(default_factory=list)  # (operation, key or paths)
+    fail_put: set[str] = field(default_factory=set)
+
+    def hook(self, s3: Any, cloudfront: Any) -> None:
+        s3.meta.events.register("before-parameter-build.s3.PutObject", self._put)
+        s3.meta.events.register("before-parameter-build.s3.DeleteObjects", self._delete)
+        cloudfront.meta.events.register(
+            "before-parameter-build.cloudfront.CreateInvalidation", self._invalidate
+        )
+
+    def _put(self, params: dict[str, Any], **_: Any) -> None:
+        key = params["Key"]
+        if key in self.fail_put:
+            raise RuntimeError(f"injected failure: PUT {key}")
+        self.calls.append(("put", key))
+
+    def _delete(self, params: dict[str, Any], **_: Any) -> None:
+        for item in params["Delete"]["Objects"]:
+            self.calls.append(("delete", item["Key"]))
+
+    def _invalidate(self, params: dict[str, Any], **_: Any) -> None:
+        self.calls.append(("invalidate", json.dumps(params["InvalidationBatch"]["Paths"]["Items"])))
+
+    def of(self, operation: str) -> list[str]:
+        return [subject for op, subject in self.calls if op == operation]
+
+    @property
+    def invalidated(self) -> list[list[str]]:
+        return [json.loads(paths) for paths in self.of("invalidate")]
+
+    def reset(self) -> None:
+        self.calls.clear()
+
+
+@dataclass
+class World:
+    provider: Any
+    props: dict[str, Any]
+    recorder: Recorder
+    s3: Any
+    bucket: str
+    site: Path
+    tmp: Path
+
+    def rebuild(self, site: Path | None = None) -> dict[str, Any]:
+        """Build `site` into a fresh folder and return new props pointing at it."""
+        out = self.tmp / f"dist-{len(list(self.tmp.glob('dist-*')))}"
+        result, _ = build(site or self.site, out, BASE_URL)
+        files = manifest(result.artifacts, BASE_URL)["files"]
+        return {**self.props, "files": files, "source_dir": str(out)}
+
+    def body(self, key: str) -> bytes:
+        return self.s3.get_object(Bucket=self.bucket, Key=key)["Body"].read()
+
+    def object_keys(self) -> set[str]:
+        listing = self.s3.list_objects_v2(Bucket=self.bucket)
+        return {item["Key"] for item in listing.get("Contents", [])}
+
+
+@pytest.fixture
+def world(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[World]:
+    for name, value in {
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_SESSION_TOKEN": "testing",
+        "AWS_DEFAULT_REGION": REGION,
+    }.items():
+        monkeypatch.setenv(name, value)
+    site = tmp_path / "site_data"
+    shutil.copytree(SITE_DATA, site)
+    run = run_program(
+        SiteConfig(region=REGION, site_dir=site, dist_dir=tmp_path / "dist", tags={"t": "1"})
+    )
+    resource = site_content(run)
+    provider = provider_of(resource)
+    props = props_of(resource)
+
+    with mock_aws():
+        s3 = boto3.client("s3", region_name=REGION)
+        s3.create_bucket(
+            Bucket=props["bucket"], CreateBucketConfiguration={"LocationConstraint": REGION}
+        )
+        cloudfront = boto3.client("cloudfront", region_name="us-east-1")
+        distribution = cloudfront.create_distribution(DistributionConfig=_distribution_config())
+        props["distribution_id"] = distribution["Distribution"]["Id"]
+
+        recorder = Recorder()
+        real_clients = publisher.clients
+
+        def recorded_clients(region: str | None) -> publisher.Clients:
+            made = real_clients(region)
+            recorder.hook(made.s3, made.cloudfront)
+            return made
+
+        monkeypatch.setattr(publisher, "clients", recorded_clients)
+        yield World(provider, props, recorder, s3, props["bucket"], site, tmp_path)
+
+
+def _distribution_config() -> dict[str, Any]:
+    origin = {
+        "Id": "o",
+        "DomainName": "b.s3.amazonaws.com",
+        "S3OriginConfig": {"OriginAccessIdentity": ""},
+    }
+    return {
+        "CallerReference": "test",
+        "Comment": "",
+        "Enabled": True,
+        "Origins": {"Quantity": 1, "Items": [origin]},
+        "DefaultCacheBehavior": {
+            "TargetOriginId": "o",
+            "ViewerProtocolPolicy": "https-only",
+            "MinTTL": 0,
+            "ForwardedValues": {"QueryString": False, "Cookies": {"Forward": "none"}},
+        },
+    }
+
+
+def create(world: World) -> dict[str, Any]:
+    result = world.provider.create(world.props)
+    return {**result.outs, "__id": result.id}
+
+
+def update(world: World, olds: dict[str, Any], news: dict[str, Any]) -> dict[str, Any]:
+    result = world.provider.update(olds["__id"], olds, news)
+    return {**result.outs, "__id": olds["__id"]}
+
+
+def edit_faq(site: Path, faq_id: str, extra: str) -> None:
+    path = site / "faq" / f"{faq_id}.yaml"
+    data = yaml.safe_load(path.read_text())
+    data["answer"] = data["answer"].rstrip() + "\n\n" + extra
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+
+
+# --- create ------------------------------------------------------------------------------
+
+
+def test_create_uploads_every_file_with_its_headers(world: World) -> None:
+    outs = create(world)
+    files = world.props["files"]
+    assert world.object_keys() == {path.lstrip("/") for path in files}
+    source = Path(world.props["source_dir"])
+    for path, entry in files.items():
+        key = path.lstrip("/")
+        head = world.s3.head_object(Bucket=world.bucket, Key=key)
+        assert world.body(key) == (source / key).read_bytes(), path
+        assert head["ContentType"] == entry["media_type"], path
+        assert head["CacheControl"] == entry["cache_control"], path
+        assert head["Metadata"]["sha256"] == entry["sha256"], path
+    assert sorted(world.recorder.of("put")) == sorted(p.lstrip("/") for p in files)
+    assert outs["files"] == files and outs["generation"] == 1
+
+
+def test_create_uploads_leaves_first_and_entry_points_last(world: World) -> None:
+    create(world)
+    order = world.recorder.of("put")
+    position = {key: index for index, key in enumerate(order)}
+    last_leaf = max(position[k] for k in order if k.startswith(("api/v1/faq/", "errors/")))
+    assert position["api/v1/content/index.json"] > last_leaf
+    for entry_point in (".well-known/service.json", "llms.txt", "api/v1/mcp.json"):
+        assert position[entry_point] > position["api/v1/content/index.json"]
+        assert position[entry_point] > position["api/v1/content/search-index.json"]
+
+
+# --- no change ---------------------------------------------------------------------------
+
+
+def test_nothing_changed_means_no_diff_no_put_no_invalidation(world: World) -> None:
+    olds = create(world)
+    world.recorder.reset()
+    news = world.rebuild()  # a fresh build of the same content, in another folder
+    diff = world.provider.diff(olds["__id"], olds, news)
+    assert diff.changes is False and not diff.replaces
+    update(world, olds, news)
+    assert world.recorder.calls == []
+
+
+# --- one FAQ edited --------------------------------------------------------------------
+
+
+def test_one_edited_faq_uploads_it_and_its_aggregates_and_invalidates_exactly_those(
+    world: World,
+) -> None:
+    olds = create(world)
+    edit_faq(world.site, "q03-protection", "Every deploy is logged in the stack history.")
+    assert build(world.site, world.tmp / "lock-refresh", BASE_URL)  # refresh the lock
+    news = world.rebuild()
+    world.recorder.reset()
+    assert world.provider.diff(olds["__id"], olds, news).changes is True
+    outs = update(world, olds, news)
+
+    expected = {
+        "api/v1/faq/q03-protection.json",
+        "api/v1/content/index.json",
+        "api/v1/content/search-index.json",
+        "llms-full.txt",
+    }
+    assert set(world.recorder.of("put")) == expected
+    assert world.recorder.of("delete") == []
+    assert world.recorder.invalidated == [sorted("/" + key for key in expected)]
+    assert outs["last_publish"]["invalidated"] == sorted("/" + key for key in expected)
+    assert "stack history" in json.loads(world.body("api/v1/faq/q03-protection.json"))["answer"]
+    assert outs["generation"] == 2
+
+
+def test_a_cache_control_change_alone_reuploads(world: World) -> None:
+    olds = create(world)
+    news = json.loads(json.dumps(world.props))
+    news["files"]["/errors/404.json"]["cache_control"] = "public, max-age=30, s-maxage=30"
+    world.recorder.reset()
+    assert world.provider.diff(olds["__id"], olds, news).changes is True
+    update(world, olds, news)
+    assert world.recorder.of("put") == ["errors/404.json"]
+    head = world.s3.head_object(Bucket=world.bucket, Key="errors/404.json")
+    assert head["CacheControl"] == "public, max-age=30, s-maxage=30"
+    assert world.recorder.invalidated == [["/errors/404.json"]]
+
+
+# --- removal ---------------------------------------------------------------------------------
+
+
+def test_a_removed_file_is_deleted_after_the_uploads_and_invalidated(world: World) -> None:
+    olds = create(world)
+    edit_faq(world.site, "q01-difference", "Nothing to install on the website itself.")
+    build(world.site, world.tmp / "lock-refresh", BASE_URL)
+    news = world.rebuild()
+    del news["files"]["/api/v1/on-site-agent.json"]
+    world.recorder.reset()
+    update(world, olds, news)
+
+    kinds = [operation for operation, _ in world.recorder.calls]
+    assert kinds.index("delete") > max(i for i, kind in enumerate(kinds) if kind == "put")
+    assert world.recorder.of("delete") == ["api/v1/on-site-agent.json"]
+    assert "api/v1/on-site-agent.json" not in world.object_keys()
+    (paths,) = world.recorder.invalidated
+    assert "/api/v1/on-site-agent.json" in paths and "/api/v1/faq/q01-difference.json" in paths
+    assert kinds[-1] == "invalidate"
+
+
+# --- failure in the middle --------------------------------------------------------------
+
+
+def _internal_links(body: bytes) -> set[str]:
+    urls = re.findall(r"https://[^\s\"'<>()\[\]\\`|]+", body.decode("utf-8"))
+    return {
+        url.rstrip(".,;:!?*").removeprefix(BASE_URL).lstrip("/")
+        for url in urls
+        if url.startswith(BASE_URL + "/") and "{" not in url
+    } - {"", "api/v1"}
+
+
+def test_a_failed_put_surfaces_and_leaves_every_published_link_resolving(world: World) -> None:
+    olds = create(world)
+    new_faq = world.site / "faq" / "q07-pricing.yaml"
+    new_faq.write_text(
+        yaml.safe_dump(
+            {"id": "q07-pricing", "question": "What does it cost to run?",
+             "answer": "Storage and CDN traffic only.\n\nThere is no server to pay for."}
+        )
+    )  # fmt: skip
+    build(world.site, world.tmp / "lock-refresh", BASE_URL)
+    news = world.rebuild()
+    assert "/api/v1/faq/q07-pricing.json" in news["files"]
+    world.recorder.fail_put.add("api/v1/faq/q07-pricing.json")
+    world.recorder.reset()
+
+    with pytest.raises(publisher.PublishError, match=r"q07-pricing\.json"):
+        update(world, olds, news)
+
+    puts = world.recorder.of("put")
+    assert "api/v1/content/index.json" not in puts, "no aggregate after a failed leaf"
+    assert world.recorder.of("delete") == [] and world.recorder.invalidated == []
+    keys = world.object_keys()
+    assert "api/v1/faq/q07-pricing.json" not in keys
+    for key in keys:
+        missing = _internal_links(world.body(key)) - keys
+        assert not missing, (key, missing)
+    index = json.loads(world.body("api/v1/content/index.json"))
+    assert "q07-pricing" not in {entry["id"] for entry in index["documents"]}
+
+    world.recorder.fail_put.clear()
+    update(world, olds, news)  # the engine retries from the old state: now it all lands
+    assert "q07-pricing" in world.body("api/v1/content/index.json").decode()
+
+
+# --- drift, delete ------------------------------------------------------------------------
+
+
+def test_read_reports_an_object_altered_out_of_band(world: World) -> None:
+    outs = create(world)
+    world.s3.put_object(
+        Bucket=world.bucket,
+        Key="api/v1/faq/q02-endpoints.json",
+        Body=b"{}",
+        ContentType="text/html",
+    )
+    world.s3.delete_object(Bucket=world.bucket, Key="api/v1/faq/q05-insights.json")
+    read = world.provider.read(outs["__id"], outs)
+    files = read.outs["files"]
+    original = outs["files"]["/api/v1/faq/q02-endpoints.json"]
+    assert files["/api/v1/faq/q02-endpoints.json"]["sha256"] != original["sha256"]
+    assert files["/api/v1/faq/q02-endpoints.json"]["media_type"] == "text/html"
+    assert "/api/v1/faq/q05-insights.json" not in files
+    untouched = "/api/v1/faq/q01-difference.json"
+    assert files[untouched] == outs["files"][untouched]
+
+    refreshed = {**read.outs, "__id": outs["__id"]}
+    assert world.provider.diff(outs["__id"], refreshed, world.props).changes is True
+    world.recorder.reset()
+    update(world, refreshed, world.props)
+    assert sorted(world.recorder.of("put")) == [
+        "api/v1/faq/q02-endpoints.json", "api/v1/faq/q05-insights.json",
+    ]  # fmt: skip
+    assert json.loads(world.body("api/v1/faq/q02-endpoints.json"))["id"] == "q02-endpoints"
+
+
+def test_delete_removes_what_it_published(world: World) -> None:
+    outs = create(world)
+    world.s3.put_object(Bucket=world.bucket, Key="not-ours.txt", Body=b"keep")
+    world.recorder.reset()
+    world.provider.delete(outs["__id"], outs)
+    assert world.object_keys() == {"not-ours.txt"}
+    assert world.recorder.invalidated == [["/*"]]
+
+
+def test_moving_to_another_bucket_is_a_replacement(world: World) -> None:
+    outs = create(world)
+    moved = {**world.props, "bucket": "another-bucket"}
+    diff = world.provider.diff(outs["__id"], outs, moved)
+    assert diff.changes is True and diff.replaces == ["bucket"]
+
+
+# --- pure parts: invalidation paths, throttling --------------------------------------------
+
+
+def test_invalidation_lists_exact_paths_and_the_root_with_llms_txt() -> None:
+    assert publisher.invalidation_paths(["/api/v1/faq/a.json", "/api/v1/faq/a.json"]) == [
+        "/api/v1/faq/a.json"
+    ]
+    # CloudFront caches the default root object under "/", not "/llms.txt".
+    assert publisher.invalidation_paths(["/llms.txt"]) == ["/", "/llms.txt"]
+
+
+def test_invalidation_collapses_to_folder_wildcards_then_everything() -> None:
+    many = [f"/api/v1/faq/q{i:03}.json" for i in range(150)] + ["/api/v1/content/index.json"]
+    assert publisher.invalidation_paths(many) == ["/api/v1/content/*", "/api/v1/faq/*"]
+    scattered = [f"/f{i}/x{j}.json" for i in range(20) for j in range(6)]
+    assert publisher.invalidation_paths(scattered) == ["/*"], "past 15 wildcards: one /*"
+    # A changed root-level file needs the root folder's wildcard, which is everything.
+    assert publisher.invalidation_paths(["/llms.txt", *many]) == ["/*"]
+
+
+class _ThrottledCloudFront:
+    def __init__(self, failures: int, code: str = "TooManyInvalidationsInProgress") -> None:
+        self.failures, self.code, self.calls = failures, code, 0
+
+    def create_invalidation(self, **_: Any) -> dict[str, Any]:
+        from botocore.exceptions import ClientError
+
+        self.calls += 1
+        if self.calls <= self.failures:
+            raise ClientError({"Error": {"Code": self.code, "Message": "slow down"}}, "Create")
+        return {"Invalidation": {"Id": "I123"}}
+
+
+def _throttled_publisher(cloudfront: Any, sleeps: list[float]) -> publisher.Publisher:
+    return publisher.Publisher(
+        clients=publisher.Clients(s3=None, cloudfront=cloudfront),
+        bucket="b",
+        distribution_id="D",
+        source_dir=Path("."),
+        sleep=sleeps.append,
+    )
+
+
+def test_throttled_invalidations_are_retried_with_backoff() -> None:
+    sleeps: list[float] = []
+    cloudfront = _ThrottledCloudFront(failures=3)
+    site = _throttled_publisher(cloudfront, sleeps)
+    assert site.invalidate(["/llms.txt"], "ref") == "I123"
+    assert cloudfront.calls == 4
+    assert sleeps == [1.0, 2.0, 4.0]
+
+
+def test_invalidation_gives_up_after_max_attempts_and_never_retries_other_errors() -> None:
+    sleeps: list[float] = []
+    site = _throttled_publisher(_ThrottledCloudFront(failures=99), sleeps)
+    with pytest.raises(publisher.PublishError, match="TooManyInvalidationsInProgress"):
+        site.invalidate(["/x"], "ref")
+    assert len(sleeps) == site.max_attempts - 1
+    denied = _ThrottledCloudFront(failures=1, code="AccessDenied")
+    with pytest.raises(publisher.PublishError, match="AccessDenied"):
+        _throttled_publisher(denied, []).invalidate(["/x"], "ref")
+    assert denied.calls == 1
+
+
+def test_caller_reference_differs_per_publish_and_repeats_for_a_retry() -> None:
+    first = publisher.caller_reference("site", 2, ["/a"])
+    assert first == publisher.caller_reference("site", 2, ["/a"])
+    assert first != publisher.caller_reference("site", 3, ["/a"])
