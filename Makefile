@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: serve build check test lint clean
+.PHONY: serve build check test lint preview up clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -29,6 +29,15 @@ test: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/python -m content_builder check --frozen
 	$(BIN)/python -m pytest -q
+
+# Deployment (needs the Pulumi CLI and AWS credentials; see README, Deploy). The program
+# builds the site itself, with the frozen lock.
+preview: $(STAMP)
+	pulumi preview --diff
+
+up: $(STAMP)
+	pulumi up
+	$(BIN)/python -m content_builder verify "$$(pulumi stack output base_url)" --expect-from dist
 
 clean:
 	rm -rf $(VENV) dist .pytest_cache .ruff_cache .hypothesis

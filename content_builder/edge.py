@@ -54,6 +54,8 @@ def resolve_path(target: str) -> str | None:
     decodes to a dot segment, a backslash, a control character or an empty segment is
     refused rather than normalized: a well-formed client never sends it.
     """
+    if target.startswith(("http://", "https://")):
+        target = urlsplit(target).path or "/"  # absolute form, which HTTP/1.1 servers accept
     if not target.startswith("/"):
         return None
     raw_path = urlsplit(target).path

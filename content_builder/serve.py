@@ -11,6 +11,7 @@ from __future__ import annotations
 import sys
 import threading
 from collections.abc import Callable
+from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
@@ -29,6 +30,15 @@ class EdgeServer(ThreadingHTTPServer):
         super().__init__(address, EdgeRequestHandler)
         self.edge: Edge | None = None
         self.quiet = quiet
+
+    def handle_error(self, request: object, client_address: tuple[str, int]) -> None:
+        # A client that hangs up mid-answer is routine for a server, not a traceback.
+        error = sys.exc_info()[1]
+        if isinstance(error, ConnectionError):
+            if not self.quiet:
+                sys.stderr.write(f"{client_address[0]} connection closed by client\n")
+            return
+        super().handle_error(request, client_address)
 
     @property
     def base_url(self) -> str:
@@ -68,9 +78,15 @@ class EdgeRequestHandler(BaseHTTPRequestHandler):
             super().send_error(code, message, explain)
             return
         if code == 501:  # http.server's answer to a method it has no do_ handler for
-            response = edge.handle("UNSUPPORTED", "/", {})
+            response = edge.handle(self.command or "UNKNOWN", "/", {})
         else:
-            response = edge.error(code, "bad_request", message or "malformed request")
+            status = HTTPStatus(code)
+            error_code = status.phrase.lower().replace(" ", "_").replace("-", "_")
+            response = edge.error(code, error_code, message or status.phrase)
+        # An error found before the version token was read leaves http.server assuming
+        # HTTP/0.9, which has no status line and no headers: answer in HTTP/1.1 instead.
+        if self.request_version == "HTTP/0.9":
+            self.request_version = "HTTP/1.1"
         self.close_connection = True
         self.send_response(response.status)
         for name, value in response.headers:
@@ -90,7 +106,10 @@ def load_edge(site_dir: Path, base_url: str) -> Edge:
     return Edge(artifacts, base_url + paths.discovery(result.site.config.brand))
 
 
-def _fingerprint(site_dir: Path) -> tuple[tuple[str, int, int], ...]:
+Fingerprint = tuple[tuple[str, int, int], ...]
+
+
+def fingerprint(site_dir: Path) -> Fingerprint:
     return tuple(
         (str(path), stat.st_mtime_ns, stat.st_size)
         for path in sorted(site_dir.rglob("*"))
@@ -106,11 +125,16 @@ def watch(
     stop: threading.Event,
     interval: float = 0.5,
     report: Callable[[str], None] = print,
+    built_from: Fingerprint | None = None,
 ) -> None:
-    """Poll site_data/ and swap in a new build; a bad edit keeps the last good one."""
-    seen = _fingerprint(site_dir)
+    """Poll site_data/ and swap in a new build; a bad edit keeps the last good one.
+
+    `built_from` is the state of site_data/ taken *before* the build being served was
+    loaded, so that an edit made while it loaded is not missed.
+    """
+    seen = built_from if built_from is not None else fingerprint(site_dir)
     while not stop.wait(interval):
-        current = _fingerprint(site_dir)
+        current = fingerprint(site_dir)
         if current == seen:
             continue
         seen = current
@@ -131,6 +155,7 @@ def serve(
 ) -> int:
     server = EdgeServer((host, port))
     effective_base = (base_url or server.base_url).rstrip("/")
+    built_from = fingerprint(site_dir)
     try:
         server.edge = load_edge(site_dir, effective_base)
     except SiteDataError:
@@ -139,7 +164,10 @@ def serve(
     stop = threading.Event()
     if watch_changes:
         threading.Thread(
-            target=watch, args=(server, site_dir, effective_base, stop), daemon=True
+            target=watch,
+            args=(server, site_dir, effective_base, stop),
+            kwargs={"built_from": built_from},
+            daemon=True,
         ).start()
     print(f"serving {len(server.edge.artifacts)} files on {server.base_url}")
     print(f"discovery: {server.edge.discovery_url}")

@@ -13,3 +13,5 @@ pulumi.export("base_url", site.base_url)
 pulumi.export("distribution_id", site.distribution_id)
 pulumi.export("bucket_name", site.bucket_name)
 pulumi.export("files", site.files)
+# What the last publish uploaded, deleted and invalidated (and the invalidation's id).
+pulumi.export("last_publish", site.last_publish)

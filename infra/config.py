@@ -70,6 +70,5 @@ def load() -> SiteConfig:
             "project": pulumi.get_project(),
             "stack": pulumi.get_stack(),
             "managed-by": "pulumi",
-            **(config.get_object("tags") or {}),
         },
     )

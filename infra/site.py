@@ -76,6 +76,7 @@ class AgentSite(pulumi.ComponentResource):
     bucket_name: pulumi.Output[str]
     distribution_id: pulumi.Output[str]
     files: pulumi.Output[dict[str, Any]]
+    last_publish: pulumi.Output[dict[str, Any]]
 
     def __init__(
         self,
@@ -349,12 +350,14 @@ class AgentSite(pulumi.ComponentResource):
         self.bucket_name = bucket.bucket
         self.distribution_id = distribution.id
         self.files = content.files
+        self.last_publish = content.last_publish
         self.register_outputs(
             {
                 "base_url": base_url,
                 "bucket_name": bucket.bucket,
                 "distribution_id": distribution.id,
                 "files": content.files,
+                "last_publish": content.last_publish,
             }
         )
 

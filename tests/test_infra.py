@@ -7,16 +7,17 @@ out here, not read back from the module that sets them.
 from __future__ import annotations
 
 import json
-import runpy
+import re
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
-import pulumi
 import pytest
+import yaml
 
-from infra import config as infra_config
 from infra.config import ConfigError, SiteConfig
-from tests.conftest import SITE_DATA
+from tests.conftest import REPO, SITE_DATA
 from tests.pulumi_harness import (
     DISTRIBUTION_DOMAIN,
     ProgramRun,
@@ -393,42 +394,38 @@ def test_provider_is_serialized_with_the_resource(plain: ProgramRun) -> None:
     assert hasattr(provider, "create") and hasattr(provider, "read")
 
 
-def test_main_program_reads_stack_config_and_exports(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    site = tmp_path / "site_data"
-    shutil.copytree(SITE_DATA, site)
-    monkeypatch.setattr(infra_config, "PROJECT_ROOT", tmp_path)
-    monkeypatch.setattr(
-        infra_config.SiteConfig, "__init__", _with_paths(infra_config.SiteConfig.__init__, tmp_path)
+def test_main_program_reads_stack_config_and_exports(tmp_path: Path) -> None:
+    shutil.copytree(SITE_DATA, tmp_path / "site_data")
+    config = {"aws:region": REGION, "agent-access:priceClass": "PriceClass_200"}
+    completed = subprocess.run(
+        [sys.executable, "-m", "tests.run_main_under_mocks", str(tmp_path), json.dumps(config)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
     )
-    pulumi.runtime.set_all_config(
-        {"aws:region": REGION, "agent-access:priceClass": "PriceClass_200"}
-    )
-    try:
-        from tests.pulumi_harness import RecordingMocks
-
-        mocks = RecordingMocks()
-        pulumi.runtime.set_mocks(mocks, project="agent-access", stack="dev", preview=False)
-
-        @pulumi.runtime.test
-        def program() -> None:
-            runpy.run_module("infra.__main__", run_name="__main__")
-
-        program()
-    finally:
-        pulumi.runtime.set_all_config({})
-    inputs = mocks.one("aws:cloudfront/distribution:Distribution").inputs
-    assert inputs["priceClass"] == "PriceClass_200"
-    providers = mocks.of_type("pulumi:providers:aws")
-    assert {json.loads(p.inputs["defaultTags"])["tags"]["stack"] for p in providers} == {"dev"}
+    assert completed.returncode == 0, completed.stderr[-3000:]
+    resources = json.loads(completed.stdout)
+    (cdn,) = [r for r in resources if r["typ"] == "aws:cloudfront/distribution:Distribution"]
+    assert cdn["inputs"]["priceClass"] == "PriceClass_200"
+    assert cdn["inputs"]["defaultRootObject"] == "llms.txt"
+    providers = [r for r in resources if r["typ"] == "pulumi:providers:aws"]
+    assert {p["inputs"]["region"] for p in providers} == {REGION, "us-east-1"}
+    assert {json.loads(p["inputs"]["defaultTags"])["tags"]["stack"] for p in providers} == {"dev"}
     assert (tmp_path / "dist" / "manifest.json").is_file()
+    assert not (REPO / "dist").exists() or tmp_path / "dist" != (REPO / "dist")
 
 
-def _with_paths(init, root: Path):  # type: ignore[no-untyped-def]
-    def patched(self, *args, **kwargs):  # type: ignore[no-untyped-def]
-        kwargs.setdefault("site_dir", root / "site_data")
-        kwargs.setdefault("dist_dir", root / "dist")
-        init(self, *args, **kwargs)
-
-    return patched
+def test_pulumi_project_declares_every_option_the_program_reads() -> None:
+    project = yaml.safe_load((REPO / "Pulumi.yaml").read_text())
+    assert project["main"] == "infra/"
+    assert project["runtime"]["name"] == "python"
+    assert project["runtime"]["options"]["virtualenv"] == ".venv"
+    source = (REPO / "infra" / "config.py").read_text()
+    read = set(re.findall(r"config\.(?:get|require|get_int)\(\"(\w+)\"\)", source))
+    assert read == set(project["config"]), "Pulumi.yaml documents exactly what load() reads"
+    example = (REPO / "Pulumi.dev.yaml").read_text()
+    assert "aws:region" in yaml.safe_load(example)["config"]
+    for option in read:
+        assert f"agent-access:{option}" in example, f"Pulumi.dev.yaml documents {option}"
