@@ -7,6 +7,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from content_builder import search_eval
 from content_builder.build import build, plan
 from content_builder.errors import SiteDataError
 from content_builder.serve import serve
@@ -53,6 +54,16 @@ def _parser() -> argparse.ArgumentParser:
     )
     verify_cmd.add_argument("--timeout", type=float, default=10.0, help="seconds per request")
     verify_cmd.add_argument("--verbose", action="store_true", help="print passed checks too")
+
+    eval_cmd = commands.add_parser("search-eval", help="measure search quality on questions")
+    eval_cmd.add_argument("--site", type=Path, default=DEFAULT_SITE, help="site data folder")
+    eval_cmd.add_argument(
+        "--questions",
+        type=Path,
+        default=Path("tests/search_eval/questions.yaml"),
+        help="evaluation set: questions and the ids that answer them",
+    )
+    eval_cmd.add_argument("--misses", action="store_true", help="list questions not in the top 3")
     return parser
 
 
@@ -78,6 +89,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             report = verify(args.base_url, args.expect_from, args.timeout)
             print(report.render(args.verbose))
             return 1 if report.failures else 0
+        elif args.command == "search-eval":
+            print(search_eval.report(args.site, args.questions, args.misses))
         elif args.command == "serve":
             return serve(args.site, args.host, args.port, args.base_url, args.watch)
         else:

@@ -87,17 +87,20 @@ def query_words(query: str) -> list[str]:
 def rank(index: SearchIndex, query: str) -> list[SearchHit]:
     """Entries matching at least one query word, best first.
 
-    A word matches an entry when it, or its stem, is one of the entry's keywords.
+    A word matches an entry when it is one of the entry's keywords or shares its word
+    family (stem) with one: "caches" finds "cache", "deploying" finds "deploy".
     Ranked by distinct words matched, then words matched in the title, then index order.
     """
     words = query_words(query)
+    families = {word: search_terms.family(word) for word in words}
     hits = []
     for entry in index.entries:
         keywords = set(entry.keywords)
-        matched = tuple(w for w in words if w in keywords or search_terms.stem(w) in keywords)
+        keyword_families = {search_terms.family(keyword) for keyword in keywords}
+        matched = tuple(w for w in words if w in keywords or families[w] in keyword_families)
         if matched:
-            title_terms = search_terms.terms(entry.title)
-            in_title = sum(w in title_terms or search_terms.stem(w) in title_terms for w in matched)
+            title_families = {search_terms.family(w) for w in search_terms.words(entry.title)}
+            in_title = sum(families[w] in title_families for w in matched)
             hits.append(SearchHit(entry, len(matched), in_title, matched))
     order = {entry.id: position for position, entry in enumerate(index.entries)}
     return sorted(hits, key=lambda h: (-h.score, -h.title_matches, order[h.id]))

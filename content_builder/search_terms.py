@@ -15,160 +15,26 @@ from collections.abc import Iterable
 _SPLIT = re.compile(r"[^0-9a-z]+")
 
 STOP_WORDS = frozenset(
-    [
-        "a",
-        "about",
-        "above",
-        "after",
-        "again",
-        "against",
-        "all",
-        "also",
-        "am",
-        "an",
-        "and",
-        "any",
-        "are",
-        "as",
-        "at",
-        "be",
-        "because",
-        "been",
-        "before",
-        "being",
-        "below",
-        "between",
-        "both",
-        "but",
-        "by",
-        "can",
-        "could",
-        "did",
-        "do",
-        "does",
-        "doing",
-        "done",
-        "down",
-        "during",
-        "each",
-        "either",
-        "etc",
-        "every",
-        "few",
-        "for",
-        "from",
-        "further",
-        "get",
-        "gets",
-        "got",
-        "had",
-        "has",
-        "have",
-        "having",
-        "he",
-        "her",
-        "here",
-        "hers",
-        "herself",
-        "him",
-        "himself",
-        "his",
-        "how",
-        "i",
-        "if",
-        "in",
-        "into",
-        "is",
-        "it",
-        "its",
-        "itself",
-        "just",
-        "let",
-        "like",
-        "may",
-        "me",
-        "might",
-        "more",
-        "most",
-        "much",
-        "must",
-        "my",
-        "myself",
-        "no",
-        "nor",
-        "not",
-        "now",
-        "of",
-        "off",
-        "on",
-        "once",
-        "one",
-        "only",
-        "or",
-        "other",
-        "our",
-        "ours",
-        "ourselves",
-        "out",
-        "over",
-        "own",
-        "per",
-        "same",
-        "shall",
-        "she",
-        "should",
-        "so",
-        "some",
-        "such",
-        "than",
-        "that",
-        "the",
-        "their",
-        "theirs",
-        "them",
-        "themselves",
-        "then",
-        "there",
-        "these",
-        "they",
-        "this",
-        "those",
-        "through",
-        "to",
-        "too",
-        "under",
-        "until",
-        "up",
-        "upon",
-        "us",
-        "very",
-        "via",
-        "was",
-        "we",
-        "were",
-        "what",
-        "when",
-        "where",
-        "whether",
-        "which",
-        "while",
-        "who",
-        "whom",
-        "whose",
-        "why",
-        "will",
-        "with",
-        "within",
-        "without",
-        "would",
-        "yes",
-        "yet",
-        "you",
-        "your",
-        "yours",
-        "yourself",
-        "yourselves",
-    ]
+    """
+    a about above after again against all also am an and any are as at be because been
+    before being below between both but by can could did do does doing done down during
+    each either etc every few for from further get gets got had has have having he her
+    here hers herself him himself his how i if in into is it its itself just let like may
+    me might more most much must my myself no nor not now of off on once one only or other
+    our ours ourselves out over own per same shall she should so some such than that the
+    their theirs them themselves then there these they this those through to too under
+    until up upon us very via was we were what when where whether which while who whom
+    whose why will with within without would yes yet you your yours yourself yourselves
+    """.split()  # noqa: SIM905 - a word list reads best as text
+)
+
+#: Words so general that, in a keyword index, they only make long documents win ties
+#: ("what comes back", "how to make"): left out of `keywords`, like stop words.
+GENERIC_WORDS = frozenset(
+    """
+    back came come comes coming even ever instead kind lot lots make makes making made
+    never often really still take takes taking taken thing things want wants way ways well
+    """.split()  # noqa: SIM905 - a word list reads best as text
 )
 
 
@@ -179,7 +45,7 @@ def fold(text: str) -> str:
 
 
 def _is_term(token: str) -> bool:
-    if token in STOP_WORDS:
+    if token in STOP_WORDS or token in GENERIC_WORDS:
         return False
     if token.isdigit():
         return len(token) >= 3  # "404", "2024" carry meaning; "1" and "42" are noise
@@ -189,6 +55,19 @@ def _is_term(token: str) -> bool:
 def words(text: str) -> list[str]:
     """Folded tokens split on non-alphanumerics, in order, stop words and noise dropped."""
     return [token for token in _SPLIT.split(fold(text)) if _is_term(token)]
+
+
+_COMPOUND = re.compile(r"[0-9a-z]+(?:[-./][0-9a-z]+)+")
+
+
+def compounds(text: str) -> set[str]:
+    """Hyphenated and dotted words written as one: "SHA-256" -> "sha256", "on-site" ->
+    "onsite", "llms.txt" -> "llmstxt", since people type them both ways."""
+    return {
+        joined
+        for match in _COMPOUND.findall(fold(text))
+        if len(joined := re.sub(r"[-./]", "", match)) <= 24 and not joined.isdigit()
+    }
 
 
 # After dropping -ing/-ed, these endings had a silent "e": creat(ing) -> create.
@@ -224,6 +103,14 @@ def stem(word: str) -> str:
     return word
 
 
+def family(word: str) -> str:
+    """A key shared by a word's forms, for matching (never published): the stem without a
+    final silent "e", so that "cache" and "caches" ("cach") meet, as do "create" and
+    "creating"."""
+    base = stem(word)
+    return base[:-1] if len(base) > 4 and base.endswith("e") else base
+
+
 def terms(text: str) -> set[str]:
     """Surface forms and stems of every word of `text`."""
     found: set[str] = set()
@@ -239,3 +126,58 @@ def keywords(texts: Iterable[str]) -> list[str]:
     for text in texts:
         found |= terms(text)
     return sorted(found)
+
+
+_VOWELS = "aeiou"
+
+
+def inflections(base: str) -> set[str]:
+    """Regular plural and verb forms of a base word: "deploy" -> deploys, deploying, deployed.
+
+    Published for the salient words of an entry, so that a naive client whose query
+    says "deploying" finds a page that says "deploy". No dictionary: a wrong form
+    ("mapped" vs "maped") only costs a few bytes, a missing one costs a match.
+    """
+    if len(base) < 3 or base.isdigit():
+        return set()
+    forms: set[str] = set()
+    consonant_y = base.endswith("y") and base[-2] not in _VOWELS
+    if base.endswith(("s", "x", "z", "ch", "sh")):
+        forms.add(base + "es")
+    elif consonant_y:
+        forms.add(base[:-1] + "ies")
+    else:
+        forms.add(base + "s")
+    if base.endswith("e") and not base.endswith("ee"):
+        forms |= {base[:-1] + "ing", base + "d"}
+    elif consonant_y:
+        forms |= {base + "ing", base[:-1] + "ied"}
+    else:
+        forms |= {base + "ing", base + "ed"}
+    return forms
+
+
+#: Acronyms agents type, with their expansions. An entry holding either gets both.
+ACRONYMS: dict[str, tuple[str, ...]] = {
+    "ai": ("artificial", "intelligence"),
+    "api": ("application", "programming", "interface"),
+    "cdn": ("content", "delivery", "network"),
+    "cors": ("cross", "origin", "resource", "sharing"),
+    "faq": ("frequently", "asked", "questions"),
+    "llm": ("large", "language", "model"),
+    "mcp": ("model", "context", "protocol"),
+    "seo": ("search", "engine", "optimization"),
+}
+
+
+def acronym_terms(found: set[str], text_words: list[str]) -> set[str]:
+    """The acronyms whose expansion appears as a phrase, and the expansions of the acronyms
+    that appear (plural acronyms such as "llms" count)."""
+    extra: set[str] = set()
+    joined = " " + " ".join(text_words) + " "
+    for acronym, expansion in ACRONYMS.items():
+        if acronym in found or acronym + "s" in found:
+            extra |= set(expansion)
+        if " " + " ".join(expansion) + " " in joined:
+            extra |= {acronym, acronym + "s"}
+    return extra

