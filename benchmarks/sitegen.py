@@ -35,55 +35,9 @@ BASE_URL_TOKEN = "{base_url}"
 WRAP = 76
 
 # Domain words first: rank decides frequency (Zipf), so the first words are the common ones.
-_VOCABULARY = """
-content agent agents document site data page api search index file files request
-response cache header version update build publish deploy query client server endpoint
-model manifest protocol json text schema link links field fields value values token
-tokens user users team product service feature features answer answers question
-questions source sources release change changes owner owners console report reports
-browser network edge origin bucket object objects policy policies rule rules route
-routes format formats support supports language languages section sections title
-titles summary description example examples error errors status code codes time times
-freshness hash hashes timestamp timestamps catalog catalogs entry entries keyword
-keywords context window windows prompt prompts retrieval grounding citation citations
-visitor visitors traffic telemetry privacy consent retention aggregate aggregates
-analytics dashboard metric metrics trend trends topic topics gap gaps coverage
-conversion latency throughput bandwidth storage invalidation distribution certificate
-domain domains redirect redirects compression encoding charset utf8 unicode ascii
-integration integrations webhook webhooks pipeline pipelines workflow workflows
-staging preview production rollback history audit audits review reviews approval
-checklist checklists template templates component components module modules package
-packages library libraries framework frameworks runtime runtimes container containers
-function functions handler handlers resource resources provider providers stack
-stacks region regions account accounts role roles permission permissions credential
-credentials secret secrets token-based rate limit limits quota quotas throttling retry
-retries backoff timeout timeouts failure failures incident incidents alert alerts
-monitor monitoring log logs trace traces span spans sample samples benchmark
-benchmarks measurement measurements baseline baselines regression regressions
-pricing plan plans invoice invoices billing subscription subscriptions trial trials
-customer customers partner partners reseller resellers enterprise onboarding
-migration migrations import imports export exports backup backups restore snapshot
-snapshots replica replicas shard shards partition partitions queue queues stream
-streams event events message messages notification notifications channel channels
-accessible accessibility readable structured typed validated strict stable cheap
-precise current citable static public private open closed secure encrypted signed
-verified trusted reliable consistent predictable deterministic reproducible
-incremental atomic parallel sequential concurrent lightweight portable compatible
-quickly safely clearly exactly rarely usually always automatically explicitly
-publishes publishing published renders rendering rendered validates validating
-checks checking checked compares comparing compared uploads uploading uploaded
-invalidates invalidating invalidated serves serving served reads reading read writes
-writing written answers answering answered cites citing cited measures measuring
-measured tracks tracking tracked explains explaining explained describes describing
-described lists listing listed links linking linked groups grouping grouped
-developer developers engineer engineers editor editors author authors marketer
-marketers analyst analysts operator operators administrator administrators
-""".split()
+_VOCABULARY = ["content", "agent", "agents", "document", "site", "data", "page", "api", "search", "index", "file", "files", "request", "response", "cache", "header", "version", "update", "build", "publish", "deploy", "query", "client", "server", "endpoint", "model", "manifest", "protocol", "json", "text", "schema", "link", "links", "field", "fields", "value", "values", "token", "tokens", "user", "users", "team", "product", "service", "feature", "features", "answer", "answers", "question", "questions", "source", "sources", "release", "change", "changes", "owner", "owners", "console", "report", "reports", "browser", "network", "edge", "origin", "bucket", "object", "objects", "policy", "policies", "rule", "rules", "route", "routes", "format", "formats", "support", "supports", "language", "languages", "section", "sections", "title", "titles", "summary", "description", "example", "examples", "error", "errors", "status", "code", "codes", "time", "times", "freshness", "hash", "hashes", "timestamp", "timestamps", "catalog", "catalogs", "entry", "entries", "keyword", "keywords", "context", "window", "windows", "prompt", "prompts", "retrieval", "grounding", "citation", "citations", "visitor", "visitors", "traffic", "telemetry", "privacy", "consent", "retention", "aggregate", "aggregates", "analytics", "dashboard", "metric", "metrics", "trend", "trends", "topic", "topics", "gap", "gaps", "coverage", "conversion", "latency", "throughput", "bandwidth", "storage", "invalidation", "distribution", "certificate", "domain", "domains", "redirect", "redirects", "compression", "encoding", "charset", "utf8", "unicode", "ascii", "integration", "integrations", "webhook", "webhooks", "pipeline", "pipelines", "workflow", "workflows", "staging", "preview", "production", "rollback", "history", "audit", "audits", "review", "reviews", "approval", "checklist", "checklists", "template", "templates", "component", "components", "module", "modules", "package", "packages", "library", "libraries", "framework", "frameworks", "runtime", "runtimes", "container", "containers", "function", "functions", "handler", "handlers", "resource", "resources", "provider", "providers", "stack", "stacks", "region", "regions", "account", "accounts", "role", "roles", "permission", "permissions", "credential", "credentials", "secret", "secrets", "token-based", "rate", "limit", "limits", "quota", "quotas", "throttling", "retry", "retries", "backoff", "timeout", "timeouts", "failure", "failures", "incident", "incidents", "alert", "alerts", "monitor", "monitoring", "log", "logs", "trace", "traces", "span", "spans", "sample", "samples", "benchmark", "benchmarks", "measurement", "measurements", "baseline", "baselines", "regression", "regressions", "pricing", "plan", "plans", "invoice", "invoices", "billing", "subscription", "subscriptions", "trial", "trials", "customer", "customers", "partner", "partners", "reseller", "resellers", "enterprise", "onboarding", "migration", "migrations", "import", "imports", "export", "exports", "backup", "backups", "restore", "snapshot", "snapshots", "replica", "replicas", "shard", "shards", "partition", "partitions", "queue", "queues", "stream", "streams", "event", "events", "message", "messages", "notification", "notifications", "channel", "channels", "accessible", "accessibility", "readable", "structured", "typed", "validated", "strict", "stable", "cheap", "precise", "current", "citable", "static", "public", "private", "open", "closed", "secure", "encrypted", "signed", "verified", "trusted", "reliable", "consistent", "predictable", "deterministic", "reproducible", "incremental", "atomic", "parallel", "sequential", "concurrent", "lightweight", "portable", "compatible", "quickly", "safely", "clearly", "exactly", "rarely", "usually", "always", "automatically", "explicitly", "publishes", "publishing", "published", "renders", "rendering", "rendered", "validates", "validating", "checks", "checking", "checked", "compares", "comparing", "compared", "uploads", "uploading", "uploaded", "invalidates", "invalidating", "invalidated", "serves", "serving", "served", "reads", "reading", "read", "writes", "writing", "written", "answers", "answering", "answered", "cites", "citing", "cited", "measures", "measuring", "measured", "tracks", "tracking", "tracked", "explains", "explaining", "explained", "describes", "describing", "described", "lists", "listing", "listed", "links", "linking", "linked", "groups", "grouping", "grouped", "developer", "developers", "engineer", "engineers", "editor", "editors", "author", "authors", "marketer", "marketers", "analyst", "analysts", "operator", "operators", "administrator", "administrators"]
 
-_FILLER = """
-the a of to and in for with that is on by as from this it are be can at or an which
-each every when how what more than into only also not its their they your you
-""".split()
+_FILLER = ["the", "a", "of", "to", "and", "in", "for", "with", "that", "is", "on", "by", "as", "from", "this", "it", "are", "be", "can", "at", "or", "an", "which", "each", "every", "when", "how", "what", "more", "than", "into", "only", "also", "not", "its", "their", "they", "your", "you"]
 
 _ZIPF = list(accumulate(1.0 / (rank + 1) ** 0.9 for rank in range(len(_VOCABULARY))))
 _FILLER_WEIGHTS = list(accumulate(1.0 / (rank + 1) for rank in range(len(_FILLER))))
@@ -122,7 +76,7 @@ class _Text:
             words[len(words) // 2] += ","
         return words[0].capitalize() + " " + " ".join(words[1:]) + "."
 
-    def paragraph(self, low_words: int, high_words: int, extra: list[str] = ()) -> str:  # type: ignore[assignment]
+    def paragraph(self, low_words: int, high_words: int, extra: list[str] | None = None) -> str:
         target = self.rng.randint(low_words, high_words)
         sentences: list[str] = []
         count = 0
@@ -130,7 +84,7 @@ class _Text:
             sentence = self.sentence()
             sentences.append(sentence)
             count += sentence.count(" ") + 1
-        for item in extra:
+        for item in extra or []:
             sentences.insert(self.rng.randrange(len(sentences) + 1), item)
         return " ".join(sentences)
 
@@ -160,7 +114,7 @@ def _folded(key: str, text: str, indent: str) -> str:
 
 
 def _literal(key: str, paragraphs: list[str], indent: str) -> str:
-    body = f"\n{indent}  \n".join(_wrap(paragraph, indent + "  ") for paragraph in paragraphs)
+    body = "\n\n".join(_wrap(paragraph, indent + "  ") for paragraph in paragraphs)
     return f"{indent}{key}: |\n{body}"
 
 
