@@ -35,9 +35,11 @@ test: $(STAMP)
 preview: $(STAMP)
 	pulumi preview --diff
 
+# verify retries for up to 15 minutes: the CDN serves old copies until the publish's
+# invalidation completes.
 up: $(STAMP)
 	pulumi up
-	$(BIN)/python -m content_builder verify "$$(pulumi stack output base_url)" --expect-from dist
+	$(BIN)/python -m content_builder verify "$$(pulumi stack output base_url)" --expect-from dist --retry-for 900
 
 clean:
 	rm -rf $(VENV) dist .pytest_cache .ruff_cache .hypothesis

@@ -53,6 +53,13 @@ def _parser() -> argparse.ArgumentParser:
         "--expect-from", type=Path, help="a local build (dist/) every file must match"
     )
     verify_cmd.add_argument("--timeout", type=float, default=10.0, help="seconds per request")
+    verify_cmd.add_argument(
+        "--retry-for",
+        type=float,
+        default=0.0,
+        metavar="SECONDS",
+        help="repeat until it passes or this time is up (a CDN invalidation takes minutes)",
+    )
     verify_cmd.add_argument("--verbose", action="store_true", help="print passed checks too")
 
     eval_cmd = commands.add_parser("search-eval", help="measure search quality on questions")
@@ -86,7 +93,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 print(f"lock: {change.id}: {change.reason}")
             print(f"wrote {args.out} for {result.site.base_url}")
         elif args.command == "verify":
-            report = verify(args.base_url, args.expect_from, args.timeout)
+            report = verify(args.base_url, args.expect_from, args.timeout, args.retry_for)
             print(report.render(args.verbose))
             return 1 if report.failures else 0
         elif args.command == "search-eval":

@@ -202,16 +202,17 @@ class AgentClient:
         return self.get_model(self.url(paths.faq(faq_id)), FAQEntry)
 
     def is_fresh(self, document: ContentDocument) -> bool:
-        """True when `document` is still what the API serves (spec rule 3).
+        """True when `document` is still what the API serves (spec rule 3: `updated_at`
+        and `metadata.content_hash` both unchanged).
 
-        Costs one conditional GET of the content index (usually a 304); the document
-        itself is re-read only when the index shows a new updated_at, and then its
-        content_hash decides.
+        Costs two conditional GETs, the content index and the document, each a 304 when
+        nothing changed; a document gone from the index is not fresh.
         """
         entry = next((e for e in self.index().documents if e.id == document.id), None)
-        if entry is None:
+        if entry is None or entry.updated_at != document.updated_at:
             return False
-        if entry.updated_at == document.updated_at:
-            return True
         current = self.get_document(document.id)
-        return current.metadata.content_hash == document.metadata.content_hash
+        return (current.updated_at, current.metadata.content_hash) == (
+            document.updated_at,
+            document.metadata.content_hash,
+        )

@@ -144,8 +144,6 @@ class DiscoveryInterfaces(Resource):
 
 class DiscoveryContent(Resource):
     language: str
-    total_documents: int
-    total_faq: int
     documents: dict[str, Url] = Field(description="Document id -> api_url")
     faq: dict[str, Url] = Field(description="FAQ id -> api_url")
 

@@ -19,10 +19,11 @@ TEXT = "text/plain; charset=utf-8"
 class PublishTier(IntEnum):
     """Upload order: a file is only published after every file it links to."""
 
-    LEAF = 0  # documents, FAQ, architecture, on-site agent, error bodies
+    LEAF = 0  # documents, FAQ, architecture, on-site agent
     AGGREGATE = 1  # index, search index, llms-full.txt, OpenAPI
-    # Discovery, llms.txt and both MCP manifests: they link to everything, and to each
-    # other (discovery lists the manifest, the manifest's resources list discovery).
+    # Discovery, llms.txt, both MCP manifests and the error body: they link to everything,
+    # or to the discovery document, and to each other (discovery lists the manifest, the
+    # manifest's resources list discovery).
     ENTRY_POINT = 2
 
 
@@ -87,7 +88,7 @@ ROUTE_RULES: tuple[RouteRule, ...] = (
     RouteRule("/api/v1/content/*.json", JSON, DOCUMENT_CACHE, PublishTier.LEAF),
     RouteRule("/api/v1/faq/*.json", JSON, DOCUMENT_CACHE, PublishTier.LEAF),
     RouteRule("/api/v1/*.json", JSON, DOCUMENT_CACHE, PublishTier.LEAF),
-    RouteRule("/errors/*.json", JSON, ERROR_CACHE, PublishTier.LEAF),
+    RouteRule("/errors/*.json", JSON, ERROR_CACHE, PublishTier.ENTRY_POINT),
 )
 
 

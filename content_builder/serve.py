@@ -56,7 +56,7 @@ class EdgeRequestHandler(BaseHTTPRequestHandler):
     def _answer(self) -> None:
         edge = self.server.edge
         assert edge is not None, "the server is published only after its first build"
-        response = edge.handle(self.command, self.path, dict(self.headers.items()))
+        response = edge.handle(self.command, self._raw_target(), dict(self.headers.items()))
         if self.command not in ("GET", "HEAD", "OPTIONS"):
             # A refused request's body is never read: the connection cannot be reused.
             self.close_connection = True
@@ -66,6 +66,12 @@ class EdgeRequestHandler(BaseHTTPRequestHandler):
         self.end_headers()
         if response.body:
             self.wfile.write(response.body)
+
+    def _raw_target(self) -> str:
+        # http.server turns a leading "//" into "/" (a redirect-safety measure); the CDN
+        # would look the doubled path up and miss, so answer from the target as sent.
+        parts = self.requestline.split(" ")
+        return parts[1] if len(parts) == 3 else self.path
 
     do_GET = do_HEAD = do_OPTIONS = do_POST = do_PUT = do_DELETE = do_PATCH = _answer
 

@@ -15,16 +15,15 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Iterable
+import time
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ValidationError
 
 from content_builder import paths
-from content_builder.artifacts import canonical_json
 from content_builder.client import AgentClient, ClientError, Fetched, rank
 from content_builder.models import (
     ArchitectureDocument,
@@ -37,12 +36,14 @@ from content_builder.models import (
     OnSiteAgentStatus,
     SearchIndex,
 )
+from content_builder.render.documents import content_hash
 from content_builder.routes import HEADER_POLICY, NoRouteRule, rule_for
 from content_builder.writer import MANIFEST_NAME
 
 _URL = re.compile(r"https?://[^\s\"'<>()\[\]\\`|]+")
 _PROBE_ORIGIN = "https://agent.example"
 _MISSING_PATH = "/api/v1/verify-probe-does-not-exist.json"
+RETRY_INTERVAL = 10.0  # seconds between attempts with --retry-for
 
 
 @dataclass(frozen=True)
@@ -96,11 +97,6 @@ def model_for(path: str, discovery_path: str) -> type[BaseModel] | None:
     if path.startswith(paths.API_PREFIX + "/faq/"):
         return FAQEntry
     return None
-
-
-def content_hash_of(document: dict[str, Any]) -> str:
-    rest = {k: v for k, v in document.items() if k not in ("metadata", "updated_at")}
-    return "sha256:" + hashlib.sha256(canonical_json(rest)).hexdigest()
 
 
 class Verifier:
@@ -198,7 +194,7 @@ class Verifier:
         if model is ContentDocument and isinstance(data, dict):
             stated = data.get("metadata", {}).get("content_hash")
             self.report.check(
-                stated == content_hash_of(data),
+                stated == content_hash(data),
                 path,
                 f"metadata.content_hash {stated} matches a recomputation",
             )
@@ -365,5 +361,19 @@ class Verifier:
             )  # fmt: skip
 
 
-def verify(base_url: str, expect_from: Path | None = None, timeout: float = 10.0) -> Report:
-    return Verifier(base_url, expect_from, timeout).run()
+def verify(
+    base_url: str,
+    expect_from: Path | None = None,
+    timeout: float = 10.0,
+    retry_for: float = 0.0,
+    sleep: Callable[[float], None] = time.sleep,
+    clock: Callable[[], float] = time.monotonic,
+) -> Report:
+    """One verification; with `retry_for`, repeat until it passes or the time is up (right
+    after a publish the CDN may serve old copies until its invalidation completes)."""
+    deadline = clock() + retry_for
+    while True:
+        report = Verifier(base_url, expect_from, timeout).run()
+        if not report.failures or clock() >= deadline:
+            return report
+        sleep(RETRY_INTERVAL)

@@ -51,6 +51,11 @@ class SiteConfig:
         return f"https://{self.domain}" if self.domain else None
 
 
+def _int_or(value: int | None, default: int) -> int:
+    # Not `value or default`: 0 is a value to validate (and refuse), not "unset".
+    return default if value is None else value
+
+
 def load() -> SiteConfig:
     import pulumi
 
@@ -65,7 +70,7 @@ def load() -> SiteConfig:
         log_bucket=config.get("logBucket"),
         log_prefix=config.get("logPrefix") or "cloudfront/",
         web_acl_arn=config.get("webAclArn"),
-        noncurrent_version_days=config.get_int("noncurrentVersionDays") or 30,
+        noncurrent_version_days=_int_or(config.get_int("noncurrentVersionDays"), 30),
         tags={
             "project": pulumi.get_project(),
             "stack": pulumi.get_stack(),

@@ -124,8 +124,13 @@ class Clients:
     cloudfront: Any
 
 
-def clients(region: str | None) -> Clients:
-    """boto3 clients with botocore's standard retry mode (throttling, 5xx, timeouts)."""
+def clients(region: str | None, endpoint_url: str | None = None) -> Clients:
+    """boto3 clients with botocore's standard retry mode (throttling, 5xx, timeouts).
+
+    `endpoint_url` sends both clients to another endpoint (a local S3/CloudFront
+    emulator such as moto's server: the benchmarks and tests use it); by default
+    they talk to AWS.
+    """
     import boto3
     from botocore.config import Config
 
@@ -133,8 +138,10 @@ def clients(region: str | None) -> Clients:
     session = boto3.session.Session(region_name=region)
     # CloudFront is global; its API lives in us-east-1 whatever the bucket's region.
     return Clients(
-        s3=session.client("s3", config=config),
-        cloudfront=session.client("cloudfront", region_name="us-east-1", config=config),
+        s3=session.client("s3", config=config, endpoint_url=endpoint_url),
+        cloudfront=session.client(
+            "cloudfront", region_name="us-east-1", config=config, endpoint_url=endpoint_url
+        ),
     )
 
 

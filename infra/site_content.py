@@ -13,11 +13,16 @@ from typing import Any
 
 import pulumi
 from pulumi.dynamic import CreateResult, DiffResult, ReadResult, ResourceProvider, UpdateResult
+from pulumi.runtime import rpc
 
 from infra import publisher
 
 #: Inputs whose change means the content lives somewhere else: publish afresh there.
 _LOCATION = ("bucket", "region")
+
+
+def _is_unknown(value: Any) -> bool:
+    return isinstance(value, str) and value == rpc.UNKNOWN
 
 
 def _files(props: dict[str, Any]) -> dict[str, dict[str, Any]]:
@@ -47,6 +52,10 @@ class SiteContentProvider(ResourceProvider):
         return CreateResult(resource_id, {**props, "generation": 1, "last_publish": last})
 
     def diff(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> DiffResult:
+        if any(_is_unknown(value) for value in news.values()):
+            # In a preview, inputs computed from resources not yet created (a new
+            # distribution's domain, hence the manifest) are unknown: say "will change".
+            return DiffResult(changes=True)
         replaces = [name for name in _LOCATION if olds.get(name) != news.get(name)]
         changed = (
             bool(replaces)

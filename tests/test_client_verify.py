@@ -168,3 +168,26 @@ def test_is_fresh_follows_updated_at_and_content_hash(server: EdgeServer, site_c
     assert not client.is_fresh(document)
     assert client.get_document("compatibility").title.endswith(" today")
     assert client.is_fresh(client.get_document("compatibility"))
+
+
+def test_verify_retries_until_the_deployment_catches_up(server: EdgeServer, tmp_path: Path) -> None:
+    """Right after a publish the CDN may still serve old copies: --retry-for waits it out."""
+    out = tmp_path / "dist"
+    assert run_cli("build", "--out", out, "--base-url", server.base_url).code == 0
+    assert server.edge is not None
+    good = server.edge
+    server.edge = _without(good, "/api/v1/faq/q04-protocols.json")  # still "propagating"
+    attempts: list[float] = []
+
+    def sleep(seconds: float) -> None:
+        attempts.append(seconds)
+        server.edge = good  # the invalidation completed meanwhile
+
+    now = iter(range(1000))
+    report = verify(server.base_url, out, retry_for=60, sleep=sleep, clock=lambda: next(now))
+    assert not report.failures
+    assert len(attempts) == 1
+
+    server.edge = _without(good, "/api/v1/faq/q04-protocols.json")
+    stuck = verify(server.base_url, out, retry_for=2, sleep=lambda _: None, clock=lambda: next(now))
+    assert stuck.failures, "gives up when the time is up, with the failures"

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from content_builder.errors import SiteDataError
 from infra.config import ConfigError, SiteConfig
 from tests.conftest import REPO, SITE_DATA
 from tests.pulumi_harness import (
@@ -384,14 +385,40 @@ def test_stale_lock_fails_the_program(tmp_path: Path) -> None:
     config = make_config(tmp_path)
     faq = config.site_dir / "faq" / "q01-difference.yaml"
     faq.write_text(faq.read_text().replace("sitemap", "site map"))
-    with pytest.raises(Exception, match=r"content\.lock\.json"):
+    with pytest.raises(SiteDataError, match=r"content\.lock\.json"):
         run_program(config)
 
 
-def test_provider_is_serialized_with_the_resource(plain: ProgramRun) -> None:
-    provider = provider_of(site_content(plain))
-    assert type(provider).__module__ == "infra.site_content"
-    assert hasattr(provider, "create") and hasattr(provider, "read")
+def test_provider_loads_in_a_fresh_process_as_the_engine_loads_it(plain: ProgramRun) -> None:
+    """The engine deserializes the provider in another process: it must come back from
+    the base64 dill payload alone, by importing infra.site_content, nothing captured."""
+    payload = site_content(plain).inputs["__provider"]
+    script = (
+        "import base64, sys, dill; "
+        "provider = dill.loads(base64.b64decode(sys.stdin.read())); "
+        "print(type(provider).__module__, type(provider).__name__, "
+        "callable(provider.create), callable(provider.diff))"
+    )
+    completed = subprocess.run(
+        [sys.executable, "-c", script], input=payload, capture_output=True, text=True,
+        cwd=REPO, timeout=60, check=False,
+    )  # fmt: skip
+    assert completed.returncode == 0, completed.stderr[-2000:]
+    assert completed.stdout.split() == ["infra.site_content", "SiteContentProvider", "True", "True"]
+    assert len(payload) < 20_000, "the provider captures no live objects or data"
+
+
+def test_preview_of_a_new_stack_has_an_unknown_manifest_and_diff_copes(tmp_path: Path) -> None:
+    """In a preview of a new stack the distribution's domain, hence the manifest, is
+    unknown; the provider's diff must answer "changes" instead of crashing."""
+    from pulumi.runtime import rpc
+
+    run = run_program(make_config(tmp_path), preview=True)
+    content = site_content(run)
+    provider = provider_of(content)
+    olds = {k: v for k, v in content.inputs.items() if k != "__provider"}
+    assert provider.diff("id", olds, {**olds, "files": rpc.UNKNOWN}).changes is True
+    assert provider.diff("id", olds, {**olds, "bucket": rpc.UNKNOWN}).changes is True
 
 
 def test_main_program_reads_stack_config_and_exports(tmp_path: Path) -> None:

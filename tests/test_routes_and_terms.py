@@ -45,7 +45,7 @@ def test_every_rule_serves_a_file_and_every_file_has_a_rule(artifacts) -> None: 
         ("/api/v1/content/site.json", DOCUMENT_CACHE, PublishTier.LEAF),
         ("/api/v1/faq/q01-difference.json", DOCUMENT_CACHE, PublishTier.LEAF),
         ("/api/v1/architecture.json", DOCUMENT_CACHE, PublishTier.LEAF),
-        ("/errors/404.json", ERROR_CACHE, PublishTier.LEAF),
+        ("/errors/404.json", ERROR_CACHE, PublishTier.ENTRY_POINT),
     ],
 )
 def test_route_rule_of_each_kind_of_file(path: str, cache: object, tier: PublishTier) -> None:
@@ -82,14 +82,15 @@ def test_upload_order_puts_links_after_their_targets(artifacts) -> None:  # type
     """A file lists only files of its own publish tier or an earlier one, so a new file is
     uploaded before anything points at it.
 
-    Leaves are authored content and may link anything: a feature document lists the
-    OpenAPI file among its endpoints, and the index lists the document, a cycle no order
-    can break (docs/decisions.md). The files the builder generates must be ordered.
+    Files rendered from one authored file (documents, FAQ, architecture, on-site agent)
+    may link anything: a feature document lists the OpenAPI file among its endpoints, and
+    the index lists the document, a cycle no order can break (docs/decisions.md). Every
+    file the builder generates itself must be ordered.
     """
     by_path = {a.path: a for a in artifacts}
     checked = 0
     for artifact in artifacts:
-        if artifact.rule.tier == PublishTier.LEAF:
+        if artifact.source is not None:
             continue
         for target in _structural_links(artifact, "https://agents.parlance.example"):
             if target in by_path:

@@ -639,6 +639,7 @@ TRAVERSALS = [
     b"/llms.txt\x00.json",
     b"/llms.txt%00",
     b"//etc/passwd",
+    b"//llms.txt",  # the CDN looks up the doubled path and misses; so does serve
     b"/C:/Windows/win.ini",
     b"/C:%5cWindows%5cwin.ini",
     b"http://127.0.0.1/etc/passwd",

@@ -43,8 +43,6 @@ def discovery_document(site: Site, catalog: Catalog) -> DiscoveryDocument:
         ),
         content=DiscoveryContent(
             language=site.config.language,
-            total_documents=len(catalog.documents),
-            total_faq=len(catalog.faqs),
             documents={doc.id: url(paths.document(doc.id)) for _, doc in catalog.documents},
             faq={faq.id: url(paths.faq(faq.id)) for _, faq in catalog.faqs},
         ),
@@ -72,7 +70,7 @@ def discovery_document(site: Site, catalog: Catalog) -> DiscoveryDocument:
             ),
             freshness=(
                 "compare a document's updated_at and metadata.content_hash with your copy; "
-                "every response has a strong ETag and answers If-None-Match with 304"
+                "every file has an ETag; If-None-Match with it answers 304 when unchanged"
             ),
             contact=site.config.contact,
         ),

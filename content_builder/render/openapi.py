@@ -37,7 +37,8 @@ _RESPONSE_HEADERS = {
         "schema": {"type": "string"},
     },
     "ETag": {
-        "description": "Strong validator (the file's sha256); send it back in If-None-Match.",
+        "description": "Validator of this version of the file; send it back in If-None-Match "
+        "to get a 304 when it has not changed.",
         "schema": {"type": "string"},
     },
 }
