@@ -7,7 +7,7 @@ expected. Problems of every file are collected, so one run reports them all.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
@@ -15,6 +15,7 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ValidationError
 
+from content_builder import links
 from content_builder.errors import Problem, SiteDataError
 from content_builder.models import ArchitectureDocument, OnSiteAgentStatus
 from content_builder.source import (
@@ -120,9 +121,27 @@ def load_site(root: Path, base_url: str | None = None) -> Site:
         raise SiteDataError(problems)
     effective_base = normalize_base_url(base_url) if base_url else site_config.base_url
 
+    literal_bases = {site_config.base_url, effective_base}
+
     def read(path: Path) -> dict[str, Any] | None:
         raw = _read(path, problems)
-        return None if raw is None else _substitute(raw, effective_base)
+        if raw is None:
+            return None
+        # A literal base URL would only be right for one deployment (and its lock hash
+        # would differ between deployments): links into the API are written {base_url}.
+        problems.extend(
+            Problem(
+                display_path(path),
+                location or None,
+                f"write {BASE_URL_TOKEN} instead of the literal {base} in links into the API "
+                f"(found {url})",
+            )
+            for location, text in located_strings(raw)
+            for url in links.urls(text)
+            for base in sorted(literal_bases)
+            if links.api_path(url, base) not in (None, *links.NON_FILE_PATHS)
+        )
+        return _substitute(raw, effective_base)
 
     documents = _load_documents(root, read, problems)
     faqs = _load_faqs(root, read, problems)
@@ -231,6 +250,18 @@ def _read(path: Path, problems: list[Problem]) -> dict[str, Any] | None:
     except SiteDataError as error:
         problems.extend(error.problems)
         return None
+
+
+def located_strings(value: Any, location: str = "") -> Iterator[tuple[str, str]]:
+    """Every string in nested data, with its dotted location (`sections[2].body`)."""
+    if isinstance(value, str):
+        yield location, value
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            yield from located_strings(item, f"{location}.{key}" if location else str(key))
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            yield from located_strings(item, f"{location}[{index}]")
 
 
 def _substitute(value: Any, base_url: str) -> Any:

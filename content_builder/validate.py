@@ -8,53 +8,23 @@ then every built file (a safety net for what the renderers generate).
 from __future__ import annotations
 
 import json
-import re
-from collections.abc import Iterator
 from typing import Any
 from urllib.parse import urlsplit
 
-from content_builder import paths
+from content_builder import links, paths
 from content_builder.artifacts import Artifact
 from content_builder.errors import Problem, SiteDataError
-from content_builder.loader import Site
-
-# Braces are allowed so that a template such as .../faq/{faq_id}.json is read whole.
-_URL = re.compile(r"https?://[^\s\"'<>()\[\]\\`|]+")
-_TRAILING = ".,;:!?*"
-_TEMPLATE_PART = re.compile(r"\\\{[a-z_]+\\\}")
-
-#: URLs into the site that name a prefix, not a file: the origin itself and `api_base`.
-NON_FILE_PATHS = frozenset({"", "/", paths.API_PREFIX, paths.API_PREFIX + "/"})
+from content_builder.loader import Site, located_strings
 
 
-def _links(text: str) -> Iterator[str]:
-    for match in _URL.finditer(text):
-        yield match.group(0).rstrip(_TRAILING)
-
-
-def _strings(value: Any, location: str = "") -> Iterator[tuple[str, str]]:
-    if isinstance(value, str):
-        yield location, value
-    elif isinstance(value, dict):
-        for key, item in value.items():
-            yield from _strings(item, f"{location}.{key}" if location else str(key))
-    elif isinstance(value, list):
-        for index, item in enumerate(value):
-            yield from _strings(item, f"{location}[{index}]")
-
-
-def _dangling(url: str, site: Site, published: frozenset[str]) -> bool:
-    """True when `url` points into the site but at no published file."""
-    target, origin = urlsplit(url), urlsplit(site.base_url)
-    if (target.scheme, target.netloc) != (origin.scheme, origin.netloc):
-        return False
-    path = target.path
-    if path in NON_FILE_PATHS or path in published:
-        return False
-    if "{" in path:
-        pattern = _TEMPLATE_PART.sub("[^/]+", re.escape(path))
-        return not any(re.fullmatch(pattern, candidate) for candidate in published)
-    return True
+def _dangling(text: str, site: Site, published: frozenset[str]) -> list[str]:
+    """The URLs in `text` that point into the API but at no published file."""
+    return [
+        url
+        for url in links.urls(text)
+        if (path := links.api_path(url, site.base_url)) is not None
+        and not links.resolves(path, published)
+    ]
 
 
 def check_authored_links(site: Site, published: frozenset[str]) -> None:
@@ -66,11 +36,10 @@ def check_authored_links(site: Site, published: frozenset[str]) -> None:
         (site.on_site_agent_file, site.on_site_agent.model_dump(mode="json")),
     ]
     for file, data in sources:
-        for location, text in _strings(data):
+        for location, text in located_strings(data):
             problems += [
                 Problem(file, location, f"link {url} does not resolve to a published file")
-                for url in _links(text)
-                if _dangling(url, site, published)
+                for url in _dangling(text, site, published)
             ]
     if problems:
         raise SiteDataError(problems)
@@ -89,8 +58,7 @@ def check_artifacts(site: Site, artifacts: list[Artifact]) -> None:
         where = f"{artifact.path} (from {artifact.source})" if artifact.source else artifact.path
         problems += [
             Problem(where, None, f"link {url} does not resolve to a published file")
-            for url in _links(artifact.body.decode("utf-8"))
-            if _dangling(url, site, published)
+            for url in _dangling(artifact.body.decode("utf-8"), site, published)
         ]
 
     def load(path: str) -> Any:
@@ -126,9 +94,7 @@ def check_artifacts(site: Site, artifacts: list[Artifact]) -> None:
 
 
 def _openapi_coverage(operations: dict[str, Any], published: frozenset[str]) -> list[Problem]:
-    patterns = [
-        re.compile(_TEMPLATE_PART.sub("[^/]+", re.escape(template))) for template in operations
-    ]
+    patterns = [links.template_pattern(template) for template in operations]
     problems = [
         Problem(paths.OPENAPI, "paths", f"no operation covers {path}")
         for path in sorted(published)
@@ -148,7 +114,7 @@ def _discovery_coverage(
     linked = {
         urlsplit(url).path
         for section in ("interfaces", "content")
-        for _, url in _strings(discovery[section])
+        for _, url in located_strings(discovery[section])
         if url.startswith(site.base_url)
     }
     return [

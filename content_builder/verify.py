@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -23,7 +22,7 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ValidationError
 
-from content_builder import paths
+from content_builder import links, paths
 from content_builder.client import AgentClient, ClientError, Fetched, rank
 from content_builder.models import (
     ArchitectureDocument,
@@ -40,7 +39,6 @@ from content_builder.render.documents import content_hash
 from content_builder.routes import HEADER_POLICY, NoRouteRule, rule_for
 from content_builder.writer import MANIFEST_NAME
 
-_URL = re.compile(r"https?://[^\s\"'<>()\[\]\\`|]+")
 _PROBE_ORIGIN = "https://agent.example"
 _MISSING_PATH = "/api/v1/verify-probe-does-not-exist.json"
 RETRY_INTERVAL = 10.0  # seconds between attempts with --retry-for
@@ -237,13 +235,12 @@ class Verifier:
         )
 
     def _links_in(self, bodies: Iterable[bytes]) -> set[str]:
-        found: set[str] = set()
-        for body in bodies:
-            for url in _URL.findall(body.decode("utf-8", errors="replace")):
-                path = self.path_of(url.rstrip(".,;:!?*"))
-                if path is not None and "{" not in path:
-                    found.add(path)
-        return found - {"", "/", paths.API_PREFIX, paths.API_PREFIX + "/"}
+        found = {
+            path
+            for body in bodies
+            for path in links.api_paths(body.decode("utf-8", errors="replace"), self.base_url)
+        }
+        return {path for path in found if "{" not in path} - links.NON_FILE_PATHS
 
     def check_links(self) -> None:
         checked: set[str] = set()

@@ -23,19 +23,40 @@ from content_builder.loader import display_path
 MANIFEST_NAME = "manifest.json"
 
 
+def _entry(artifact: Artifact) -> dict[str, Any]:
+    return {
+        "sha256": artifact.sha256,
+        "size": artifact.size,
+        "media_type": artifact.media_type,
+        "cache_control": artifact.cache_control,
+    }
+
+
 def manifest(artifacts: list[Artifact], base_url: str) -> dict[str, Any]:
     return {
         "base_url": base_url,
         "files": {
-            artifact.path: {
-                "sha256": artifact.sha256,
-                "size": artifact.size,
-                "media_type": artifact.media_type,
-                "cache_control": artifact.cache_control,
-            }
-            for artifact in sorted(artifacts, key=lambda a: a.path)
+            artifact.path: _entry(artifact) for artifact in sorted(artifacts, key=lambda a: a.path)
         },
     }
+
+
+def entry_signature(entry: dict[str, Any]) -> tuple[Any, ...]:
+    """What makes a published file different: its bytes or either of its headers.
+    (The writer's change report and the publisher's upload plan both use it.)"""
+    return (entry.get("sha256"), entry.get("media_type"), entry.get("cache_control"))
+
+
+def is_build_manifest(data: Any) -> bool:
+    """Whether `data` is a manifest this writer wrote (not any manifest.json, such as a
+    web app's or a browser extension's)."""
+    if not isinstance(data, dict) or not isinstance(data.get("base_url"), str):
+        return False
+    files = data.get("files")
+    return isinstance(files, dict) and all(
+        isinstance(entry, dict) and {"sha256", "size", "media_type", "cache_control"} <= set(entry)
+        for entry in files.values()
+    )
 
 
 def manifest_body(artifacts: list[Artifact], base_url: str) -> bytes:
@@ -50,10 +71,12 @@ class FileReport:
 
 
 def read_manifest(out_dir: Path) -> dict[str, Any] | None:
+    """The build manifest in `out_dir`, or None when there is none (or not ours)."""
     try:
-        return json.loads((out_dir / MANIFEST_NAME).read_text(encoding="utf-8"))
+        data = json.loads((out_dir / MANIFEST_NAME).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
+    return data if is_build_manifest(data) else None
 
 
 def compare(artifacts: list[Artifact], previous: dict[str, Any] | None) -> list[FileReport]:
@@ -63,11 +86,7 @@ def compare(artifacts: list[Artifact], previous: dict[str, Any] | None) -> list[
         old = before.get(artifact.path)
         if old is None:
             status = "new"
-        elif (old.get("sha256"), old.get("media_type"), old.get("cache_control")) == (
-            artifact.sha256,
-            artifact.media_type,
-            artifact.cache_control,
-        ):
+        elif entry_signature(old) == entry_signature(_entry(artifact)):
             status = "unchanged"
         else:
             status = "changed"
@@ -91,9 +110,12 @@ def write_output(artifacts: list[Artifact], out_dir: Path, base_url: str) -> lis
     out_dir.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.new-", dir=out_dir.parent))
     try:
+        folders: set[Path] = set()
         for artifact in artifacts:
             target = staging / artifact.key
-            target.parent.mkdir(parents=True, exist_ok=True)
+            if target.parent not in folders:  # one mkdir per folder, not per file
+                target.parent.mkdir(parents=True, exist_ok=True)
+                folders.add(target.parent)
             target.write_bytes(artifact.body)
         (staging / MANIFEST_NAME).write_bytes(manifest_body(artifacts, base_url))
         _swap_in(staging, out_dir)

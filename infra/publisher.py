@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from content_builder.routes import PublishTier, rule_for
+from content_builder.writer import entry_signature
 
 #: Metadata key holding the file's sha256 on every object (x-amz-meta-sha256).
 SHA256_METADATA = "sha256"
@@ -56,10 +57,6 @@ def key_of(path: str) -> str:
     return path.lstrip("/")
 
 
-def _signature(entry: Mapping[str, Any]) -> tuple[Any, ...]:
-    return (entry.get("sha256"), entry.get("media_type"), entry.get("cache_control"))
-
-
 @dataclass(frozen=True)
 class PublishPlan:
     uploads: tuple[tuple[str, ...], ...]  # one tuple of paths per publish tier, in order
@@ -85,7 +82,7 @@ def plan_publish(previous: Files | None, current: Files) -> PublishPlan:
     changed = sorted(
         path
         for path, entry in current.items()
-        if path not in previous or _signature(previous[path]) != _signature(entry)
+        if path not in previous or entry_signature(previous[path]) != entry_signature(entry)
     )
     tiers = tuple(
         tuple(path for path in changed if rule_for(path).tier == tier) for tier in PublishTier

@@ -17,7 +17,8 @@ EDIT_TIME = "2030-03-17T17:46:40Z"
 
 
 def build(site: Path, out: Path, *extra: str) -> str:
-    result = run_cli("build", "--site", site, "--out", out, "--base-url", TEST_BASE_URL, *extra)
+    base = [] if "--base-url" in extra else ["--base-url", TEST_BASE_URL]
+    result = run_cli("build", "--site", site, "--out", out, *base, *extra)
     assert result.code == 0, result.err
     return result.out
 
@@ -164,3 +165,34 @@ def test_check_frozen_passes_on_the_repository(site_copy: Path) -> None:
     result = run_cli("check", "--site", site_copy, "--frozen")
     assert result.code == 0, result.err
     assert "23 files would be published" in result.out
+
+
+def test_a_literal_base_url_in_content_is_refused(site_copy: Path, tmp_path: Path) -> None:
+    """Only {base_url} links move with the deployment; a literal one would be checked
+    against one base URL and hashed differently for another (a lock that never settles)."""
+    faq = site_copy / "faq" / "q02-endpoints.yaml"
+    data = yaml.safe_load(faq.read_text())
+    data["answer"] += "\n\nStart at https://agents.parlance.example/llms.txt today."
+    faq.write_text(yaml.safe_dump(data, sort_keys=False))
+    for base_url in ("https://agents.parlance.example", "https://d1.cloudfront.net"):
+        result = run_cli(
+            "build", "--site", site_copy, "--out", tmp_path / "o", "--base-url", base_url
+        )
+        assert result.code == 1
+        assert "q02-endpoints.yaml: field 'answer': write {base_url} instead of the literal" in (
+            result.err
+        )
+
+
+def test_the_api_may_share_the_website_origin(site_copy: Path, tmp_path: Path) -> None:
+    """Human pages on the same host (canonical_url, website) are not API links."""
+    out = tmp_path / "dist"
+    build(site_copy, out, "--base-url", "https://www.parlance.example")
+    document = read_json(out, "/api/v1/content/how-it-works.json")
+    assert document["canonical_url"].startswith("https://www.parlance.example/")
+    faq = site_copy / "faq" / "q01-difference.yaml"
+    data = yaml.safe_load(faq.read_text())
+    data["answer"] += "\n\nSee {base_url}/api/v1/content/missing.json for more."
+    faq.write_text(yaml.safe_dump(data, sort_keys=False))
+    result = run_cli("build", "--site", site_copy, "--out", out)
+    assert result.code == 1 and "missing.json does not resolve" in result.err

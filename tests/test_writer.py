@@ -65,3 +65,16 @@ def test_manifest_records_hash_size_and_headers(site_copy: Path, tmp_path: Path)
     assert entry["media_type"] == "application/json"
     assert "max-age=" in entry["cache_control"]
     assert list(manifest["files"]) == sorted(manifest["files"])
+
+
+def test_a_folder_with_someone_elses_manifest_json_is_not_replaced(
+    site_copy: Path, tmp_path: Path
+) -> None:
+    """A web app or browser extension has a manifest.json too: that is not our build."""
+    extension = tmp_path / "extension"
+    (extension / "src").mkdir(parents=True)
+    (extension / "manifest.json").write_text('{"manifest_version": 3, "name": "x"}')
+    (extension / "src" / "background.js").write_text("chrome.runtime.onInstalled")
+    result = run_cli("build", "--site", site_copy, "--out", extension)
+    assert result.code == 1 and "not a build output" in result.err
+    assert (extension / "src" / "background.js").is_file()

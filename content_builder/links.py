@@ -1,0 +1,64 @@
+"""Finding the links into the API in any text: one definition for the build's checks,
+`verify` and the tests.
+
+A link "into the API" is a URL on the base URL's origin whose path is in the API's own
+namespace (/api/..., /.well-known/..., /errors/..., /llms.txt, /llms-full.txt). Other
+paths on the same origin are the website's human pages (when the API shares the
+website's host), which the build cannot and need not check.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Iterator
+from urllib.parse import urlsplit
+
+from content_builder import paths
+
+# Braces are allowed so that a template such as .../faq/{faq_id}.json is read whole.
+URL = re.compile(r"https?://[^\s\"'<>()\[\]\\`|]+")
+_TRAILING = ".,;:!?*"
+_TEMPLATE_PART = re.compile(r"\\\{[a-z_]+\\\}")
+
+#: Paths under these prefixes, and these files, are the API's own.
+API_PREFIXES = (paths.API_PREFIX + "/", "/.well-known/", "/errors/")
+API_ROOT_FILES = frozenset({paths.LLMS_TXT, paths.LLMS_FULL_TXT})
+#: URLs that name a prefix, not a file: the origin itself and `api_base`.
+NON_FILE_PATHS = frozenset({"", "/", paths.API_PREFIX, paths.API_PREFIX + "/"})
+
+
+def urls(text: str) -> Iterator[str]:
+    """Every http(s) URL in `text`, without the punctuation that ends a sentence."""
+    for match in URL.finditer(text):
+        yield match.group(0).rstrip(_TRAILING)
+
+
+def api_path(url: str, base_url: str) -> str | None:
+    """The path of `url` when it points into the API at `base_url`, else None."""
+    target, origin = urlsplit(url), urlsplit(base_url)
+    if (target.scheme, target.netloc) != (origin.scheme, origin.netloc):
+        return None
+    path = target.path
+    if path in NON_FILE_PATHS or path in API_ROOT_FILES or path.startswith(API_PREFIXES):
+        return path
+    return None
+
+
+def api_paths(text: str, base_url: str) -> set[str]:
+    """The paths of every link into the API found in `text` (templates included)."""
+    return {path for url in urls(text) if (path := api_path(url, base_url)) is not None}
+
+
+def template_pattern(template: str) -> re.Pattern[str]:
+    """A regex matching the paths a template such as /api/v1/faq/{faq_id}.json stands for."""
+    return re.compile(_TEMPLATE_PART.sub("[^/]+", re.escape(template)))
+
+
+def resolves(path: str, published: Iterable[str]) -> bool:
+    """Whether a linked path names a published file (or, for a template, at least one)."""
+    if path in NON_FILE_PATHS:
+        return True
+    if "{" in path:
+        pattern = template_pattern(path)
+        return any(pattern.fullmatch(candidate) for candidate in published)
+    return path in published
