@@ -247,6 +247,17 @@ class Publisher:
             "invalidation_id": invalidation_id or "",
         }
 
+    def bucket_exists(self) -> bool:
+        from botocore.exceptions import ClientError
+
+        try:
+            self.clients.s3.head_bucket(Bucket=self.bucket)
+        except ClientError as error:
+            if error.response.get("Error", {}).get("Code") in ("404", "NoSuchBucket", "NotFound"):
+                return False
+            raise
+        return True
+
     def read_state(self, files: Files) -> dict[str, dict[str, Any]]:
         """What the bucket holds for `files`: a missing object is left out, an object whose
         body or headers were changed outside this publisher shows what it holds now."""

@@ -74,8 +74,11 @@ class SiteContentProvider(ResourceProvider):
         return UpdateResult({**news, "generation": generation, "last_publish": last})
 
     def read(self, id_: str, props: dict[str, Any]) -> ReadResult:
-        observed = _publisher(props).read_state(_files(props))
-        return ReadResult(id_, {**props, "files": observed})
+        site = _publisher(props)
+        if not site.bucket_exists():
+            # An empty id tells the engine the resource is gone (refresh drops it).
+            return ReadResult("", {})
+        return ReadResult(id_, {**props, "files": site.read_state(_files(props))})
 
     def delete(self, _id: str, props: dict[str, Any]) -> None:
         site = _publisher(props)

@@ -137,7 +137,8 @@ def test_content_documents_fields_types_and_hash(built: Path) -> None:
         assert document["updated_at"] == index[doc_id]["updated_at"]
         assert set(document["metadata"]) == {"content_version", "content_hash"}
         assert re.fullmatch(r"\d+\.\d+\.\d+", document["metadata"]["content_version"])
-        # design.md: sha256 of the canonical JSON without metadata and updated_at.
+        # design.md: sha256 over the canonical JSON without metadata; updated_at is left out
+        # too, since it is derived from the hash (docs/decisions.md).
         rest = {k: v for k, v in document.items() if k not in ("metadata", "updated_at")}
         expected = "sha256:" + __import__("hashlib").sha256(canonical_json(rest)).hexdigest()
         assert document["metadata"]["content_hash"] == expected

@@ -437,3 +437,13 @@ def test_caller_reference_differs_per_publish_and_repeats_for_a_retry() -> None:
     first = publisher.caller_reference("site", 2, ["/a"])
     assert first == publisher.caller_reference("site", 2, ["/a"])
     assert first != publisher.caller_reference("site", 3, ["/a"])
+
+
+def test_read_reports_the_content_gone_when_its_bucket_is(world: World) -> None:
+    outs = create(world)
+    paginator = world.s3.get_paginator("list_objects_v2")
+    for page in paginator.paginate(Bucket=world.bucket):
+        for item in page.get("Contents", []):
+            world.s3.delete_object(Bucket=world.bucket, Key=item["Key"])
+    world.s3.delete_bucket(Bucket=world.bucket)
+    assert world.provider.read(outs["__id"], outs).id == ""
