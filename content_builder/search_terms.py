@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from functools import lru_cache
 from collections.abc import Iterable
 
 _SPLIT = re.compile(r"[^0-9a-z]+")
@@ -40,6 +41,8 @@ GENERIC_WORDS = frozenset(
 
 def fold(text: str) -> str:
     """Lowercase and strip accents: "Café" -> "cafe", "ﬁle" -> "file"."""
+    if text.isascii():
+        return text.lower()  # the common case, and the hot path of every build
     decomposed = unicodedata.normalize("NFKD", text.casefold())
     return "".join(ch for ch in decomposed if not unicodedata.combining(ch))
 
@@ -52,22 +55,32 @@ def _is_term(token: str) -> bool:
     return len(token) >= 2
 
 
-def words(text: str) -> list[str]:
+def words(text: str, folded: bool = False) -> list[str]:
     """Folded tokens split on non-alphanumerics, in order, stop words and noise dropped."""
-    return [token for token in _SPLIT.split(fold(text)) if _is_term(token)]
+    return [token for token in _SPLIT.split(text if folded else fold(text)) if _is_term(token)]
 
 
-_COMPOUND = re.compile(r"[0-9a-z]+(?:[-./][0-9a-z]+)+")
+_JOINERS = re.compile(r"[-./]")
+_EDGE_PUNCTUATION = ".,;:!?()[]{}<>\"'`*"
 
 
-def compounds(text: str) -> set[str]:
+def compounds(text: str, folded: bool = False) -> set[str]:
     """Hyphenated and dotted words written as one: "SHA-256" -> "sha256", "on-site" ->
     "onsite", "llms.txt" -> "llmstxt", since people type them both ways."""
-    return {
-        joined
-        for match in _COMPOUND.findall(fold(text))
-        if len(joined := re.sub(r"[-./]", "", match)) <= 24 and not joined.isdigit()
-    }
+    found: set[str] = set()
+    for token in (text if folded else fold(text)).split():
+        token = token.strip(_EDGE_PUNCTUATION)
+        if not _JOINERS.search(token):
+            continue
+        parts = _JOINERS.split(token)
+        joined = "".join(parts)
+        if (
+            all(part.isascii() and part.isalnum() for part in parts)
+            and len(joined) <= 24
+            and not joined.isdigit()
+        ):
+            found.add(joined)
+    return found
 
 
 # After dropping -ing/-ed, these endings had a silent "e": creat(ing) -> create.
@@ -76,6 +89,7 @@ _RESTORE_E = ("at", "bl", "iz", "v")
 _DERIVATIONS = (("ation", "ate", 3), ("tion", "t", 3), ("ment", "", 5), ("ly", "", 4))
 
 
+@lru_cache(maxsize=65536)  # a site's vocabulary is small; its word count is not
 def stem(word: str) -> str:
     """A small suffix stripper, so that plural, verb and noun forms share one stem.
 
@@ -131,7 +145,8 @@ def keywords(texts: Iterable[str]) -> list[str]:
 _VOWELS = "aeiou"
 
 
-def inflections(base: str) -> set[str]:
+@lru_cache(maxsize=65536)
+def inflections(base: str) -> frozenset[str]:
     """Regular plural and verb forms of a base word: "deploy" -> deploys, deploying, deployed.
 
     Published for the salient words of an entry, so that a naive client whose query
@@ -139,7 +154,7 @@ def inflections(base: str) -> set[str]:
     ("mapped" vs "maped") only costs a few bytes, a missing one costs a match.
     """
     if len(base) < 3 or base.isdigit():
-        return set()
+        return frozenset()
     forms: set[str] = set()
     consonant_y = base.endswith("y") and base[-2] not in _VOWELS
     if base.endswith(("s", "x", "z", "ch", "sh")):
@@ -154,7 +169,7 @@ def inflections(base: str) -> set[str]:
         forms |= {base + "ing", base[:-1] + "ied"}
     else:
         forms |= {base + "ing", base + "ed"}
-    return forms
+    return frozenset(forms)
 
 
 #: Acronyms agents type, with their expansions. An entry holding either gets both.

@@ -60,9 +60,11 @@ COMMON_BODY_SHARE = 0.5
 
 def _terms(texts: list[str]) -> list[str]:
     # URLs are links, not words: "https", "json" and the host would match every entry.
-    cleaned = [_URL.sub(" ", text) for text in texts]
-    words = [word for text in cleaned for word in search_terms.words(text)]
-    return words + sorted({c for text in cleaned for c in search_terms.compounds(text)})
+    folded = [search_terms.fold(_URL.sub(" ", text)) for text in texts]
+    words = [word for text in folded for word in search_terms.words(text, folded=True)]
+    return words + sorted(
+        {c for text in folded for c in search_terms.compounds(text, folded=True)}
+    )
 
 
 @dataclass(frozen=True)
@@ -76,10 +78,10 @@ def _entry_terms(salient: list[str], body: list[str]) -> _EntryTerms:
     and regular inflections; body words with their stems; acronyms both ways."""
     salient_words, body_words = _terms(salient), _terms(body)
     salient_terms: set[str] = set()
-    for word in salient_words:
+    for word in set(salient_words):
         base = search_terms.stem(word)
         salient_terms |= {word, base} | search_terms.inflections(base)
-    body_terms = {form for word in body_words for form in (word, search_terms.stem(word))}
+    body_terms = {form for word in set(body_words) for form in (word, search_terms.stem(word))}
     salient_terms |= search_terms.acronym_terms(
         salient_terms | body_terms, salient_words + body_words
     )
