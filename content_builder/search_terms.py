@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from functools import lru_cache
 from collections.abc import Iterable
+from functools import lru_cache
 
 _SPLIT = re.compile(r"[^0-9a-z]+")
 

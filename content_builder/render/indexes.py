@@ -62,9 +62,7 @@ def _terms(texts: list[str]) -> list[str]:
     # URLs are links, not words: "https", "json" and the host would match every entry.
     folded = [search_terms.fold(_URL.sub(" ", text)) for text in texts]
     words = [word for text in folded for word in search_terms.words(text, folded=True)]
-    return words + sorted(
-        {c for text in folded for c in search_terms.compounds(text, folded=True)}
-    )
+    return words + sorted({c for text in folded for c in search_terms.compounds(text, folded=True)})
 
 
 @dataclass(frozen=True)
