@@ -17,6 +17,7 @@ import pulumi
 import pulumi_aws as aws
 
 from content_builder.routes import ERROR_CACHE, HEADER_POLICY, ROUTE_RULES
+from infra import publisher
 from infra.config import SiteConfig
 from infra.site_content import SiteContent
 
@@ -75,7 +76,7 @@ class AgentSite(pulumi.ComponentResource):
     base_url: pulumi.Output[str]
     bucket_name: pulumi.Output[str]
     distribution_id: pulumi.Output[str]
-    files: pulumi.Output[dict[str, Any]]
+    files: pulumi.Output[dict[str, str]]  # path -> "<sha256> <size> <media type>|<cache>"
     last_publish: pulumi.Output[dict[str, Any]]
 
     def __init__(
@@ -335,7 +336,7 @@ class AgentSite(pulumi.ComponentResource):
             if config.base_url
             else distribution.domain_name.apply(lambda domain: f"https://{domain}")
         )
-        files = base_url.apply(build)
+        files = base_url.apply(lambda url: publisher.encode_files(build(url)))
         content = SiteContent(
             f"{name}-files",
             bucket=bucket.bucket,

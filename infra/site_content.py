@@ -26,7 +26,7 @@ def _is_unknown(value: Any) -> bool:
 
 
 def _files(props: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    return {path: dict(entry) for path, entry in (props.get("files") or {}).items()}
+    return publisher.decode_files(props.get("files"))
 
 
 def _publisher(props: dict[str, Any]) -> publisher.Publisher:
@@ -78,7 +78,8 @@ class SiteContentProvider(ResourceProvider):
         if not site.bucket_exists():
             # An empty id tells the engine the resource is gone (refresh drops it).
             return ReadResult("", {})
-        return ReadResult(id_, {**props, "files": site.read_state(_files(props))})
+        observed = site.read_state(_files(props))
+        return ReadResult(id_, {**props, "files": publisher.encode_files(observed)})
 
     def delete(self, _id: str, props: dict[str, Any]) -> None:
         site = _publisher(props)
@@ -89,7 +90,7 @@ class SiteContentProvider(ResourceProvider):
 class SiteContent(pulumi.dynamic.Resource, module="agent-access", name="SiteContent"):
     """The published files of one build, in one bucket, behind one distribution."""
 
-    files: pulumi.Output[dict[str, Any]]
+    files: pulumi.Output[dict[str, str]]  # path -> publisher.encode_entry(...)
     last_publish: pulumi.Output[dict[str, Any]]
 
     def __init__(
@@ -100,7 +101,7 @@ class SiteContent(pulumi.dynamic.Resource, module="agent-access", name="SiteCont
         distribution_id: pulumi.Input[str],
         region: pulumi.Input[str],
         source_dir: pulumi.Input[str],
-        files: pulumi.Input[dict[str, Any]],
+        files: pulumi.Input[dict[str, str]],
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
         super().__init__(
