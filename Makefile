@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: serve build check test lint preview up clean
+.PHONY: serve build check test lint preview up clean bench
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -30,6 +30,21 @@ test: $(STAMP)
 	$(BIN)/python -m content_builder check --frozen
 	$(BIN)/python -m pytest -q
 
+# Benchmarks (benchmarks/README.md): build and publish cost at N = 100, 1,000, 10,000,
+# the publisher against `aws s3 sync` on a local moto server. Not part of `make test`,
+# which keeps a small smoke version of each. awscli gets its own venv: it pins botocore.
+AWSCLI_VENV := benchmarks/.venv-awscli
+AWSCLI_STAMP := $(AWSCLI_VENV)/.installed
+
+$(AWSCLI_STAMP):
+	$(PYTHON) -m venv $(AWSCLI_VENV)
+	$(AWSCLI_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(AWSCLI_VENV)/bin/python -m pip install --quiet awscli
+	touch $(AWSCLI_STAMP)
+
+bench: $(STAMP) $(AWSCLI_STAMP)
+	$(BIN)/python -m benchmarks.run
+
 # Deployment (needs the Pulumi CLI and AWS credentials; see README, Deploy). The program
 # builds the site itself, with the frozen lock.
 preview: $(STAMP)
@@ -42,4 +57,4 @@ up: $(STAMP)
 	$(BIN)/python -m content_builder verify "$$(pulumi stack output base_url)" --expect-from dist --retry-for 900
 
 clean:
-	rm -rf $(VENV) dist .pytest_cache .ruff_cache .hypothesis
+	rm -rf $(VENV) $(AWSCLI_VENV) dist .pytest_cache .ruff_cache .hypothesis

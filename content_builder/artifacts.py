@@ -5,8 +5,10 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
+import pydantic_core
 from pydantic import BaseModel
 
 from content_builder.routes import RouteRule, rule_for
@@ -30,8 +32,9 @@ class Artifact:
     def cache_control(self) -> str:
         return self.rule.cache_control
 
-    @property
+    @cached_property
     def sha256(self) -> str:
+        # Cached: the manifest, the change report and the serve/verify paths all ask.
         return hashlib.sha256(self.body).hexdigest()
 
     @property
@@ -45,11 +48,15 @@ class Artifact:
 
 
 def json_body(value: BaseModel | dict[str, Any]) -> bytes:
-    """Published JSON: UTF-8, two-space indent, model field order, trailing newline."""
-    data = (
-        value.model_dump(mode="json", exclude_none=True) if isinstance(value, BaseModel) else value
-    )
-    return (json.dumps(data, ensure_ascii=False, indent=2) + "\n").encode("utf-8")
+    """Published JSON: UTF-8, two-space indent, model field order, trailing newline.
+
+    Written by pydantic-core, whose output is byte for byte that of
+    `json.dumps(data, ensure_ascii=False, indent=2)` (tested), several times faster:
+    the standard library falls back to its pure-Python encoder as soon as `indent` is set.
+    """
+    if isinstance(value, BaseModel):
+        return value.model_dump_json(indent=2, exclude_none=True).encode("utf-8") + b"\n"
+    return pydantic_core.to_json(value, indent=2) + b"\n"
 
 
 def canonical_json(data: Any) -> bytes:

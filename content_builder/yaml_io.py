@@ -1,7 +1,7 @@
 """Strict YAML reading: safe types only, and duplicate keys are an error, not a silent overwrite.
 
 Parsing uses libyaml (`yaml.CSafeLoader`) when PyYAML was built with it, which reads
-site_data about ten times faster than the pure-Python parser (benchmarks/README.md);
+site_data about seven times faster than the pure-Python parser (benchmarks/README.md);
 the constructors, and so the types, duplicate-key and plain-data checks, are the same
 Python code either way.
 """

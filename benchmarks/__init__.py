@@ -1,0 +1,1 @@
+"""Benchmarks: build and publish cost as sites grow (`make bench`; see benchmarks/README.md)."""

@@ -1,0 +1,258 @@
+"""Build scaling: wall time and peak memory of `build` at each N, against a floor.
+
+Every measurement runs in its own interpreter (`python -m benchmarks.build_bench ...`),
+so imports, caches and the memory high-water mark of one run cannot leak into
+another. Peak memory is the child's own `ru_maxrss` (RUSAGE_SELF, read by the child),
+reported with the RSS it had after its imports, before the build started.
+
+The floor writes the same bytes the build wrote: the worker loads every file of the
+build's output (JSON files as objects, text files as strings, untimed), then times a
+bare loop of `json.dumps` (the writer's settings) + write into a fresh folder, and
+checks afterwards that every file came out byte for byte identical.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import hashlib
+import json
+import os
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+
+#: Functions that build.py looks up in its own namespace: wrapping them there times the
+#: pipeline's phases without touching the pipeline. None of them calls another.
+PHASES = (
+    ("load_site", "load + validate YAML"),
+    ("read_lock", "lock"),
+    ("tracked", "lock"),
+    ("resolve", "lock"),
+    ("build_catalog", "render documents"),
+    ("content_index", "render index"),
+    ("search_index", "render search index"),
+    ("llms_full_txt", "render llms"),
+    ("llms_txt", "render llms"),
+    ("mcp_manifest", "render mcp/openapi/discovery"),
+    ("openapi_document", "render mcp/openapi/discovery"),
+    ("discovery_document", "render mcp/openapi/discovery"),
+    ("json_body", "serialize"),
+    ("text_body", "serialize"),
+    ("check_authored_links", "check links"),
+    ("check_artifacts", "check links"),
+    ("write_output", "write"),
+)
+
+
+def peak_rss_kb() -> int:
+    """This process's peak resident set size, in kB.
+
+    VmHWM, not getrusage's ru_maxrss: Linux carries ru_maxrss over `exec` from the
+    parent that forked the child, so a child would report the driver's RSS as its own.
+    """
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1])
+    except OSError:
+        pass
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # kilobytes on Linux
+
+
+def _tree_bytes(folder: Path) -> tuple[int, int]:
+    files = [path for path in folder.rglob("*") if path.is_file()]
+    return len(files), sum(path.stat().st_size for path in files)
+
+
+# --- workers (run in a child interpreter) ------------------------------------------------
+
+
+def worker_build(site: Path, out: Path) -> dict[str, Any]:
+    from content_builder import build as pipeline
+
+    baseline = peak_rss_kb()
+    spent: dict[str, float] = {}
+
+    def timed(name: str, function: Callable[..., Any]) -> Callable[..., Any]:
+        @functools.wraps(function)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            start = time.perf_counter()
+            try:
+                return function(*args, **kwargs)
+            finally:
+                spent[name] = spent.get(name, 0.0) + time.perf_counter() - start
+
+        return wrapper
+
+    for name, _ in PHASES:
+        setattr(pipeline, name, timed(name, getattr(pipeline, name)))
+    start = time.perf_counter()
+    result, _report = pipeline.build(site, out, frozen=True)
+    seconds = time.perf_counter() - start
+    phases: dict[str, float] = {}
+    for name, group in PHASES:
+        phases[group] = phases.get(group, 0.0) + spent.get(name, 0.0)
+    phases["other"] = seconds - sum(phases.values())
+    files, size = _tree_bytes(out)
+    return {
+        "seconds": seconds,
+        "phases": phases,
+        "peak_rss_kb": peak_rss_kb(),
+        "baseline_rss_kb": baseline,
+        "files": files,
+        "bytes": size,
+        "entries": len(result.site.documents) + len(result.site.faqs),
+    }
+
+
+def _floor_objects(dist: Path) -> list[tuple[Path, Any]]:
+    """(relative path, object) for every file of a build output; text files as str."""
+    items: list[tuple[Path, Any]] = []
+    for path in sorted(p for p in dist.rglob("*") if p.is_file()):
+        relative = path.relative_to(dist)
+        raw = path.read_bytes()
+        items.append((relative, json.loads(raw) if path.suffix == ".json" else raw.decode()))
+    return items
+
+
+def _dumps(relative: Path, value: Any) -> bytes:
+    if isinstance(value, str):
+        return value.encode("utf-8")
+    if relative.name == "manifest.json":  # the writer keeps it ASCII
+        return (json.dumps(value, indent=2) + "\n").encode("utf-8")
+    return (json.dumps(value, ensure_ascii=False, indent=2) + "\n").encode("utf-8")
+
+
+def worker_floor(dist: Path, out: Path) -> dict[str, Any]:
+    items = _floor_objects(dist)
+    baseline = peak_rss_kb()
+    start = time.perf_counter()
+    for folder in sorted({out / relative.parent for relative, _ in items}):
+        folder.mkdir(parents=True, exist_ok=True)
+    for relative, value in items:
+        (out / relative).write_bytes(_dumps(relative, value))
+    seconds = time.perf_counter() - start
+    mismatched = [
+        str(relative)
+        for relative, _ in items
+        if hashlib.sha256((out / relative).read_bytes()).digest()
+        != hashlib.sha256((dist / relative).read_bytes()).digest()
+    ]
+    if mismatched:
+        raise SystemExit(f"floor wrote different bytes than the build: {mismatched[:5]}")
+    files, size = _tree_bytes(out)
+    return {
+        "seconds": seconds,
+        "peak_rss_kb": peak_rss_kb(),
+        "baseline_rss_kb": baseline,
+        "files": files,
+        "bytes": size,
+    }
+
+
+# --- driver (parent process) ---------------------------------------------------------------
+
+
+def _settle(*folders: Path) -> None:
+    """Remove earlier outputs and flush dirty pages, so that one run's disk writes are not
+    paid by the next one."""
+    for folder in folders:
+        shutil.rmtree(folder, ignore_errors=True)
+    os.sync()
+
+
+def _child(*args: str) -> dict[str, Any]:
+    completed = subprocess.run(
+        [sys.executable, "-m", "benchmarks.build_bench", *args],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if completed.returncode != 0:
+        raise RuntimeError(f"benchmark child {args[0]} failed:\n{completed.stderr[-3000:]}")
+    return json.loads(completed.stdout.strip().splitlines()[-1])
+
+
+@dataclass(frozen=True)
+class BuildResult:
+    n: int
+    entries: int
+    files: int
+    bytes: int
+    repeats: int
+    build_seconds: float  # median of `repeats` runs
+    build_runs: list[float]
+    floor_seconds: float
+    floor_runs: list[float]
+    peak_rss_mb: float
+    baseline_rss_mb: float
+    phases: dict[str, float]  # of the median run
+
+    @property
+    def ratio(self) -> float:
+        return self.build_seconds / self.floor_seconds
+
+    @property
+    def ms_per_entry(self) -> float:
+        return 1000 * self.build_seconds / self.entries
+
+    def as_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "ratio": self.ratio, "ms_per_entry": self.ms_per_entry}
+
+
+def measure(site: Path, n: int, work: Path, repeats: int) -> BuildResult:
+    """Build `site` `repeats` times, each time into a fresh folder in a fresh interpreter,
+    and time the floor as often on the same output."""
+    builds, floors = [], []
+    for attempt in range(repeats):
+        out, floor_out = work / f"build-{n}-{attempt}", work / f"floor-{n}-{attempt}"
+        _settle(out, floor_out)
+        builds.append(_child("build", str(site), str(out)))
+        _settle(floor_out)
+        floors.append(_child("floor", str(out), str(floor_out)))
+        _settle(out, floor_out)
+    median = sorted(builds, key=lambda run: run["seconds"])[(len(builds) - 1) // 2]
+    floor_bytes = {floor["bytes"] for floor in floors}
+    if floor_bytes != {median["bytes"]}:
+        raise RuntimeError(f"floor wrote {floor_bytes} bytes, the build {median['bytes']}")
+    return BuildResult(
+        n=n,
+        entries=median["entries"],
+        files=median["files"],
+        bytes=median["bytes"],
+        repeats=repeats,
+        build_seconds=statistics.median(run["seconds"] for run in builds),
+        build_runs=[run["seconds"] for run in builds],
+        floor_seconds=statistics.median(run["seconds"] for run in floors),
+        floor_runs=[run["seconds"] for run in floors],
+        peak_rss_mb=max(run["peak_rss_kb"] for run in builds) / 1024,
+        baseline_rss_mb=min(run["baseline_rss_kb"] for run in builds) / 1024,
+        phases=median["phases"],
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="one build or floor measurement, as JSON")
+    parser.add_argument("what", choices=("build", "floor"))
+    parser.add_argument("source", type=Path, help="site_data (build) or a build output (floor)")
+    parser.add_argument("out", type=Path)
+    args = parser.parse_args(argv)
+    os.environ.setdefault("PYTHONHASHSEED", "0")
+    worker = worker_build if args.what == "build" else worker_floor
+    print(json.dumps(worker(args.source, args.out)))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

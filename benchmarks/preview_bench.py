@@ -1,0 +1,183 @@
+"""Preview cost: the Pulumi program under mocks at each N, and the publisher's planning time.
+
+The program is run the way the tests run it (tests/pulumi_harness.py:
+`pulumi.runtime.set_mocks`, then `infra.program.define`), in preview mode, in a fresh
+interpreter per N. The program builds the site itself (`build --frozen`), so the
+time is reported whole and split: the build, and everything else (declaring the
+resources, serializing the manifest into the SiteContent input, the mock engine).
+
+Planning is what `pulumi preview` and `pulumi up` run for SiteContent: the provider's
+`diff` (plan_publish under the hood) and `plan_publish` itself, on the manifest of a
+large build, for a first publish, no change, one edited document and one changed route.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import json
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from benchmarks.build_bench import peak_rss_kb
+
+REPO = Path(__file__).resolve().parents[1]
+REGION = "eu-west-1"
+
+
+def worker(site: Path, dist: Path) -> dict[str, Any]:
+    start_imports = time.perf_counter()
+    import infra.program as program
+    from infra.config import SiteConfig
+    from tests.pulumi_harness import run_program, site_content
+
+    imports = time.perf_counter() - start_imports
+    spent: dict[str, float] = {"build": 0.0}
+    build_files = program.build_files
+
+    def timed_build(*args: Any, **kwargs: Any) -> Any:
+        begin = time.perf_counter()
+        try:
+            return build_files(*args, **kwargs)
+        finally:
+            spent["build"] += time.perf_counter() - begin
+
+    program.build_files = timed_build
+    config = SiteConfig(region=REGION, site_dir=site, dist_dir=dist, tags={"bench": "1"})
+    start = time.perf_counter()
+    run = run_program(config, preview=True)
+    seconds = time.perf_counter() - start
+    content = site_content(run)
+    files = content.inputs["files"]
+    return {
+        "seconds": seconds,
+        "build_seconds": spent["build"],
+        "imports_seconds": imports,
+        "resources": len(run.mocks.resources),
+        "manifest_entries": len(files),
+        "manifest_input_bytes": len(json.dumps(files)),
+        "peak_rss_kb": peak_rss_kb(),
+    }
+
+
+@dataclass(frozen=True)
+class PreviewResult:
+    n: int
+    seconds: float
+    build_seconds: float
+    resources: int
+    manifest_entries: int
+    manifest_input_bytes: int
+    peak_rss_mb: float
+
+    @property
+    def program_seconds(self) -> float:
+        """Everything but the build: resources, the manifest input, the mock engine."""
+        return self.seconds - self.build_seconds
+
+    def as_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "program_seconds": self.program_seconds}
+
+
+def measure(site: Path, n: int, work: Path) -> PreviewResult:
+    dist = work / f"preview-dist-{n}"
+    completed = subprocess.run(
+        [sys.executable, "-m", "benchmarks.preview_bench", str(site), str(dist)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if completed.returncode != 0:
+        raise RuntimeError(f"preview benchmark failed:\n{completed.stderr[-3000:]}")
+    data = json.loads(completed.stdout.strip().splitlines()[-1])
+    return PreviewResult(
+        n=n,
+        seconds=data["seconds"],
+        build_seconds=data["build_seconds"],
+        resources=data["resources"],
+        manifest_entries=data["manifest_entries"],
+        manifest_input_bytes=data["manifest_input_bytes"],
+        peak_rss_mb=data["peak_rss_kb"] / 1024,
+    )
+
+
+# --- planning ----------------------------------------------------------------------------
+
+
+def _median_seconds(action: Callable[[], Any], repeats: int) -> float:
+    runs = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        action()
+        runs.append(time.perf_counter() - start)
+    return statistics.median(runs)
+
+
+def plan_timings(files: dict[str, dict[str, Any]], repeats: int = 5) -> dict[str, Any]:
+    """Median seconds of planning a publish of `files` (a build's manifest files)."""
+    from infra import publisher
+    from infra.site_content import SiteContentProvider
+
+    edited = copy.deepcopy(files)
+    document = next(p for p in sorted(edited) if p.startswith("/api/v1/content/") and
+                    not p.endswith(("/index.json", "/search-index.json")))  # fmt: skip
+    for path in (document, "/api/v1/content/index.json", "/llms-full.txt"):
+        edited[path]["sha256"] = "0" * 64
+    route = copy.deepcopy(files)
+    for path, entry in route.items():
+        if path.startswith("/api/v1/faq/"):
+            entry["cache_control"] = "public, max-age=7200"
+    props = {"bucket": "b", "region": REGION, "distribution_id": "D", "source_dir": "dist"}
+
+    def encoded(files: dict[str, dict[str, Any]] | None) -> Any:
+        """The provider's `files` input: one string per file where the publisher has
+        `encode_files` (the SiteContent input since it stopped being a nested map)."""
+        encode = getattr(publisher, "encode_files", None)
+        return (encode(files) if encode else files) if files else {}
+
+    provider = SiteContentProvider()
+    cases = {
+        "first publish": (None, files),
+        "no change": (files, copy.deepcopy(files)),
+        "one document edited": (files, edited),
+        "one route's Cache-Control": (files, route),
+    }
+    timings: dict[str, Any] = {"entries": len(files)}
+    for name, (old, new) in cases.items():
+        plan = publisher.plan_publish(old, new)
+        old_input, new_input = encoded(old), encoded(new)
+        timings[name] = {
+            "plan_publish": _median_seconds(lambda o=old, n=new: publisher.plan_publish(o, n),
+                                            repeats),
+            "invalidation_paths": _median_seconds(
+                lambda p=plan: publisher.invalidation_paths(p.changed_paths), repeats
+            ),
+            "provider_diff": _median_seconds(
+                lambda o=old_input, n=new_input: provider.diff(
+                    "id", {**props, "files": o}, {**props, "files": n}
+                ),
+                repeats,
+            ),
+            "uploads": len(plan.upload_paths),
+        }  # fmt: skip
+    return timings
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="the Pulumi program under mocks, as JSON")
+    parser.add_argument("site", type=Path)
+    parser.add_argument("dist", type=Path)
+    args = parser.parse_args(argv)
+    print(json.dumps(worker(args.site, args.dist)))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

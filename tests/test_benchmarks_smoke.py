@@ -1,0 +1,148 @@
+"""Small-N smoke versions of every benchmark in benchmarks/, so that they cannot rot.
+
+`make bench` runs them at N = 100, 1,000 and 10,000 and against `aws s3 sync`. Here the
+same entry point runs at N = 6, with the publisher only: the aws CLI lives in a venv
+that only `make bench` creates, and nothing in `make test` may need it. The publisher's
+scenario targets are asserted on what the moto server saw; the `aws s3 sync` deploy
+script is checked without the CLI (its filters, evaluated with the CLI's rules, give
+every file the manifest's headers).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from benchmarks import publish_bench, run, sitegen
+from content_builder.build import plan
+from content_builder.writer import manifest
+from infra import publisher
+from tests.conftest import tree_digest
+
+N = 6
+#: Files every build publishes besides the documents and FAQ entries.
+FIXED_FILES = 11
+
+
+@pytest.fixture(scope="module")
+def bench(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """One run of `python -m benchmarks.run` at N = 6, publisher only, README untouched."""
+    work = tmp_path_factory.mktemp("bench")
+    readme = run.README.read_bytes()
+    code = run.main(
+        ["--sizes", str(N), "--publish-n", str(N), "--repeats", "1", "--publisher-only",
+         "--no-readme", "--work", str(work)]
+    )  # fmt: skip
+    assert code == 0
+    assert run.README.read_bytes() == readme, "--no-readme must leave the README alone"
+    return json.loads((work / "results.json").read_text())
+
+
+def test_the_generator_writes_a_valid_reproducible_site(tmp_path: Path) -> None:
+    first = sitegen.generate(tmp_path / "one", N)
+    second = sitegen.generate(tmp_path / "two", N)
+    assert tree_digest(first.root) == tree_digest(second.root), "same seed, same bytes"
+    assert len(first.document_ids) == len(first.faq_ids) == N
+    assert "site" in first.document_ids, "the MCP manifest links /api/v1/content/site.json"
+    result = plan(first.root, frozen=True)  # the lock was written: a frozen build passes
+    assert "/api/v1/content/site.json" in {artifact.path for artifact in result.artifacts}
+    lock = json.loads((first.root / "content.lock.json").read_text())
+    assert {entry["updated_at"] for entry in lock["entries"].values()} == {"2025-01-01T00:00:00Z"}
+
+
+def test_build_scaling_measures_the_build_and_its_floor(bench: dict[str, Any]) -> None:
+    (result,) = bench["build"]
+    assert result["n"] == N and result["entries"] == 2 * N
+    assert result["files"] == 2 * N + FIXED_FILES + 1  # and manifest.json
+    assert result["build_seconds"] > 0 and result["floor_seconds"] > 0
+    assert result["ratio"] == pytest.approx(result["build_seconds"] / result["floor_seconds"])
+    assert sum(result["phases"].values()) == pytest.approx(result["build_seconds"])
+    assert result["peak_rss_mb"] >= result["baseline_rss_mb"] > 0
+
+
+def test_publish_scenarios_meet_the_targets(bench: dict[str, Any]) -> None:
+    publish = bench["publish"]
+    assert publish["targets"] and all(publish["targets"].values()), publish["targets"]
+    rows = {row["scenario"]: row for row in publish["rows"]}
+    assert {row["tool"] for row in publish["rows"]} == {"publisher"}
+    first, nothing, edited, route = rows["initial"], rows["a"], rows["b"], rows["c"]
+    assert first["objects_written"] == publish["files"] == 2 * N + FIXED_FILES
+    assert nothing["put_requests"] == nothing["bytes_uploaded"] == 0
+    assert nothing["invalidation_paths"] == []
+    assert sorted(edited["invalidation_paths"]) == sorted(
+        [f"/api/v1/content/{publish['edited']}.json", "/api/v1/content/index.json",
+         "/api/v1/content/search-index.json", "/llms-full.txt"]
+    )  # fmt: skip
+    assert edited["put_requests"] == edited["objects_written"] == 4
+    assert route["put_requests"] == route["files_invalidated"] == N
+    assert all(path.startswith("/api/v1/faq/") for path in route["invalidation_paths"])
+    assert all(sum(row["stale"].values()) == 0 for row in publish["rows"])
+
+
+def test_preview_and_planning_are_measured(bench: dict[str, Any]) -> None:
+    (preview,) = bench["preview"]
+    assert preview["manifest_entries"] == 2 * N + FIXED_FILES
+    assert preview["resources"] > 10 and 0 < preview["build_seconds"] < preview["seconds"]
+    timings = bench["plan"]
+    assert timings["entries"] == 2 * N + FIXED_FILES
+    assert timings["first publish"]["uploads"] == timings["entries"]
+    assert timings["no change"]["uploads"] == 0
+    assert timings["one document edited"]["uploads"] == 3
+    assert timings["one route's Cache-Control"]["uploads"] == N
+
+
+def test_the_results_section_is_rewritten_between_its_markers(bench: dict[str, Any]) -> None:
+    section = run.render(bench)
+    assert any(line.startswith("| build/floor") for line in section)
+    text = run.README.read_text(encoding="utf-8")
+    assert text.count(run.BEGIN) == 1 and text.count(run.END) == 1
+    once = run.update_readme(text, section)
+    assert run.update_readme(once, section) == once
+    assert once.split(run.BEGIN)[0] == text.split(run.BEGIN)[0]
+    assert once.split(run.END)[1] == text.split(run.END)[1]
+
+
+def test_the_sync_script_gives_every_file_the_manifests_headers(tmp_path: Path) -> None:
+    site = sitegen.generate(tmp_path / "site", N)
+    base = "https://bench.example"
+    files = manifest(plan(site.root, base).artifacts, base)["files"]
+    assert publish_bench.sync_script_problems(files) == []
+    with publish_bench.route_cache_changed(
+        publish_bench.CHANGED_ROUTE, publish_bench.CHANGED_CACHE
+    ):
+        changed = manifest(plan(site.root, base).artifacts, base)["files"]
+    faq = [path for path in files if path.startswith("/api/v1/faq/")]
+    assert [p for p in changed if changed[p] != files[p]] == faq
+    new_cache = publish_bench.CHANGED_CACHE.cache_control
+    assert publish_bench.sync_script_problems(changed, new_cache) == []
+    assert len(publish_bench.sync_script_problems(changed)) == N, "the old script is stale"
+
+
+def test_aws_filters_follow_the_clis_rules() -> None:
+    filters = ["--exclude", "*", "--include", "api/*", "--exclude", "api/v1/x.json"]
+    assert publish_bench.aws_filter_selects(filters, "api/v1/y.json")
+    assert not publish_bench.aws_filter_selects(filters, "api/v1/x.json")
+    assert not publish_bench.aws_filter_selects(filters, "llms.txt")
+    assert publish_bench.aws_filter_selects([], "anything")
+
+
+def test_json_body_writes_exactly_what_json_dumps_writes(tmp_path: Path) -> None:
+    """json_body uses pydantic-core for speed; the published bytes must not move."""
+    site = sitegen.generate(tmp_path / "site", N)  # accented words included
+    for artifact in plan(site.root).artifacts:
+        if artifact.media_type.startswith("application/json"):
+            data = json.loads(artifact.body)
+            expected = (json.dumps(data, ensure_ascii=False, indent=2) + "\n").encode()
+            assert artifact.body == expected, artifact.path
+
+
+def test_publisher_clients_talk_to_aws_unless_given_an_endpoint() -> None:
+    default = publisher.clients("eu-west-1")
+    assert default.s3.meta.endpoint_url == "https://s3.eu-west-1.amazonaws.com"
+    assert default.cloudfront.meta.endpoint_url == "https://cloudfront.amazonaws.com"
+    local = publisher.clients("eu-west-1", endpoint_url="http://127.0.0.1:5000")
+    assert local.s3.meta.endpoint_url == local.cloudfront.meta.endpoint_url
+    assert local.s3.meta.endpoint_url == "http://127.0.0.1:5000"
