@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Iterable
 from functools import lru_cache
 
 _SPLIT = re.compile(r"[^0-9a-z]+")
@@ -123,23 +122,6 @@ def family(word: str) -> str:
     "creating"."""
     base = stem(word)
     return base[:-1] if len(base) > 4 and base.endswith("e") else base
-
-
-def terms(text: str) -> set[str]:
-    """Surface forms and stems of every word of `text`."""
-    found: set[str] = set()
-    for word in words(text):
-        found.add(word)
-        found.add(stem(word))
-    return found
-
-
-def keywords(texts: Iterable[str]) -> list[str]:
-    """The sorted `keywords` array of one search entry."""
-    found: set[str] = set()
-    for text in texts:
-        found |= terms(text)
-    return sorted(found)
 
 
 _VOWELS = "aeiou"

@@ -17,7 +17,7 @@ from content_builder.routes import (
     PublishTier,
     rule_for,
 )
-from content_builder.search_terms import fold, keywords, stem, words
+from content_builder.search_terms import fold, inflections, stem, words
 from tests.conftest import SITE_DATA
 
 
@@ -129,5 +129,14 @@ def test_stem_leaves_words_that_only_look_inflected(word: str) -> None:
     assert stem(word) == word
 
 
-def test_keywords_hold_surface_forms_and_stems_sorted() -> None:
-    assert keywords(["Deploying agents", "agents"]) == ["agent", "agents", "deploy", "deploying"]
+@pytest.mark.parametrize(
+    ("base", "forms"),
+    [
+        ("deploy", {"deploys", "deploying", "deployed"}),
+        ("cache", {"caches", "caching", "cached"}),
+        ("policy", {"policies", "policying", "policied"}),
+        ("search", {"searches", "searching", "searched"}),
+    ],
+)
+def test_inflections_of_a_base_word(base: str, forms: set[str]) -> None:
+    assert inflections(base) == forms
