@@ -6,6 +6,17 @@ table and header policy): per-route Content-Type and Cache-Control, a strong ETa
 304 on If-None-Match, `/` -> llms.txt, unknown paths -> 404 with /errors/404.json,
 methods other than GET/HEAD/OPTIONS refused, and the header policy on every response.
 
+CORS as S3 and CloudFront answer it (docs/decisions.md, "CORS the way CloudFront
+accepts it"): CloudFront always sends S3 an `Origin` (an origin custom header), so S3's
+bucket CORS rule puts `Access-Control-Allow-Origin: *` and `Access-Control-Expose-Headers:
+ETag` on every response, errors included, whether or not the viewer sent `Origin`; on a
+CORS request the response headers policy replaces them with the same values (origin
+override), so the headers appear exactly once either way. A preflight is answered 200
+by S3 and carries the policy's methods, headers and max age; one asking for a method
+the bucket rule does not allow is S3's 403. A 304 carries no Content-Type or
+Content-Length (RFC 9110 15.4.5: it describes the stored representation only through
+the validator and caching headers).
+
 Files are looked up by exact path in the in-memory build, never on a file system, so
 `..`, encoded slashes, backslashes and symlinks cannot reach anything outside it.
 """
@@ -23,6 +34,8 @@ from content_builder.models import ErrorDetail, ErrorResponse
 from content_builder.routes import HEADER_POLICY, JSON
 
 ALLOWED_METHODS = HEADER_POLICY.preflight_methods
+#: Headers a 304 must not repeat from the 200 (RFC 9110 15.4.5).
+_NOT_ON_304 = frozenset({"content-type", "content-length"})
 _SUSPICIOUS = re.compile(r"[\\\x00-\x1f\x7f]")
 
 
@@ -103,8 +116,8 @@ class Edge:
             *HEADER_POLICY.every_response.items(),
         ]
         if status == 200 and _etag_matches(_get(headers, "If-None-Match") or "", tag):
-            without_length = [h for h in response_headers if h[0] not in ("Content-Length",)]
-            return Response(304, tuple(without_length), b"")
+            kept = [h for h in response_headers if h[0].lower() not in _NOT_ON_304]
+            return Response(304, tuple(kept), b"")
         return Response(status, tuple(response_headers), b"" if method == "HEAD" else artifact.body)
 
     def _not_found(self, method: str) -> Response:
@@ -114,19 +127,23 @@ class Edge:
         return self._file(method, body, 404, {})
 
     def _preflight(self, headers: Mapping[str, str]) -> Response:
-        # CloudFront forwards OPTIONS to S3, whose bucket CORS rule answers the preflight;
-        # this mirrors the answer (any Origin, GET/HEAD, any header, one day max-age).
+        # CloudFront forwards OPTIONS to S3 (it is allowed, not cached); the bucket's CORS
+        # rule answers 200 when the requested method is one it allows, 403 otherwise
+        # (https://docs.aws.amazon.com/AmazonS3/latest/API/RESTOPTIONSobject.html). The
+        # Origin S3 sees is always present: CloudFront adds it as an origin custom header.
+        requested = (_get(headers, "Access-Control-Request-Method") or "").strip()
+        if requested not in HEADER_POLICY.origin_methods:
+            return self.error(
+                403, "cors_not_allowed",
+                f"Preflight for {requested or 'no method'!r} refused: this API allows "
+                f"{', '.join(HEADER_POLICY.origin_methods)} only.",
+            )  # fmt: skip
         return Response(
-            204,
+            200,
             (
-                ("Access-Control-Allow-Methods", ", ".join(ALLOWED_METHODS)),
-                (
-                    "Access-Control-Allow-Headers",
-                    _get(headers, "Access-Control-Request-Headers") or "*",
-                ),
-                ("Access-Control-Max-Age", str(HEADER_POLICY.preflight_max_age)),
                 ("Content-Length", "0"),
-                *HEADER_POLICY.every_response.items(),
+                *HEADER_POLICY.preflight.items(),
+                *HEADER_POLICY.security.items(),
             ),
             b"",
         )

@@ -118,12 +118,31 @@ class HeaderPolicy:
     content_security_policy: str
     referrer_policy: str
     frame_options: str
-    preflight_methods: tuple[str, ...]
+    preflight_methods: tuple[str, ...]  # what a preflight may ask for, and CloudFront allows
+    origin_methods: tuple[str, ...]  # what S3's CORS rule allows (S3 knows no OPTIONS rule)
+    expose_headers: tuple[str, ...]  # readable cross-origin: ETag, for If-None-Match
     preflight_max_age: int
 
     @property
     def cors(self) -> dict[str, str]:
-        return {"Access-Control-Allow-Origin": self.allow_origin}
+        """The CORS headers on every GET/HEAD response and error, with or without Origin:
+        S3's bucket CORS rule writes them (CloudFront always sends it an Origin), and the
+        response headers policy's CORS section replaces them on CORS requests."""
+        return {
+            "Access-Control-Allow-Origin": self.allow_origin,
+            "Access-Control-Expose-Headers": ", ".join(self.expose_headers),
+        }
+
+    @property
+    def preflight(self) -> dict[str, str]:
+        """A successful preflight's headers, as the CORS section (origin override on)
+        leaves S3's answer: methods, headers `*` and max age from the policy."""
+        return {
+            **self.cors,
+            "Access-Control-Allow-Methods": ", ".join(self.preflight_methods),
+            "Access-Control-Allow-Headers": "*",
+            "Access-Control-Max-Age": str(self.preflight_max_age),
+        }
 
     @property
     def security(self) -> dict[str, str]:
@@ -147,7 +166,8 @@ HEADER_POLICY = HeaderPolicy(
     # Spec rule 4: every response carries `Access-Control-Allow-Origin: *`, and only that:
     # no credentials header, since the API is public and `*` forbids credentials anyway.
     allow_origin="*",
-    # Two years; no `preload`, which is an opt-in only the domain's owner can make.
+    # Two years; no `preload` here: it is an opt-in only the domain's owner can make
+    # (the stack option `hstsPreload`, default off, adds it at the CDN).
     hsts_max_age=63072000,
     hsts_include_subdomains=True,
     # These are data files, never pages: nothing may be loaded, framed or submitted.
@@ -155,5 +175,7 @@ HEADER_POLICY = HeaderPolicy(
     referrer_policy="no-referrer",
     frame_options="DENY",
     preflight_methods=("GET", "HEAD", "OPTIONS"),
+    origin_methods=("GET", "HEAD"),
+    expose_headers=("ETag",),
     preflight_max_age=86400,
 )

@@ -6,6 +6,8 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from infra.aws_rules import ACM_REGION, web_acl_problem
+
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 PRICE_CLASSES = ("PriceClass_100", "PriceClass_200", "PriceClass_All")
 
@@ -25,6 +27,9 @@ class SiteConfig:
     log_prefix: str = "cloudfront/"
     web_acl_arn: str | None = None
     noncurrent_version_days: int = 30
+    # HSTS `preload` asks browsers' preload lists to pin HTTPS for the domain and every
+    # subdomain, for years; only the domain's owner can make that promise (hstspreload.org).
+    hsts_preload: bool = False
     tags: dict[str, str] = field(default_factory=dict)
     site_dir: Path = PROJECT_ROOT / "site_data"
     dist_dir: Path = PROJECT_ROOT / "dist"
@@ -42,8 +47,19 @@ class SiteConfig:
         elif self.certificate_arn or self.hosted_zone_id:
             raise ConfigError("certificateArn and hostedZoneId need a domain")
         # CloudFront only accepts certificates from us-east-1.
-        if self.certificate_arn and not self.certificate_arn.startswith("arn:aws:acm:us-east-1:"):
+        if self.certificate_arn and not self.certificate_arn.startswith(
+            f"arn:aws:acm:{ACM_REGION}:"
+        ):
             raise ConfigError("certificateArn: CloudFront needs a certificate in us-east-1")
+        if self.web_acl_arn:
+            problem = web_acl_problem(self.web_acl_arn)
+            if problem:
+                raise ConfigError(f"webAclArn: {problem}, got {self.web_acl_arn!r}")
+        if self.hsts_preload and not self.domain:
+            raise ConfigError(
+                "hstsPreload: preload lists take registrable domains, not *.cloudfront.net; "
+                "set a domain too"
+            )
 
     @property
     def base_url(self) -> str | None:
@@ -71,6 +87,7 @@ def load() -> SiteConfig:
         log_prefix=config.get("logPrefix") or "cloudfront/",
         web_acl_arn=config.get("webAclArn"),
         noncurrent_version_days=_int_or(config.get_int("noncurrentVersionDays"), 30),
+        hsts_preload=bool(config.get_bool("hstsPreload")),
         tags={
             "project": pulumi.get_project(),
             "stack": pulumi.get_stack(),

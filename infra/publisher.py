@@ -45,6 +45,15 @@ THROTTLING_CODES = frozenset(
     }
 )
 UPLOAD_WORKERS = 8
+#: How long a publish keeps retrying an invalidation CloudFront refuses for load
+#: (TooManyInvalidationsInProgress: 3,000 file paths or 15 wildcard paths already in
+#: progress, https://docs.aws.amazon.com/AmazonCloudFront/latest/DeveloperGuide/InvalidationLimits.html).
+#: Those slots free up only as earlier invalidations complete; AWS's own waiter for that
+#: gives up after 30 polls 20 s apart, 10 minutes
+#: (https://docs.aws.amazon.com/cli/latest/reference/cloudfront/wait/invalidation-completed.html),
+#: so the budget is longer than that: 15 minutes of waiting, then a clear error.
+INVALIDATION_RETRY_BUDGET = 900.0
+INVALIDATION_MAX_DELAY = 60.0
 
 Files = Mapping[str, Mapping[str, Any]]  # path -> {sha256, size, media_type, cache_control}
 
@@ -77,6 +86,26 @@ def encode_files(files: Files) -> dict[str, str]:
 
 def decode_files(encoded: Mapping[str, str] | None) -> dict[str, dict[str, Any]]:
     return {path: decode_entry(text) for path, text in (encoded or {}).items()}
+
+
+def files_digest(encoded: Mapping[str, str] | None) -> str:
+    """One sha256 over every path and entry, in path order: a stack output that changes
+    exactly when the published set does, at any size."""
+    digest = hashlib.sha256()
+    for path, entry in sorted((encoded or {}).items()):
+        digest.update(f"{path}\t{entry}\n".encode())
+    return digest.hexdigest()
+
+
+def publish_summary(last: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The last publish in counts (its lists stay in the resource's state)."""
+    last = last or {}
+    return {
+        "uploaded": len(last.get("uploaded") or []),
+        "deleted": len(last.get("deleted") or []),
+        "invalidated": len(last.get("invalidated") or []),
+        "invalidation_id": str(last.get("invalidation_id") or ""),
+    }
 
 
 def key_of(path: str) -> str:
@@ -175,7 +204,7 @@ class Publisher:
     distribution_id: str | None
     source_dir: Path
     sleep: Callable[[float], None] = time.sleep
-    max_attempts: int = 8
+    invalidation_budget: float = INVALIDATION_RETRY_BUDGET
     log: list[str] = field(default_factory=list)
 
     # --- S3 --------------------------------------------------------------------------
@@ -235,8 +264,8 @@ class Publisher:
             return None
         from botocore.exceptions import ClientError
 
-        delay = 1.0
-        for attempt in range(1, self.max_attempts + 1):
+        delay, waited = 1.0, 0.0
+        while True:
             try:
                 response = self.clients.cloudfront.create_invalidation(
                     DistributionId=self.distribution_id,
@@ -248,14 +277,16 @@ class Publisher:
                 return str(response["Invalidation"]["Id"])
             except ClientError as error:
                 code = error.response.get("Error", {}).get("Code", "")
-                if code not in THROTTLING_CODES or attempt == self.max_attempts:
+                if code not in THROTTLING_CODES or waited + delay > self.invalidation_budget:
                     raise PublishError(
-                        f"invalidation of {len(paths)} path(s) failed: {error}"
+                        f"invalidation of {len(paths)} path(s) failed after {waited:.0f}s "
+                        f"of retries: {error}. The files are published; invalidate "
+                        f"{paths[:3]}... by hand or run `pulumi up` again."
                     ) from error
                 self.log.append(f"invalidation throttled ({code}), retry in {delay:.0f}s")
                 self.sleep(delay)
-                delay = min(delay * 2, 60.0)
-        raise AssertionError("unreachable")
+                waited += delay
+                delay = min(delay * 2, INVALIDATION_MAX_DELAY)
 
     # --- the whole publish ---------------------------------------------------------
 

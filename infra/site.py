@@ -31,6 +31,13 @@ NOT_FOUND_PAGE = "/errors/404.json"
 ROOT_OBJECT = "llms.txt"
 METHODS = list(HEADER_POLICY.preflight_methods)  # GET, HEAD, OPTIONS
 CACHED_METHODS = ["GET", "HEAD"]  # preflights are not cached: S3 answers each one
+#: The Origin CloudFront adds to every request it sends to S3, so the bucket's CORS rule
+#: answers every request, with or without a viewer Origin, and every cached copy carries
+#: the CORS headers. "You can configure CloudFront to always add the Origin header to
+#: requests that it sends to your origin" (`Origin` is not on the list of headers it
+#: cannot add): https://docs.aws.amazon.com/AmazonCloudFront/latest/DeveloperGuide/add-origin-custom-headers.html
+#: Any value matches the rule's `*`; `.invalid` (RFC 2606) names no real site.
+ORIGIN_HEADER = ("Origin", "https://cdn.agent-access.invalid")
 
 Build = Callable[[str], dict[str, dict[str, Any]]]
 
@@ -78,6 +85,11 @@ class AgentSite(pulumi.ComponentResource):
     distribution_id: pulumi.Output[str]
     files: pulumi.Output[dict[str, str]]  # path -> "<sha256> <size> <media type>|<cache>"
     last_publish: pulumi.Output[dict[str, Any]]
+    # Stack outputs stay small at any size (GitHub caps a step's outputs at 1 MB, and an
+    # environment variable at the OS's argument limit): counts and a digest, not the map.
+    file_count: pulumi.Output[int]
+    files_digest: pulumi.Output[str]
+    publish_summary: pulumi.Output[dict[str, Any]]
 
     def __init__(
         self,
@@ -164,15 +176,18 @@ class AgentSite(pulumi.ComponentResource):
                 child, pulumi.ResourceOptions(depends_on=[versioning])
             ),
         )
-        # CloudFront forwards OPTIONS to S3; this rule is what answers a preflight.
+        # CloudFront forwards OPTIONS to S3; this rule is what answers a preflight. With
+        # the origin custom header `Origin`, it also puts Access-Control-Allow-Origin: *
+        # and the exposed ETag on every response S3 gives, the error document included.
         aws.s3.BucketCorsConfiguration(
             f"{name}-cors",
             bucket=bucket.id,
             cors_rules=[
                 aws.s3.BucketCorsConfigurationCorsRuleArgs(
-                    allowed_methods=CACHED_METHODS,
+                    allowed_methods=list(HEADER_POLICY.origin_methods),
                     allowed_origins=[HEADER_POLICY.allow_origin],
                     allowed_headers=["*"],
+                    expose_headers=list(HEADER_POLICY.expose_headers),
                     max_age_seconds=HEADER_POLICY.preflight_max_age,
                 )
             ],
@@ -196,23 +211,34 @@ class AgentSite(pulumi.ComponentResource):
         )
         headers_policy = aws.cloudfront.ResponseHeadersPolicy(
             f"{name}-headers",
-            comment="CORS * on every response, errors included, plus security headers",
-            # Custom headers reach every response, cache hits included; the CORS section
-            # would only answer requests carrying Origin, and both at once risk a
-            # duplicate header. Override replaces any copy S3 sends.
-            custom_headers_config=aws.cloudfront.ResponseHeadersPolicyCustomHeadersConfigArgs(
-                items=[
-                    aws.cloudfront.ResponseHeadersPolicyCustomHeadersConfigItemArgs(
-                        header=header, value=value, override=True
-                    )
-                    for header, value in HEADER_POLICY.cors.items()
-                ]
+            comment="CORS * for CORS requests (S3 answers the others), plus security headers",
+            # CloudFront refuses CORS header names among custom headers ("... is a CORS
+            # header and cannot be set as custom header"); the CORS section only answers
+            # requests carrying Origin, and S3's rule (through ORIGIN_HEADER) covers the
+            # rest. Origin override makes the section's values replace S3's copies, so a
+            # CORS request still gets each header once. docs/decisions.md has the sources.
+            cors_config=aws.cloudfront.ResponseHeadersPolicyCorsConfigArgs(
+                access_control_allow_credentials=False,
+                access_control_allow_headers=aws.cloudfront.ResponseHeadersPolicyCorsConfigAccessControlAllowHeadersArgs(
+                    items=["*"]
+                ),
+                access_control_allow_methods=aws.cloudfront.ResponseHeadersPolicyCorsConfigAccessControlAllowMethodsArgs(
+                    items=list(HEADER_POLICY.preflight_methods)
+                ),
+                access_control_allow_origins=aws.cloudfront.ResponseHeadersPolicyCorsConfigAccessControlAllowOriginsArgs(
+                    items=[HEADER_POLICY.allow_origin]
+                ),
+                access_control_expose_headers=aws.cloudfront.ResponseHeadersPolicyCorsConfigAccessControlExposeHeadersArgs(
+                    items=list(HEADER_POLICY.expose_headers)
+                ),
+                access_control_max_age_sec=HEADER_POLICY.preflight_max_age,
+                origin_override=True,
             ),
             security_headers_config=aws.cloudfront.ResponseHeadersPolicySecurityHeadersConfigArgs(
                 strict_transport_security=aws.cloudfront.ResponseHeadersPolicySecurityHeadersConfigStrictTransportSecurityArgs(
                     access_control_max_age_sec=HEADER_POLICY.hsts_max_age,
                     include_subdomains=HEADER_POLICY.hsts_include_subdomains,
-                    preload=False,
+                    preload=config.hsts_preload,
                     override=True,
                 ),
                 content_type_options=aws.cloudfront.ResponseHeadersPolicySecurityHeadersConfigContentTypeOptionsArgs(
@@ -265,6 +291,11 @@ class AgentSite(pulumi.ComponentResource):
                     origin_id=origin_id,
                     domain_name=bucket.bucket_regional_domain_name,
                     origin_access_control_id=oac.id,
+                    custom_headers=[
+                        aws.cloudfront.DistributionOriginCustomHeaderArgs(
+                            name=ORIGIN_HEADER[0], value=ORIGIN_HEADER[1]
+                        )
+                    ],
                 )
             ],
             default_cache_behavior=aws.cloudfront.DistributionDefaultCacheBehaviorArgs(
@@ -352,13 +383,17 @@ class AgentSite(pulumi.ComponentResource):
         self.distribution_id = distribution.id
         self.files = content.files
         self.last_publish = content.last_publish
+        self.file_count = content.files.apply(lambda encoded: len(encoded or {}))
+        self.files_digest = content.files.apply(publisher.files_digest)
+        self.publish_summary = content.last_publish.apply(publisher.publish_summary)
         self.register_outputs(
             {
                 "base_url": base_url,
                 "bucket_name": bucket.bucket,
                 "distribution_id": distribution.id,
-                "files": content.files,
-                "last_publish": content.last_publish,
+                "file_count": self.file_count,
+                "files_digest": self.files_digest,
+                "publish_summary": self.publish_summary,
             }
         )
 

@@ -122,6 +122,7 @@ def test_bucket_cors_answers_preflight_for_any_origin(plain: ProgramRun) -> None
     assert rule["allowedOrigins"] == ["*"]
     assert set(rule["allowedMethods"]) == {"GET", "HEAD"}
     assert rule["allowedHeaders"] == ["*"]
+    assert rule["exposeHeaders"] == ["ETag"], "browser agents read the ETag cross-origin"
     assert rule["maxAgeSeconds"] > 0
 
 
@@ -212,19 +213,43 @@ def _headers_policy(run: ProgramRun) -> Registered:
     return run.mocks.one("aws:cloudfront/responseHeadersPolicy:ResponseHeadersPolicy")
 
 
-def test_allow_origin_comes_from_exactly_one_source(plain: ProgramRun) -> None:
+def test_cors_comes_from_the_cors_section_and_s3_never_custom_headers(
+    plain: ProgramRun,
+) -> None:
     policy = _headers_policy(plain)
-    custom = policy.inputs["customHeadersConfig"]["items"]
-    allow_origin = [h for h in custom if h["header"].lower() == "access-control-allow-origin"]
-    assert allow_origin == [
-        {"header": "Access-Control-Allow-Origin", "value": "*", "override": True}
-    ]
-    assert "corsConfig" not in policy.inputs, "a CORS section too could duplicate the header"
+    custom = (policy.inputs.get("customHeadersConfig") or {}).get("items") or []
+    assert not [h for h in custom if h["header"].lower().startswith("access-control-")]
+    cors = policy.inputs["corsConfig"]
+    assert cors["accessControlAllowOrigins"]["items"] == ["*"]
+    assert set(cors["accessControlAllowMethods"]["items"]) == {"GET", "HEAD", "OPTIONS"}
+    assert cors["accessControlAllowHeaders"]["items"] == ["*"]
+    assert cors["accessControlExposeHeaders"]["items"] == ["ETag"]
+    assert cors["accessControlAllowCredentials"] is False
+    assert cors["originOverride"] is True, "one header on CORS requests, not S3's and ours"
+    assert cors["accessControlMaxAgeSec"] > 0
     assert not plain.mocks.of_type("aws:cloudfront/function:Function")
     for behaviour in behaviours(plain):
         assert behaviour["responseHeadersPolicyId"] == policy.id
         assert not behaviour.get("functionAssociations")
-    assert not any(h["header"].lower() == "access-control-allow-credentials" for h in custom)
+
+
+def test_s3_origin_always_gets_an_origin_header(plain: ProgramRun) -> None:
+    """So S3's CORS rule answers requests without Origin too (curl, server-side agents)."""
+    (origin,) = distribution(plain)["origins"]
+    headers = {h["name"]: h["value"] for h in origin["customHeaders"]}
+    assert headers["Origin"].startswith("https://")
+
+
+def test_hsts_preload_is_opt_in(plain: ProgramRun, tmp_path: Path) -> None:
+    hsts = _headers_policy(plain).inputs["securityHeadersConfig"]["strictTransportSecurity"]
+    assert hsts["preload"] is False
+    run = run_program(
+        make_config(
+            tmp_path, domain="agents.example.com", certificate_arn=CERTIFICATE, hsts_preload=True
+        )
+    )
+    hsts = _headers_policy(run).inputs["securityHeadersConfig"]["strictTransportSecurity"]
+    assert hsts["preload"] is True
 
 
 def test_security_headers(plain: ProgramRun) -> None:
@@ -314,6 +339,10 @@ def test_certificate_arn_variant_uses_it_without_creating_one(tmp_path: Path) ->
         ),
         ({"price_class": "PriceClass_Cheap"}, "priceClass"),
         ({"noncurrent_version_days": 0}, "noncurrentVersionDays"),
+        ({"web_acl_arn": "arn:aws:wafv2:eu-west-1:123456789012:regional/webacl/a/1"}, "REGIONAL"),
+        ({"web_acl_arn": "arn:aws:wafv2:eu-west-1:123456789012:global/webacl/a/1"}, "us-east-1"),
+        ({"web_acl_arn": "0a1b2c3d-classic-waf-id"}, "scope CLOUDFRONT"),
+        ({"hsts_preload": True}, "hstsPreload"),
     ],
 )
 def test_bad_stack_config_is_refused(tmp_path: Path, overrides: dict, message: str) -> None:
@@ -353,6 +382,24 @@ def test_site_content_gets_the_manifest_of_a_frozen_build(
     assert content.inputs["distribution_id"] == plain.outputs["distribution_id"]
     assert content.inputs["region"] == REGION
     assert decode_files(plain.outputs["files"]) == files
+
+
+def test_stack_outputs_stay_small_at_any_size(plain: ProgramRun, tmp_path: Path) -> None:
+    """Exports carry counts and a digest, never the per-file map: at 10,000 files that map
+    is ~2 MB, over GitHub's 1 MB step-output limit."""
+    source = (REPO / "infra" / "__main__.py").read_text()
+    exported = set(re.findall(r'pulumi\.export\("(\w+)"', source))
+    assert exported == {"base_url", "distribution_id", "bucket_name", "file_count",
+                        "files_digest", "last_publish", "invalidation_id"}  # fmt: skip
+    from infra import publisher
+
+    big = {f"/api/v1/content/d{i:05}.json": "a" * 64 + " 1 application/json|x" for i in range(10_000)}
+    assert len(publisher.files_digest(big)) == 64
+    assert publisher.files_digest(big) != publisher.files_digest({**big, "/x": "y"})
+    last = {"uploaded": list(big), "deleted": [], "invalidated": ["/*"], "invalidation_id": "I1"}
+    summary = publisher.publish_summary(last)
+    assert summary == {"uploaded": 10_000, "deleted": 0, "invalidated": 1, "invalidation_id": "I1"}
+    assert len(json.dumps(summary)) < 200
 
 
 def test_every_file_has_its_media_type_and_cache_control(plain: ProgramRun) -> None:
@@ -455,7 +502,7 @@ def test_pulumi_project_declares_every_option_the_program_reads() -> None:
     assert project["runtime"]["name"] == "python"
     assert project["runtime"]["options"]["virtualenv"] == ".venv"
     source = (REPO / "infra" / "config.py").read_text()
-    read = set(re.findall(r"config\.(?:get|require|get_int)\(\"(\w+)\"\)", source))
+    read = set(re.findall(r"config\.(?:get|require|get_int|get_bool)\(\"(\w+)\"\)", source))
     assert read == set(project["config"]), "Pulumi.yaml documents exactly what load() reads"
     example = (REPO / "Pulumi.dev.yaml").read_text()
     assert "aws:region" in yaml.safe_load(example)["config"]

@@ -423,12 +423,21 @@ def test_throttled_invalidations_are_retried_with_backoff() -> None:
     assert sleeps == [1.0, 2.0, 4.0]
 
 
-def test_invalidation_gives_up_after_max_attempts_and_never_retries_other_errors() -> None:
+def test_invalidation_retries_outlast_cloudfronts_in_progress_limit() -> None:
+    """In-progress slots free up only as earlier invalidations complete; AWS's own waiter
+    allows those 10 minutes. The publisher keeps trying for longer, then stops clearly."""
     sleeps: list[float] = []
-    site = _throttled_publisher(_ThrottledCloudFront(failures=99), sleeps)
+    site = _throttled_publisher(_ThrottledCloudFront(failures=10_000), sleeps)
     with pytest.raises(publisher.PublishError, match="TooManyInvalidationsInProgress"):
         site.invalidate(["/x"], "ref")
-    assert len(sleeps) == site.max_attempts - 1
+    assert sum(sleeps) > 600, "gives up only after AWS's waiter would have"
+    assert sum(sleeps) <= site.invalidation_budget
+    assert max(sleeps) <= 60, "polls at least once a minute once backed off"
+    recovered = _ThrottledCloudFront(failures=12)  # 12 minutes of refusals
+    assert _throttled_publisher(recovered, []).invalidate(["/x"], "ref") == "I123"
+
+
+def test_other_invalidation_errors_are_never_retried() -> None:
     denied = _ThrottledCloudFront(failures=1, code="AccessDenied")
     with pytest.raises(publisher.PublishError, match="AccessDenied"):
         _throttled_publisher(denied, []).invalidate(["/x"], "ref")

@@ -185,6 +185,9 @@ def check_policy(response: RawResponse) -> None:
     assert response.one("Referrer-Policy") in {"no-referrer", "same-origin", "strict-origin"}
     for name, value in HEADER_POLICY.every_response.items():
         assert response.one(name) == value
+    # Browser agents read the ETag cross-origin only when it is exposed (Fetch standard).
+    exposed = {h.strip().lower() for h in response.one("Access-Control-Expose-Headers").split(",")}
+    assert "etag" in exposed
 
 
 def check_length(response: RawResponse) -> None:
@@ -283,6 +286,8 @@ def test_if_none_match_gives_304(
     assert response.status == 304, response.status_line
     assert response.body == b"", "a 304 carries no body"
     check_policy(response)
+    # RFC 9110 15.4.5: a 304 does not describe the body it does not send.
+    assert response.values("Content-Type") == [] and response.values("Content-Length") == []
     assert response.one("ETag") == tag
     assert response.one("Cache-Control") == rule_for(artifact.path).cache_control
 
@@ -334,7 +339,15 @@ def _cors_requests(port: int) -> dict[str, tuple[int, bytes]]:
         "head-200": (200, build_request(port, "HEAD", paths.LLMS_TXT)),
         "head-404": (404, build_request(port, "HEAD", "/nope.json")),
         "get-304": (304, build_request(port, "GET", paths.LLMS_TXT, {"If-None-Match": "*"})),
-        "options-204": (204, build_request(port, "OPTIONS", DOCUMENT_PATH)),
+        "options-200": (
+            200,
+            build_request(port, "OPTIONS", DOCUMENT_PATH, {"Access-Control-Request-Method": "GET"}),
+        ),
+        # S3's bucket CORS rule refuses a preflight for a method it does not allow (403).
+        "options-post-403": (
+            403,
+            build_request(port, "OPTIONS", DOCUMENT_PATH, {"Access-Control-Request-Method": "PUT"}),
+        ),
         "post-405": (405, build_request(port, "POST", DOCUMENT_PATH, body=b'{"a": 1}')),
         "foo-405": (405, build_request(port, "FOO", DOCUMENT_PATH)),
         "header-too-long-431": (431, build_request(port, "GET", "/", long_header)),
@@ -374,7 +387,7 @@ def test_preflight_is_answered(live: Running, origin: str | None, path: str) -> 
         },
         origin=origin,
     )
-    assert response.status == 204, response.status_line
+    assert response.status == 200, response.status_line  # S3 answers a preflight with 200
     assert response.body == b""
     check_policy(response)
     methods = {m.strip() for m in response.one("Access-Control-Allow-Methods").split(",")}
@@ -387,13 +400,26 @@ def test_preflight_is_answered(live: Running, origin: str | None, path: str) -> 
 
 
 def test_preflight_without_request_headers(live: Running) -> None:
-    response = raw(live.port, "OPTIONS", DOCUMENT_PATH, origin="https://agent.example")
-    assert response.status == 204
+    response = raw(
+        live.port, "OPTIONS", DOCUMENT_PATH, {"Access-Control-Request-Method": "HEAD"},
+        origin="https://agent.example",
+    )  # fmt: skip
+    assert response.status == 200
     check_policy(response)
     assert response.one("Access-Control-Allow-Headers")
     assert {m.strip() for m in response.one("Access-Control-Allow-Methods").split(",")} == (
         ALLOWED_METHODS
     )
+
+
+@pytest.mark.parametrize("method", [None, "POST", "DELETE"])
+def test_preflight_for_a_method_the_bucket_refuses_is_403(
+    live: Running, method: str | None
+) -> None:
+    headers = {"Access-Control-Request-Method": method} if method else {}
+    response = raw(live.port, "OPTIONS", DOCUMENT_PATH, headers, origin="https://agent.example")
+    assert response.status == 403, response.status_line
+    check_policy(response)  # the CORS headers still reach the error
 
 
 # --------------------------------------------------------------------------- errors

@@ -1,0 +1,534 @@
+"""AWS's own rules, checked on the resource inputs the program declares, before AWS sees them.
+
+Pulumi mocks and moto accept any input; CloudFront, S3, ACM and WAF do not. Each rule
+below is a pure function over the declared resources (the inputs as the engine receives
+them: camelCase keys, nested args as dicts) and returns the violations it finds, each
+naming the resource and the field. The source of every rule is in a comment next to it:
+an AWS documentation page, or a public issue where real deploys hit the error. Tests run
+the whole set over every resource of both variants (no domain; custom domain) and feed
+each rule an input that breaks it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+DISTRIBUTION = "aws:cloudfront/distribution:Distribution"
+CACHE_POLICY = "aws:cloudfront/cachePolicy:CachePolicy"
+HEADERS_POLICY = "aws:cloudfront/responseHeadersPolicy:ResponseHeadersPolicy"
+BUCKET_CORS = "aws:s3/bucketCorsConfiguration:BucketCorsConfiguration"
+CERTIFICATE = "aws:acm/certificate:Certificate"
+AWS_PROVIDER = "pulumi:providers:aws"
+
+
+class Declared(Protocol):
+    """One declared resource: what tests/pulumi_harness.py records under mocks."""
+
+    typ: str
+    name: str
+    inputs: Mapping[str, Any]
+    provider: str | None
+
+
+@dataclass(frozen=True)
+class Violation:
+    rule: str
+    resource: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.rule}: {self.resource}: {self.message}"
+
+
+Rule = Callable[[Sequence[Declared]], list[Violation]]
+
+
+def _of(resources: Iterable[Declared], typ: str) -> list[Declared]:
+    return [r for r in resources if r.typ == typ]
+
+
+def _behaviours(distribution: Declared) -> list[tuple[str, Mapping[str, Any]]]:
+    inputs = distribution.inputs
+    found = [("defaultCacheBehavior", inputs.get("defaultCacheBehavior") or {})]
+    for index, behaviour in enumerate(inputs.get("orderedCacheBehaviors") or []):
+        found.append((f"orderedCacheBehaviors[{index}]", behaviour))
+    return found
+
+
+# --- response headers policy ---------------------------------------------------------------
+
+# The API refuses CORS and security header names in a response headers policy's custom
+# headers; AWS's reference pages do not list the restriction, the API enforces it with
+# "<name> is a CORS header and cannot be set as custom header" / "The parameter
+# CustomHeaders contains Content-Security-Policy that is a security header and cannot be
+# set as custom header" (quoted from real deploys in this project's issue 9). The headers
+# the policy's CORS and security sections own, per the API reference:
+# https://docs.aws.amazon.com/cloudfront/latest/APIReference/API_ResponseHeadersPolicyCorsConfig.html
+# https://docs.aws.amazon.com/cloudfront/latest/APIReference/API_ResponseHeadersPolicySecurityHeadersConfig.html
+POLICY_OWNED_HEADERS = frozenset(
+    name.lower()
+    for name in (
+        "Access-Control-Allow-Credentials",
+        "Access-Control-Allow-Headers",
+        "Access-Control-Allow-Methods",
+        "Access-Control-Allow-Origin",
+        "Access-Control-Expose-Headers",
+        "Access-Control-Max-Age",
+        "Content-Security-Policy",
+        "Strict-Transport-Security",
+        "X-Content-Type-Options",
+        "X-Frame-Options",
+        "X-XSS-Protection",
+        "Referrer-Policy",
+    )
+)
+
+
+def response_policy_custom_header_names(resources: Sequence[Declared]) -> list[Violation]:
+    found = []
+    for policy in _of(resources, HEADERS_POLICY):
+        items = (policy.inputs.get("customHeadersConfig") or {}).get("items") or []
+        for item in items:
+            name = str(item.get("header", ""))
+            if name.lower() in POLICY_OWNED_HEADERS or name.lower().startswith("access-control-"):
+                found.append(
+                    Violation(
+                        "response-policy-custom-header",
+                        policy.name,
+                        f"customHeadersConfig.items: {name} is a CORS or security header; "
+                        "CloudFront refuses it there (use corsConfig / securityHeadersConfig)",
+                    )
+                )
+    return found
+
+
+# https://docs.aws.amazon.com/cloudfront/latest/APIReference/API_ResponseHeadersPolicyCorsConfig.html
+# and https://github.com/awsdocs/aws-cloudformation-user-guide/issues/1179 (an empty
+# AccessControlAllowHeaders list is refused). The Fetch standard forbids credentials
+# with a `*` origin, and CloudFront refuses the combination.
+CORS_METHODS = frozenset({"GET", "DELETE", "HEAD", "OPTIONS", "PATCH", "POST", "PUT", "ALL"})
+
+
+def response_policy_cors(resources: Sequence[Declared]) -> list[Violation]:
+    found = []
+    for policy in _of(resources, HEADERS_POLICY):
+        cors = policy.inputs.get("corsConfig")
+        if not cors:
+            continue
+
+        def items(field: str, cors: Mapping[str, Any] = cors) -> list[str]:
+            return list((cors.get(field) or {}).get("items") or [])
+
+        for field in (
+            "accessControlAllowHeaders",
+            "accessControlAllowMethods",
+            "accessControlAllowOrigins",
+        ):
+            if not items(field):
+                found.append(
+                    Violation("response-policy-cors", policy.name, f"corsConfig.{field} is empty")
+                )
+        bad = set(items("accessControlAllowMethods")) - CORS_METHODS
+        if bad:
+            found.append(
+                Violation(
+                    "response-policy-cors",
+                    policy.name,
+                    f"corsConfig.accessControlAllowMethods: {sorted(bad)} not CloudFront methods",
+                )
+            )
+        if cors.get("accessControlAllowCredentials") and "*" in items("accessControlAllowOrigins"):
+            found.append(
+                Violation(
+                    "response-policy-cors",
+                    policy.name,
+                    "corsConfig: credentials with origin '*' are refused",
+                )
+            )
+        if "originOverride" not in cors:
+            found.append(
+                Violation("response-policy-cors", policy.name, "corsConfig.originOverride is required")
+            )
+    return found
+
+
+# --- origins --------------------------------------------------------------------------------
+
+# "Custom headers that CloudFront can't add to origin requests":
+# https://docs.aws.amazon.com/AmazonCloudFront/latest/DeveloperGuide/add-origin-custom-headers.html#add-origin-custom-headers-denylist
+# (`Origin` is not on it: the same page's use cases say "you can configure CloudFront to
+# always add the Origin header to requests that it sends to your origin".)
+ORIGIN_HEADER_DENYLIST = frozenset(
+    name.lower()
+    for name in (
+        "Cache-Control", "Connection", "Content-Length", "Cookie", "Host", "If-Match",
+        "If-Modified-Since", "If-None-Match", "If-Range", "If-Unmodified-Since",
+        "Max-Forwards", "Pragma", "Proxy-Authorization", "Proxy-Connection", "Range",
+        "Request-Range", "TE", "Trailer", "Transfer-Encoding", "Upgrade", "Via", "X-Real-Ip",
+    )
+)  # fmt: skip
+ORIGIN_HEADER_DENIED_PREFIXES = ("x-amz-", "x-edge-")
+# Quotas on headers: 10 custom headers per origin, names up to 256 characters, values up
+# to 1,783: https://docs.aws.amazon.com/AmazonCloudFront/latest/DeveloperGuide/cloudfront-limits.html#limits-custom-headers
+ORIGIN_CUSTOM_HEADERS_MAX = 10
+ORIGIN_HEADER_NAME_MAX = 256
+ORIGIN_HEADER_VALUE_MAX = 1783
+
+
+def origin_custom_headers(resources: Sequence[Declared]) -> list[Violation]:
+    found = []
+    for distribution in _of(resources, DISTRIBUTION):
+        for index, origin in enumerate(distribution.inputs.get("origins") or []):
+            headers = origin.get("customHeaders") or []
+            where = f"origins[{index}].customHeaders"
+            if len(headers) > ORIGIN_CUSTOM_HEADERS_MAX:
+                found.append(
+                    Violation(
+                        "origin-custom-header",
+                        distribution.name,
+                        f"{where}: {len(headers)} headers, CloudFront allows "
+                        f"{ORIGIN_CUSTOM_HEADERS_MAX}",
+                    )
+                )
+            for header in headers:
+                name, value = str(header.get("name", "")), str(header.get("value", ""))
+                lowered = name.lower()
+                if lowered in ORIGIN_HEADER_DENYLIST or lowered.startswith(
+                    ORIGIN_HEADER_DENIED_PREFIXES
+                ):
+                    found.append(
+                        Violation(
+                            "origin-custom-header",
+                            distribution.name,
+                            f"{where}: CloudFront cannot add {name} to origin requests",
+                        )
+                    )
+                if not name or len(name) > ORIGIN_HEADER_NAME_MAX:
+                    found.append(
+                        Violation("origin-custom-header", distribution.name, f"{where}: name {name!r}")
+                    )
+                if not value or len(value) > ORIGIN_HEADER_VALUE_MAX:
+                    found.append(
+                        Violation(
+                            "origin-custom-header",
+                            distribution.name,
+                            f"{where}: {name} needs a value of 1-{ORIGIN_HEADER_VALUE_MAX} chars",
+                        )
+                    )
+    return found
+
+
+# --- cache policies and behaviours ---------------------------------------------------------
+
+# MinTTL <= DefaultTTL <= MaxTTL, and with MaxTTL 0 (caching disabled) nothing may be
+# added to the cache key, compression flags included:
+# https://docs.aws.amazon.com/cloudfront/latest/APIReference/API_CachePolicyConfig.html
+# https://github.com/aws-cloudformation/cloudformation-coverage-roadmap/issues/571
+def cache_policy_ttls(resources: Sequence[Declared]) -> list[Violation]:
+    found = []
+    for policy in _of(resources, CACHE_POLICY):
+        low = policy.inputs.get("minTtl", 0)
+        default = policy.inputs.get("defaultTtl", 86400)
+        high = policy.inputs.get("maxTtl", 31536000)
+        if not (0 <= low <= default <= high):
+            found.append(
+                Violation(
+                    "cache-policy-ttl",
+                    policy.name,
+                    f"minTtl {low} <= defaultTtl {default} <= maxTtl {high} does not hold",
+                )
+            )
+        parameters = policy.inputs.get("parametersInCacheKeyAndForwardedToOrigin") or {}
+        if high == 0 and (
+            parameters.get("enableAcceptEncodingGzip")
+            or parameters.get("enableAcceptEncodingBrotli")
+        ):
+            found.append(
+                Violation(
+                    "cache-policy-ttl",
+                    policy.name,
+                    "maxTtl 0 disables caching: Accept-Encoding cannot be in the cache key",
+                )
+            )
+    return found
+
+
+# AllowedMethods is one of three sets, CachedMethods one of two and within AllowedMethods:
+# https://docs.aws.amazon.com/cloudfront/latest/APIReference/API_AllowedMethods.html
+ALLOWED_METHOD_SETS = (
+    frozenset({"GET", "HEAD"}),
+    frozenset({"GET", "HEAD", "OPTIONS"}),
+    frozenset({"GET", "HEAD", "OPTIONS", "PUT", "PATCH", "POST", "DELETE"}),
+)
+CACHED_METHOD_SETS = (frozenset({"GET", "HEAD"}), frozenset({"GET", "HEAD", "OPTIONS"}))
+
+
+def behaviour_methods(resources: Sequence[Declared]) -> list[Violation]:
+    found = []
+    for distribution in _of(resources, DISTRIBUTION):
+        for where, behaviour in _behaviours(distribution):
+            allowed = frozenset(behaviour.get("allowedMethods") or [])
+            cached = frozenset(behaviour.get("cachedMethods") or [])
+            if allowed not in ALLOWED_METHOD_SETS:
+                found.append(
+                    Violation(
+                        "behaviour-methods",
+                        distribution.name,
+                        f"{where}.allowedMethods {sorted(allowed)} is not a set CloudFront offers",
+                    )
+                )
+            if cached not in CACHED_METHOD_SETS or not cached <= allowed:
+                found.append(
+                    Violation(
+                        "behaviour-methods",
+                        distribution.name,
+                        f"{where}.cachedMethods {sorted(cached)} must be GET+HEAD(+OPTIONS) "
+                        "and within allowedMethods",
+                    )
+                )
+    return found
+
+
+# Distributions allow 25 cache behaviours by default:
+# https://docs.aws.amazon.com/AmazonCloudFront/latest/DeveloperGuide/cloudfront-limits.html
+CACHE_BEHAVIOURS_MAX = 25
+# The default root object is an object name with no leading `/`; a custom error page
+# path starts with `/`:
+# https://docs.aws.amazon.com/AmazonCloudFront/latest/DeveloperGuide/DefaultRootObject.html
+# https://docs.aws.amazon.com/cloudfront/latest/APIReference/API_CustomErrorResponse.html
+
+
+def distribution_shape(resources: Sequence[Declared]) -> list[Violation]:
+    found = []
+    for distribution in _of(resources, DISTRIBUTION):
+        inputs = distribution.inputs
+        if len(_behaviours(distribution)) > CACHE_BEHAVIOURS_MAX:
+            found.append(
+                Violation("distribution-shape", distribution.name, "more than 25 cache behaviours")
+            )
+        root = inputs.get("defaultRootObject")
+        if root is not None and (root.startswith("/") or not root):
+            found.append(
+                Violation(
+                    "distribution-shape",
+                    distribution.name,
+                    f"defaultRootObject {root!r}: an object name without a leading '/'",
+                )
+            )
+        for response in inputs.get("customErrorResponses") or []:
+            page = response.get("responsePagePath")
+            if page is not None and not page.startswith("/"):
+                found.append(
+                    Violation(
+                        "distribution-shape",
+                        distribution.name,
+                        f"customErrorResponses.responsePagePath {page!r} must start with '/'",
+                    )
+                )
+        for where, behaviour in _behaviours(distribution)[1:]:
+            pattern = behaviour.get("pathPattern") or ""
+            if not pattern:
+                found.append(
+                    Violation("distribution-shape", distribution.name, f"{where}: no pathPattern")
+                )
+    return found
+
+
+# --- S3 CORS ---------------------------------------------------------------------------------
+
+# AllowedMethod is GET, PUT, HEAD, POST or DELETE (no OPTIONS: S3 answers preflights
+# itself from the rules): https://docs.aws.amazon.com/AmazonS3/latest/API/API_CORSRule.html
+S3_CORS_METHODS = frozenset({"GET", "PUT", "HEAD", "POST", "DELETE"})
+
+
+def s3_cors_rules(resources: Sequence[Declared]) -> list[Violation]:
+    found = []
+    for cors in _of(resources, BUCKET_CORS):
+        for index, rule in enumerate(cors.inputs.get("corsRules") or []):
+            methods = set(rule.get("allowedMethods") or [])
+            if not methods or methods - S3_CORS_METHODS:
+                found.append(
+                    Violation(
+                        "s3-cors",
+                        cors.name,
+                        f"corsRules[{index}].allowedMethods {sorted(methods)}: S3 accepts "
+                        f"{', '.join(sorted(S3_CORS_METHODS))}",
+                    )
+                )
+            if not rule.get("allowedOrigins"):
+                found.append(Violation("s3-cors", cors.name, f"corsRules[{index}]: no origins"))
+    return found
+
+
+# --- certificates, TLS, WAF --------------------------------------------------------------------
+
+# "To use an ACM certificate with CloudFront, make sure you request (or import) the
+# certificate in the US East (N. Virginia) Region (us-east-1)":
+# https://docs.aws.amazon.com/acm/latest/userguide/acm-regions.html
+ACM_REGION = "us-east-1"
+
+
+def _provider_regions(resources: Sequence[Declared]) -> dict[str, str]:
+    return {p.name: str(p.inputs.get("region", "")) for p in _of(resources, AWS_PROVIDER)}
+
+
+def acm_certificate_region(resources: Sequence[Declared]) -> list[Violation]:
+    found = []
+    regions = _provider_regions(resources)
+    for certificate in _of(resources, CERTIFICATE):
+        region = regions.get(_provider_name(certificate.provider or ""), "")
+        if region != ACM_REGION:
+            found.append(
+                Violation(
+                    "acm-region",
+                    certificate.name,
+                    f"created in {region or 'the default region'}; CloudFront needs us-east-1",
+                )
+            )
+    for distribution in _of(resources, DISTRIBUTION):
+        arn = (distribution.inputs.get("viewerCertificate") or {}).get("acmCertificateArn")
+        if arn and not str(arn).startswith(f"arn:aws:acm:{ACM_REGION}:"):
+            found.append(
+                Violation(
+                    "acm-region",
+                    distribution.name,
+                    f"viewerCertificate.acmCertificateArn {arn} is not in us-east-1",
+                )
+            )
+    return found
+
+
+def _provider_name(reference: str) -> str:
+    """`urn:pulumi:stack::project::pulumi:providers:aws::NAME::ID` -> NAME."""
+    parts = reference.split("::")
+    return parts[-2] if len(parts) >= 2 else reference
+
+
+# With the default *.cloudfront.net certificate the minimum protocol is TLSv1 (any other
+# value is refused); with an ACM certificate and SNI the supported policies are listed:
+# https://docs.aws.amazon.com/cloudfront/latest/APIReference/API_ViewerCertificate.html
+# https://docs.aws.amazon.com/AmazonCloudFront/latest/DeveloperGuide/secure-connections-supported-viewer-protocols-ciphers.html
+SNI_PROTOCOL_VERSIONS = frozenset(
+    {"TLSv1", "TLSv1_2016", "TLSv1.1_2016", "TLSv1.2_2018", "TLSv1.2_2019", "TLSv1.2_2021",
+     "TLSv1.2_2025", "TLSv1.3_2025"}
+)  # fmt: skip
+
+
+def viewer_certificate_tls(resources: Sequence[Declared]) -> list[Violation]:
+    found = []
+    for distribution in _of(resources, DISTRIBUTION):
+        certificate = distribution.inputs.get("viewerCertificate") or {}
+        minimum = certificate.get("minimumProtocolVersion")
+        if certificate.get("cloudfrontDefaultCertificate"):
+            if certificate.get("acmCertificateArn") or minimum not in (None, "TLSv1"):
+                found.append(
+                    Violation(
+                        "viewer-tls",
+                        distribution.name,
+                        "the default certificate takes no ACM certificate and only TLSv1 "
+                        f"as minimum protocol (got {minimum!r})",
+                    )
+                )
+        elif certificate.get("acmCertificateArn"):
+            if certificate.get("sslSupportMethod") not in ("sni-only", "vip", "static-ip"):
+                found.append(
+                    Violation("viewer-tls", distribution.name, "an ACM certificate needs sslSupportMethod")
+                )
+            if minimum not in SNI_PROTOCOL_VERSIONS:
+                found.append(
+                    Violation(
+                        "viewer-tls", distribution.name, f"minimumProtocolVersion {minimum!r} unknown"
+                    )
+                )
+            if not distribution.inputs.get("aliases"):
+                found.append(
+                    Violation(
+                        "viewer-tls", distribution.name, "an ACM certificate without aliases serves nothing"
+                    )
+                )
+        else:
+            found.append(
+                Violation("viewer-tls", distribution.name, "viewerCertificate names no certificate")
+            )
+    return found
+
+
+# A WAFv2 web ACL for CloudFront has scope CLOUDFRONT, lives in us-east-1 and is given by
+# its ARN ("arn:aws:wafv2:us-east-1:123456789012:global/webacl/ExampleWebACL/<id>"):
+# https://docs.aws.amazon.com/cloudfront/latest/APIReference/API_DistributionConfig.html (WebACLId)
+# https://docs.aws.amazon.com/waf/latest/developerguide/how-aws-waf-works-resources.html
+WEB_ACL_ARN = re.compile(
+    r"arn:aws:wafv2:us-east-1:\d{12}:global/webacl/[A-Za-z0-9_-]{1,128}/[0-9a-f-]{1,64}"
+)
+
+
+def web_acl_problem(arn: str) -> str | None:
+    """Why `arn` cannot be a CloudFront distribution's web ACL, or None."""
+    if WEB_ACL_ARN.fullmatch(arn):
+        return None
+    if arn.startswith("arn:aws:wafv2:") and ":regional/" in arn:
+        return "a REGIONAL web ACL; CloudFront needs one with scope CLOUDFRONT (global)"
+    if arn.startswith("arn:aws:wafv2:") and not arn.startswith("arn:aws:wafv2:us-east-1:"):
+        return "CloudFront web ACLs live in us-east-1"
+    return (
+        "expected arn:aws:wafv2:us-east-1:<account>:global/webacl/<name>/<id> "
+        "(a WAFv2 web ACL with scope CLOUDFRONT)"
+    )
+
+
+def web_acl_scope(resources: Sequence[Declared]) -> list[Violation]:
+    found = []
+    for distribution in _of(resources, DISTRIBUTION):
+        arn = distribution.inputs.get("webAclId")
+        problem = web_acl_problem(str(arn)) if arn else None
+        if problem:
+            found.append(Violation("web-acl", distribution.name, f"webAclId {arn}: {problem}"))
+    return found
+
+
+# --- invalidations ---------------------------------------------------------------------------
+
+# Paths start with `/`; `*` only as the last character; at most 3,000 file paths and 15
+# wildcard paths in progress per distribution:
+# https://docs.aws.amazon.com/AmazonCloudFront/latest/DeveloperGuide/invalidation-specifying-objects.html
+# https://docs.aws.amazon.com/AmazonCloudFront/latest/DeveloperGuide/InvalidationLimits.html
+INVALIDATION_FILES_MAX = 3000
+INVALIDATION_WILDCARDS_MAX = 15
+
+
+def invalidation_batch(paths: Sequence[str]) -> list[Violation]:
+    found = []
+    wildcards = [p for p in paths if "*" in p]
+    for path in paths:
+        if not path.startswith("/"):
+            found.append(Violation("invalidation", path, "must start with '/'"))
+        if "*" in path[:-1]:
+            found.append(Violation("invalidation", path, "'*' only as the last character"))
+    if len(paths) - len(wildcards) > INVALIDATION_FILES_MAX:
+        found.append(Violation("invalidation", "batch", f"{len(paths)} file paths > 3,000"))
+    if len(wildcards) > INVALIDATION_WILDCARDS_MAX:
+        found.append(Violation("invalidation", "batch", f"{len(wildcards)} wildcard paths > 15"))
+    if not paths:
+        found.append(Violation("invalidation", "batch", "an invalidation needs a path"))
+    return found
+
+
+RULES: tuple[Rule, ...] = (
+    response_policy_custom_header_names,
+    response_policy_cors,
+    origin_custom_headers,
+    cache_policy_ttls,
+    behaviour_methods,
+    distribution_shape,
+    s3_cors_rules,
+    acm_certificate_region,
+    viewer_certificate_tls,
+    web_acl_scope,
+)
+
+
+def check(resources: Sequence[Declared]) -> list[Violation]:
+    return [violation for rule in RULES for violation in rule(resources)]

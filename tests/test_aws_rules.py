@@ -1,0 +1,245 @@
+"""AWS's rules (infra/aws_rules.py) over every resource the program declares, both
+variants, and each rule fed an input that breaks it."""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from infra import aws_rules
+from infra.publisher import invalidation_paths
+from tests.pulumi_harness import ProgramRun, Registered, run_program
+from tests.test_infra import make_config
+
+
+@pytest.fixture(scope="module")
+def variants(tmp_path_factory: pytest.TempPathFactory) -> dict[str, ProgramRun]:
+    return {
+        "no-domain": run_program(make_config(tmp_path_factory.mktemp("rules-plain"))),
+        "custom-domain": run_program(
+            make_config(
+                tmp_path_factory.mktemp("rules-domain"),
+                domain="agents.parlance.example",
+                hosted_zone_id="Z0123456789ABC",
+                web_acl_arn="arn:aws:wafv2:us-east-1:123456789012:global/webacl/agents/1a2b",
+                log_bucket="parlance-logs.s3.amazonaws.com",
+                hsts_preload=True,
+            )
+        ),
+    }
+
+
+@pytest.mark.parametrize("variant", ["no-domain", "custom-domain"])
+def test_the_program_breaks_no_aws_rule(variants: dict[str, ProgramRun], variant: str) -> None:
+    resources = variants[variant].mocks.resources
+    checked = {r.typ for r in resources} & {
+        aws_rules.DISTRIBUTION, aws_rules.CACHE_POLICY, aws_rules.HEADERS_POLICY,
+        aws_rules.BUCKET_CORS,
+    }  # fmt: skip
+    assert len(checked) == 4, "the rules see the resources they are about"
+    assert aws_rules.check(resources) == []
+
+
+@dataclass
+class Mutable:
+    typ: str
+    name: str
+    inputs: dict[str, Any]
+    provider: str | None
+
+
+def _mutate(
+    run: ProgramRun, typ: str, change: Callable[[dict[str, Any]], None]
+) -> list[Mutable]:
+    resources = [Mutable(r.typ, r.name, copy.deepcopy(r.inputs), r.provider) for r in run.mocks.resources]
+    target = next(r for r in resources if r.typ == typ)  # the first of its type
+    change(target.inputs)
+    return resources
+
+
+def _rules_hit(resources: list[Mutable]) -> set[str]:
+    return {violation.rule for violation in aws_rules.check(resources)}
+
+
+def _origin(inputs: dict[str, Any]) -> dict[str, Any]:
+    return inputs["origins"][0]
+
+
+BREAKS: dict[str, tuple[str, str, Callable[[dict[str, Any]], None]]] = {
+    # The issue's failure: Access-Control-Allow-Origin back among the custom headers.
+    "allow-origin-as-custom-header": (
+        aws_rules.HEADERS_POLICY,
+        "response-policy-custom-header",
+        lambda i: i.update(customHeadersConfig={"items": [
+            {"header": "Access-Control-Allow-Origin", "value": "*", "override": True}]}),
+    ),
+    "csp-as-custom-header": (
+        aws_rules.HEADERS_POLICY,
+        "response-policy-custom-header",
+        lambda i: i.update(customHeadersConfig={"items": [
+            {"header": "Content-Security-Policy", "value": "x", "override": True}]}),
+    ),
+    "cors-credentials-with-star": (
+        aws_rules.HEADERS_POLICY,
+        "response-policy-cors",
+        lambda i: i["corsConfig"].update(accessControlAllowCredentials=True),
+    ),
+    "cors-empty-allow-headers": (
+        aws_rules.HEADERS_POLICY,
+        "response-policy-cors",
+        lambda i: i["corsConfig"].update(accessControlAllowHeaders={"items": []}),
+    ),
+    "origin-header-on-denylist": (
+        aws_rules.DISTRIBUTION,
+        "origin-custom-header",
+        lambda i: _origin(i).update(customHeaders=[{"name": "Host", "value": "x"}]),
+    ),
+    "origin-header-x-amz": (
+        aws_rules.DISTRIBUTION,
+        "origin-custom-header",
+        lambda i: _origin(i).update(customHeaders=[{"name": "X-Amz-Date", "value": "x"}]),
+    ),
+    "eleven-origin-headers": (
+        aws_rules.DISTRIBUTION,
+        "origin-custom-header",
+        lambda i: _origin(i).update(
+            customHeaders=[{"name": f"X-H{n}", "value": "v"} for n in range(11)]
+        ),
+    ),
+    "ttl-order": (
+        aws_rules.CACHE_POLICY,
+        "cache-policy-ttl",
+        lambda i: i.update(minTtl=10, defaultTtl=5),
+    ),
+    "ttl-zero-with-compression": (
+        aws_rules.CACHE_POLICY,
+        "cache-policy-ttl",
+        lambda i: i.update(minTtl=0, defaultTtl=0, maxTtl=0),
+    ),
+    "allowed-methods-not-a-set-cloudfront-offers": (
+        aws_rules.DISTRIBUTION,
+        "behaviour-methods",
+        lambda i: i["defaultCacheBehavior"].update(allowedMethods=["GET", "HEAD", "POST"]),
+    ),
+    "cached-methods-outside-allowed": (
+        aws_rules.DISTRIBUTION,
+        "behaviour-methods",
+        lambda i: i["defaultCacheBehavior"].update(
+            allowedMethods=["GET", "HEAD"], cachedMethods=["GET", "HEAD", "OPTIONS"]
+        ),
+    ),
+    "root-object-with-slash": (
+        aws_rules.DISTRIBUTION,
+        "distribution-shape",
+        lambda i: i.update(defaultRootObject="/llms.txt"),
+    ),
+    "error-page-without-slash": (
+        aws_rules.DISTRIBUTION,
+        "distribution-shape",
+        lambda i: i["customErrorResponses"][0].update(responsePagePath="errors/404.json"),
+    ),
+    "s3-cors-options-method": (
+        aws_rules.BUCKET_CORS,
+        "s3-cors",
+        lambda i: i["corsRules"][0].update(allowedMethods=["GET", "HEAD", "OPTIONS"]),
+    ),
+    "acm-arn-outside-us-east-1": (
+        aws_rules.DISTRIBUTION,
+        "acm-region",
+        lambda i: i.update(viewerCertificate={
+            "acmCertificateArn": "arn:aws:acm:eu-west-1:123456789012:certificate/x",
+            "sslSupportMethod": "sni-only", "minimumProtocolVersion": "TLSv1.2_2021"}),
+    ),
+    "default-certificate-with-tls12": (
+        aws_rules.DISTRIBUTION,
+        "viewer-tls",
+        lambda i: i.update(viewerCertificate={
+            "cloudfrontDefaultCertificate": True, "minimumProtocolVersion": "TLSv1.2_2021"}),
+    ),
+    "regional-web-acl": (
+        aws_rules.DISTRIBUTION,
+        "web-acl",
+        lambda i: i.update(webAclId="arn:aws:wafv2:eu-west-1:123456789012:regional/webacl/a/1"),
+    ),
+    "classic-waf-id": (
+        aws_rules.DISTRIBUTION,
+        "web-acl",
+        lambda i: i.update(webAclId="473e64fd-f30b-4765-81a0-62ad96dd167a"),
+    ),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("case", sorted(BREAKS))
+def test_each_rule_fails_on_a_violating_input(
+    variants: dict[str, ProgramRun], case: str
+) -> None:
+    typ, rule, change = BREAKS[case]
+    resources = _mutate(variants["no-domain"], typ, change)
+    assert rule in _rules_hit(resources), aws_rules.check(resources)
+
+
+def test_a_certificate_requested_outside_us_east_1_is_caught(
+    variants: dict[str, ProgramRun],
+) -> None:
+    run = variants["custom-domain"]
+    regional = next(
+        r for r in run.mocks.of_type(aws_rules.AWS_PROVIDER) if r.inputs.get("region") != "us-east-1"
+    )
+    resources: list[Any] = []
+    for resource in run.mocks.resources:
+        if resource.typ == aws_rules.CERTIFICATE:
+            # The same certificate, created through the stack's regional provider.
+            provider = f"urn:pulumi:test::agent-access::pulumi:providers:aws::{regional.name}::x"
+            resource = replace(resource, provider=provider)
+        resources.append(resource)
+    assert "acm-region" in {v.rule for v in aws_rules.check(resources)}
+
+
+def test_every_rule_is_run_and_has_a_breaking_case() -> None:
+    assert {rule for _, rule, _ in BREAKS.values()} == {
+        "response-policy-custom-header", "response-policy-cors", "origin-custom-header",
+        "cache-policy-ttl", "behaviour-methods", "distribution-shape", "s3-cors",
+        "acm-region", "viewer-tls", "web-acl",
+    }  # fmt: skip
+    assert len(aws_rules.RULES) == 10
+
+
+def test_origin_is_not_on_cloudfronts_origin_header_denylist() -> None:
+    """The design relies on it: the denylist AWS documents does not name Origin."""
+    assert "origin" not in aws_rules.ORIGIN_HEADER_DENYLIST
+    assert "host" in aws_rules.ORIGIN_HEADER_DENYLIST
+
+
+@pytest.mark.parametrize("count", [0, 1, 99, 100, 101, 2_000, 20_000])
+def test_the_publishers_invalidations_keep_cloudfronts_rules(count: int) -> None:
+    changed = [f"/api/v1/content/doc-{n:05}.json" for n in range(count)]
+    changed += [f"/api/v1/faq/q{n:05}.json" for n in range(count // 3)]
+    paths = invalidation_paths(changed)
+    if changed:
+        assert aws_rules.invalidation_batch(paths) == []
+
+
+@pytest.mark.parametrize(
+    "paths",
+    [["api/v1/x.json"], ["/api/*/x.json"], [f"/d{n}/*" for n in range(16)],
+     [f"/f{n}" for n in range(3001)], []],
+)  # fmt: skip
+def test_invalidation_rule_fails_on_bad_batches(paths: list[str]) -> None:
+    assert aws_rules.invalidation_batch(paths)
+
+
+def test_registered_matches_the_rules_protocol() -> None:
+    sample: aws_rules.Declared = Registered("t", "n", {}, None, "id")
+    assert aws_rules.check([sample]) == []
+
+
+def test_config_refuses_what_the_web_acl_rule_refuses(tmp_path: Path) -> None:
+    from infra.config import ConfigError
+
+    with pytest.raises(ConfigError, match="webAclArn"):
+        make_config(tmp_path, web_acl_arn="arn:aws:wafv2:us-east-1:123456789012:regional/webacl/a/1")
