@@ -13,6 +13,7 @@ content hashes matching a recomputation, and a search that finds something. With
 from __future__ import annotations
 
 import hashlib
+import http.client
 import json
 import time
 from collections.abc import Callable, Iterable
@@ -114,7 +115,22 @@ class Verifier:
 
     # --- single-file checks ------------------------------------------------------------
 
-    def _cors_once(self, subject: str, response: Fetched, context: str) -> None:
+    def request(
+        self, url: str, subject: str, method: str = "GET", headers: dict[str, str] | None = None
+    ) -> Fetched | None:
+        """One request; a timeout, refused or reset connection, or a broken answer is a
+        failed check naming the URL (and `--retry-for` tries again), never a traceback."""
+        try:
+            return self.client.request(url, method=method, headers=headers)
+        except ClientError as error:
+            self.report.check(False, subject, f"{method} {error}")
+        except (OSError, http.client.HTTPException, ValueError) as error:
+            self.report.check(False, subject, f"{method} {url}: {type(error).__name__}: {error}")
+        return None
+
+    def _cors_once(
+        self, subject: str, response: Fetched, context: str, expose: bool = True
+    ) -> None:
         values = response.headers.get("access-control-allow-origin", [])
         self.report.check(
             values == ["*"],
@@ -126,15 +142,21 @@ class Verifier:
             subject,
             f"no Access-Control-Allow-Credentials {context}",
         )
+        if not expose:  # a preflight answer's body is never read: nothing to expose
+            return
+        exposed = ",".join(response.headers.get("access-control-expose-headers", []))
+        self.report.check(
+            "etag" in {name.strip().lower() for name in exposed.split(",")},
+            subject,
+            f"Access-Control-Expose-Headers {context} includes ETag (got {exposed!r})",
+        )
 
     def check_file(self, path: str) -> bytes | None:
         if path in self.bodies:
             return self.bodies[path]
         url = self.base_url + path
-        try:
-            response = self.client.request(url)
-        except ClientError as error:
-            self.report.check(False, path, str(error))
+        response = self.request(url, path)
+        if response is None:
             return None
         if not self.report.check(response.status == 200, path, f"status {response.status}"):
             return None
@@ -155,12 +177,13 @@ class Verifier:
             f"Cache-Control {response.header('Cache-Control')!r}, expected {rule.cache_control!r}",
         )
         self._cors_once(path, response, "without Origin")
-        for name in HEADER_POLICY.security:
-            self.report.check(
-                response.header(name) == HEADER_POLICY.security[name],
-                path,
-                f"{name} {response.header(name)!r}",
+        for name, expected in HEADER_POLICY.security.items():
+            actual = response.header(name)
+            # The stack option hstsPreload may add `; preload` at the CDN.
+            ok = actual == expected or (
+                name == "Strict-Transport-Security" and actual == expected + "; preload"
             )
+            self.report.check(ok, path, f"{name} {actual!r}")
         self._check_body(path, response.body)
         return response.body
 
@@ -202,8 +225,15 @@ class Verifier:
     def run(self) -> Report:
         try:
             discovery_path = self.client.find_discovery_path()
-        except ClientError as error:
-            self.report.check(False, paths.LLMS_TXT, f"cannot find the discovery document: {error}")
+        except (ClientError, OSError, http.client.HTTPException, ValueError) as error:
+            reason = (
+                str(error)
+                if isinstance(error, ClientError)
+                else f"{self.base_url}{paths.LLMS_TXT}: {type(error).__name__}: {error}"
+            )
+            self.report.check(
+                False, paths.LLMS_TXT, f"cannot find the discovery document: {reason}"
+            )
             return self.report
         self.check_root()
         discovery_body = self.check_file(discovery_path)
@@ -228,11 +258,12 @@ class Verifier:
         return self.report
 
     def check_root(self) -> None:
-        root = self.client.request(self.base_url + "/")
-        llms = self.client.request(self.base_url + paths.LLMS_TXT)
-        self.report.check(
-            root.status == 200 and root.body == llms.body, "/", "GET / answers with llms.txt"
-        )
+        root = self.request(self.base_url + "/", "/")
+        llms = self.request(self.base_url + paths.LLMS_TXT, paths.LLMS_TXT)
+        if root is not None and llms is not None:
+            self.report.check(
+                root.status == 200 and root.body == llms.body, "/", "GET / answers with llms.txt"
+            )
 
     def _links_in(self, bodies: Iterable[bytes]) -> set[str]:
         found = {
@@ -287,27 +318,46 @@ class Verifier:
 
     def check_edge_behaviour(self, discovery_path: str) -> None:
         url = self.base_url + discovery_path
-        with_origin = self.client.request(url, headers={"Origin": _PROBE_ORIGIN})
-        self._cors_once(discovery_path, with_origin, "with Origin")
+        with_origin = self.request(url, discovery_path, headers={"Origin": _PROBE_ORIGIN})
+        if with_origin is not None:
+            self._cors_once(discovery_path, with_origin, "with Origin")
+            tag = with_origin.header("ETag")
+            if self.report.check(tag is not None, discovery_path, "has an ETag"):
+                for origin in (None, _PROBE_ORIGIN):
+                    headers = {"If-None-Match": tag or ""}
+                    if origin:
+                        headers["Origin"] = origin
+                    again = self.request(url, discovery_path, headers=headers)
+                    if again is None:
+                        continue
+                    context = "on a 304 " + ("with Origin" if origin else "without Origin")
+                    self.report.check(
+                        again.status == 304, discovery_path, f"If-None-Match -> {again.status}"
+                    )
+                    # RFC 9110 15.4.5: a 304 does not describe a body it does not send.
+                    self.report.check(
+                        again.header("Content-Type") is None,
+                        discovery_path,
+                        f"no Content-Type {context} (got {again.header('Content-Type')!r})",
+                    )
+                    self._cors_once(discovery_path, again, context)
 
-        tag = with_origin.header("ETag")
-        if self.report.check(tag is not None, discovery_path, "has an ETag"):
-            again = self.client.request(url, headers={"If-None-Match": tag or ""})
+        query = self.request(self.base_url + paths.LLMS_TXT + "?cache-buster=1", paths.LLMS_TXT)
+        if query is not None:
             self.report.check(
-                again.status == 304, discovery_path, f"If-None-Match -> {again.status}"
+                query.status == 200 and query.body == self.bodies.get(paths.LLMS_TXT, query.body),
+                paths.LLMS_TXT,
+                "a query string is ignored",
             )
-
-        query = self.client.request(self.base_url + paths.LLMS_TXT + "?cache-buster=1")
-        self.report.check(
-            query.status == 200 and query.body == self.bodies.get(paths.LLMS_TXT, query.body),
-            paths.LLMS_TXT,
-            "a query string is ignored",
-        )
 
         for origin in (None, _PROBE_ORIGIN):
-            missing = self.client.request(
-                self.base_url + _MISSING_PATH, headers={"Origin": origin} if origin else {}
+            missing = self.request(
+                self.base_url + _MISSING_PATH,
+                _MISSING_PATH,
+                headers={"Origin": origin} if origin else {},
             )
+            if missing is None:
+                continue
             context = "on a 404 " + ("with Origin" if origin else "without Origin")
             self.report.check(missing.status == 404, _MISSING_PATH, f"status {missing.status}")
             self._cors_once(_MISSING_PATH, missing, context)
@@ -319,19 +369,19 @@ class Verifier:
                     False, _MISSING_PATH, f"404 body is not an ErrorResponse: {error}"
                 )
 
-        preflight = self.client.request(
+        subject = "OPTIONS " + discovery_path
+        preflight = self.request(
             url,
+            subject,
             method="OPTIONS",
             headers={"Origin": _PROBE_ORIGIN, "Access-Control-Request-Method": "GET"},
         )
-        self.report.check(
-            200 <= preflight.status < 300, "OPTIONS " + discovery_path, f"status {preflight.status}"
-        )
-        self._cors_once("OPTIONS " + discovery_path, preflight, "on a preflight")
+        if preflight is None:
+            return
+        self.report.check(200 <= preflight.status < 300, subject, f"status {preflight.status}")
+        self._cors_once(subject, preflight, "on a preflight", expose=False)
         allowed = preflight.header("Access-Control-Allow-Methods") or ""
-        self.report.check(
-            "GET" in allowed, "OPTIONS " + discovery_path, f"allows GET (got {allowed!r})"
-        )
+        self.report.check("GET" in allowed, subject, f"allows GET (got {allowed!r})")
 
     def check_expected(self, folder: Path) -> None:
         try:

@@ -150,7 +150,9 @@ def response_policy_cors(resources: Sequence[Declared]) -> list[Violation]:
             )
         if "originOverride" not in cors:
             found.append(
-                Violation("response-policy-cors", policy.name, "corsConfig.originOverride is required")
+                Violation(
+                    "response-policy-cors", policy.name, "corsConfig.originOverride is required"
+                )
             )
     return found
 
@@ -208,7 +210,9 @@ def origin_custom_headers(resources: Sequence[Declared]) -> list[Violation]:
                     )
                 if not name or len(name) > ORIGIN_HEADER_NAME_MAX:
                     found.append(
-                        Violation("origin-custom-header", distribution.name, f"{where}: name {name!r}")
+                        Violation(
+                            "origin-custom-header", distribution.name, f"{where}: name {name!r}"
+                        )
                     )
                 if not value or len(value) > ORIGIN_HEADER_VALUE_MAX:
                     found.append(
@@ -222,6 +226,7 @@ def origin_custom_headers(resources: Sequence[Declared]) -> list[Violation]:
 
 
 # --- cache policies and behaviours ---------------------------------------------------------
+
 
 # MinTTL <= DefaultTTL <= MaxTTL, and with MaxTTL 0 (caching disabled) nothing may be
 # added to the cache key, compression flags included:
@@ -435,18 +440,24 @@ def viewer_certificate_tls(resources: Sequence[Declared]) -> list[Violation]:
         elif certificate.get("acmCertificateArn"):
             if certificate.get("sslSupportMethod") not in ("sni-only", "vip", "static-ip"):
                 found.append(
-                    Violation("viewer-tls", distribution.name, "an ACM certificate needs sslSupportMethod")
+                    Violation(
+                        "viewer-tls", distribution.name, "an ACM certificate needs sslSupportMethod"
+                    )
                 )
             if minimum not in SNI_PROTOCOL_VERSIONS:
                 found.append(
                     Violation(
-                        "viewer-tls", distribution.name, f"minimumProtocolVersion {minimum!r} unknown"
+                        "viewer-tls",
+                        distribution.name,
+                        f"minimumProtocolVersion {minimum!r} unknown",
                     )
                 )
             if not distribution.inputs.get("aliases"):
                 found.append(
                     Violation(
-                        "viewer-tls", distribution.name, "an ACM certificate without aliases serves nothing"
+                        "viewer-tls",
+                        distribution.name,
+                        "an ACM certificate without aliases serves nothing",
                     )
                 )
         else:

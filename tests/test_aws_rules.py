@@ -53,10 +53,10 @@ class Mutable:
     provider: str | None
 
 
-def _mutate(
-    run: ProgramRun, typ: str, change: Callable[[dict[str, Any]], None]
-) -> list[Mutable]:
-    resources = [Mutable(r.typ, r.name, copy.deepcopy(r.inputs), r.provider) for r in run.mocks.resources]
+def _mutate(run: ProgramRun, typ: str, change: Callable[[dict[str, Any]], None]) -> list[Mutable]:
+    resources = [
+        Mutable(r.typ, r.name, copy.deepcopy(r.inputs), r.provider) for r in run.mocks.resources
+    ]
     target = next(r for r in resources if r.typ == typ)  # the first of its type
     change(target.inputs)
     return resources
@@ -175,9 +175,7 @@ BREAKS: dict[str, tuple[str, str, Callable[[dict[str, Any]], None]]] = {
 
 
 @pytest.mark.parametrize("case", sorted(BREAKS))
-def test_each_rule_fails_on_a_violating_input(
-    variants: dict[str, ProgramRun], case: str
-) -> None:
+def test_each_rule_fails_on_a_violating_input(variants: dict[str, ProgramRun], case: str) -> None:
     typ, rule, change = BREAKS[case]
     resources = _mutate(variants["no-domain"], typ, change)
     assert rule in _rules_hit(resources), aws_rules.check(resources)
@@ -188,7 +186,9 @@ def test_a_certificate_requested_outside_us_east_1_is_caught(
 ) -> None:
     run = variants["custom-domain"]
     regional = next(
-        r for r in run.mocks.of_type(aws_rules.AWS_PROVIDER) if r.inputs.get("region") != "us-east-1"
+        r
+        for r in run.mocks.of_type(aws_rules.AWS_PROVIDER)
+        if r.inputs.get("region") != "us-east-1"
     )
     resources: list[Any] = []
     for resource in run.mocks.resources:
@@ -242,4 +242,6 @@ def test_config_refuses_what_the_web_acl_rule_refuses(tmp_path: Path) -> None:
     from infra.config import ConfigError
 
     with pytest.raises(ConfigError, match="webAclArn"):
-        make_config(tmp_path, web_acl_arn="arn:aws:wafv2:us-east-1:123456789012:regional/webacl/a/1")
+        make_config(
+            tmp_path, web_acl_arn="arn:aws:wafv2:us-east-1:123456789012:regional/webacl/a/1"
+        )

@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import http.client
 import json
 import shutil
+import socket
+import struct
+import threading
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
 
@@ -191,3 +196,122 @@ def test_verify_retries_until_the_deployment_catches_up(server: EdgeServer, tmp_
     server.edge = _without(good, "/api/v1/faq/q04-protocols.json")
     stuck = verify(server.base_url, out, retry_for=2, sleep=lambda _: None, clock=lambda: next(now))
     assert stuck.failures, "gives up when the time is up, with the failures"
+
+
+# --- verify is total: network failures are failed checks naming the URL ----------------
+
+
+@contextmanager
+def _misbehaving_server(mode: str) -> Iterator[str]:
+    """A TCP server on 127.0.0.1 that accepts and then resets, stalls, or sends a cut-off
+    answer; or, for "refuse", a port nothing listens on."""
+    listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    listener.bind(("127.0.0.1", 0))
+    port = listener.getsockname()[1]
+    if mode == "refuse":
+        listener.close()
+        yield f"http://127.0.0.1:{port}"
+        return
+    listener.listen(16)
+    listener.settimeout(0.2)
+    stop = threading.Event()
+    held: list[socket.socket] = []
+
+    def serve() -> None:
+        while not stop.is_set():
+            try:
+                conn, _ = listener.accept()
+            except TimeoutError:
+                continue
+            conn.recv(65536)
+            if mode == "reset":
+                conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+                conn.close()
+            elif mode == "truncate":
+                conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\nshort")
+                conn.close()
+            else:  # stall: never answer
+                held.append(conn)
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        stop.set()
+        thread.join(timeout=5)
+        for conn in held:
+            conn.close()
+        listener.close()
+
+
+@pytest.mark.parametrize("mode", ["refuse", "reset", "stall", "truncate"])
+def test_verify_never_crashes_on_network_errors(mode: str) -> None:
+    with _misbehaving_server(mode) as base_url:
+        result = run_cli("verify", base_url, "--timeout", "0.5")
+    assert result.code == 1, result.out
+    assert "Traceback" not in result.out
+    failures = [line for line in result.out.splitlines() if line.startswith("FAIL")]
+    assert failures and all(base_url in line for line in failures), failures
+
+
+@pytest.mark.parametrize(
+    "error", [ConnectionResetError(104, "reset"), TimeoutError("timed out"),
+              http.client.IncompleteRead(b"x", 10), ConnectionRefusedError(111, "refused")],
+)  # fmt: skip
+def test_a_network_error_mid_walk_is_a_failed_check_naming_the_url(
+    server: EdgeServer, monkeypatch: pytest.MonkeyPatch, error: Exception
+) -> None:
+    real = AgentClient.request
+
+    def flaky(self, url, method="GET", headers=None):  # type: ignore[no-untyped-def]
+        if method == "OPTIONS" or "verify-probe" in url:
+            raise error
+        return real(self, url, method, headers)
+
+    monkeypatch.setattr(AgentClient, "request", flaky)
+    report = verify(server.base_url)
+    failed = [f"{f.subject}: {f.message}" for f in report.failures]
+    assert any("OPTIONS" in line and server.base_url in line for line in failed), failed
+    assert any("verify-probe-does-not-exist.json" in line for line in failed), failed
+    assert len(report.findings) > 300, "the rest of the walk still ran"
+
+
+def test_retry_for_retries_network_errors(
+    server: EdgeServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real = AgentClient.request
+    broken = {"on": True}
+
+    def flaky(self, url, method="GET", headers=None):  # type: ignore[no-untyped-def]
+        if broken["on"]:
+            raise ConnectionResetError(104, "reset")
+        return real(self, url, method, headers)
+
+    monkeypatch.setattr(AgentClient, "request", flaky)
+    sleeps: list[float] = []
+
+    def sleep(seconds: float) -> None:
+        sleeps.append(seconds)
+        broken["on"] = False  # the network came back
+
+    now = iter(range(1000))
+    report = verify(server.base_url, retry_for=60, sleep=sleep, clock=lambda: next(now))
+    assert not report.failures and len(sleeps) == 1
+
+
+def test_verify_catches_an_unexposed_etag_and_a_304_with_content_type(
+    server: EdgeServer,
+) -> None:
+    def misconfigure(response: Response, method: str, headers: dict) -> Response:
+        kept = tuple(h for h in response.headers if h[0] != "Access-Control-Expose-Headers")
+        if response.status == 304:
+            kept = (*kept, ("Content-Type", "application/json"))
+        return replace(response, headers=kept)
+
+    assert server.edge is not None
+    server.edge = _Decorated(server.edge, misconfigure)
+    result = run_cli("verify", server.base_url)
+    assert result.code == 1
+    assert "Access-Control-Expose-Headers without Origin includes ETag" in result.out
+    assert "no Content-Type on a 304 without Origin" in result.out

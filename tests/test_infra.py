@@ -393,7 +393,9 @@ def test_stack_outputs_stay_small_at_any_size(plain: ProgramRun, tmp_path: Path)
                         "files_digest", "last_publish", "invalidation_id"}  # fmt: skip
     from infra import publisher
 
-    big = {f"/api/v1/content/d{i:05}.json": "a" * 64 + " 1 application/json|x" for i in range(10_000)}
+    big = {
+        f"/api/v1/content/d{i:05}.json": "a" * 64 + " 1 application/json|x" for i in range(10_000)
+    }
     assert len(publisher.files_digest(big)) == 64
     assert publisher.files_digest(big) != publisher.files_digest({**big, "/x": "y"})
     last = {"uploaded": list(big), "deleted": [], "invalidated": ["/*"], "invalidation_id": "I1"}

@@ -36,11 +36,31 @@ _RESPONSE_HEADERS = {
         "description": "Edge and browser caching, per route.",
         "schema": {"type": "string"},
     },
+    "Access-Control-Expose-Headers": {
+        "description": "Always includes `ETag`, so browser agents can read it cross-origin.",
+        "schema": {"type": "string"},
+    },
     "ETag": {
         "description": "Validator of this version of the file; send it back in If-None-Match "
         "to get a 304 when it has not changed.",
         "schema": {"type": "string"},
     },
+}
+#: Headers of every answer: CORS on errors too (spec rule 4), caching on 404s too.
+_ERROR_HEADERS = ("Access-Control-Allow-Origin", "Access-Control-Expose-Headers", "Cache-Control")
+
+
+def _header_refs(names: tuple[str, ...] | dict[str, Any]) -> dict[str, Any]:
+    return {name: {"$ref": f"#/components/headers/{name}"} for name in names}
+
+
+_IF_NONE_MATCH = {
+    "name": "If-None-Match",
+    "in": "header",
+    "required": False,
+    "description": "The ETag of a copy you hold: the answer is a 304 without a body when "
+    "the file has not changed.",
+    "schema": {"type": "string"},
 }
 
 
@@ -66,17 +86,25 @@ def _operation(
     parameter: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     operation: dict[str, Any] = {"operationId": operation_id, "summary": summary}
-    if parameter is not None:
-        operation["parameters"] = [parameter]
+    parameters = [parameter] if parameter is not None else []
+    operation["parameters"] = [*parameters, {"$ref": "#/components/parameters/IfNoneMatch"}]
     operation["responses"] = {
         "200": {
             "description": "The file.",
-            "headers": {
-                name: {"$ref": f"#/components/headers/{name}"} for name in _RESPONSE_HEADERS
-            },
+            "headers": _header_refs(_RESPONSE_HEADERS),
             "content": content,
         },
-        "404": {"description": "No such file.", "content": _json(ErrorResponse)},
+        # RFC 9110 15.4.5: no body, and no Content-Type; the validator and caching headers.
+        "304": {
+            "description": "Not modified: the copy whose ETag was sent in If-None-Match is "
+            "current.",
+            "headers": _header_refs(_RESPONSE_HEADERS),
+        },
+        "404": {
+            "description": "No such file.",
+            "headers": _header_refs(_ERROR_HEADERS),
+            "content": _json(ErrorResponse),
+        },
     }
     return {"get": operation}
 
@@ -149,8 +177,13 @@ def openapi_document(site: Site, catalog: Catalog) -> dict[str, Any]:
             "contact": {"email": site.config.contact}
             if "@" in site.config.contact
             else {"url": site.config.contact},
+            # The content's terms are the site's; the API points there rather than
+            # claiming a license the site owner never chose (docs/decisions.md).
+            "license": {"name": f"Terms of {site.config.name}", "url": str(site.config.website)},
         },
         "servers": [{"url": site.base_url}],
+        # Public: no authentication on any operation.
+        "security": [],
         "paths": operations,
         "components": {
             "schemas": component_schemas(),
@@ -158,5 +191,6 @@ def openapi_document(site: Site, catalog: Catalog) -> dict[str, Any]:
                 name: {"description": header["description"], "schema": header["schema"]}
                 for name, header in _RESPONSE_HEADERS.items()
             },
+            "parameters": {"IfNoneMatch": _IF_NONE_MATCH},
         },
     }
