@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -12,6 +13,8 @@ import yaml
 from tests.conftest import REPO
 
 WORKFLOWS = REPO / ".github" / "workflows"
+# zizmor ships a binary in its wheel (no Python module): the venv's scripts folder has it.
+ZIZMOR = str(Path(sys.executable).with_name("zizmor"))
 
 
 def load(name: str) -> dict:
@@ -47,7 +50,9 @@ def test_check_jsonschema_rejects_a_broken_workflow(tmp_path: Path) -> None:
 @pytest.mark.parametrize("name", ["preview.yml", "deploy.yml"])
 def test_aws_credentials_come_from_oidc_not_stored_keys(name: str) -> None:
     workflow = load(name)
-    assert workflow["permissions"]["id-token"] == "write"
+    assert workflow["permissions"] == {}, "nothing granted at the workflow level"
+    (job,) = workflow["jobs"].values()
+    assert job["permissions"]["id-token"] == "write"
     text = (WORKFLOWS / name).read_text()
     assert "aws-access-key-id" not in text and "AWS_SECRET_ACCESS_KEY" not in text
     (credentials,) = [
@@ -73,5 +78,53 @@ def test_deploy_runs_up_then_verifies_against_the_build() -> None:
     up_index = next(i for i, s in enumerate(ordered) if s.get("with", {}).get("command") == "up")
     verify = [s for s in ordered[up_index:] if "content_builder verify" in s.get("run", "")]
     assert verify and "--expect-from dist" in verify[0]["run"]
-    assert "steps.up.outputs.base_url" in verify[0]["run"]
+    assert "--retry-for" in verify[0]["run"]
+    assert verify[0]["env"]["BASE_URL"] == "${{ steps.up.outputs.base_url }}"
     assert workflow["concurrency"]["cancel-in-progress"] is False
+
+
+@pytest.mark.parametrize("name", ["preview.yml", "deploy.yml"])
+def test_every_action_is_pinned_to_a_commit_and_checkouts_keep_no_token(name: str) -> None:
+    text = (WORKFLOWS / name).read_text()
+    uses = re.findall(r"uses:\s*(\S+)(.*)", text)
+    assert uses
+    for reference, comment in uses:
+        assert re.fullmatch(r"[\w.-]+/[\w.-]+@[0-9a-f]{40}", reference), reference
+        assert re.search(r"# v\d+\.\d+\.\d+", comment), f"{reference}: version comment"
+    for step in steps(load(name)):
+        if step.get("uses", "").startswith("actions/checkout@"):
+            assert step["with"]["persist-credentials"] is False
+        assert "${{" not in step.get("run", ""), "expressions reach run: through env:"
+
+
+def test_fork_pull_requests_skip_the_preview_instead_of_failing() -> None:
+    workflow = load("preview.yml")
+    needs_aws = [
+        s for s in steps(workflow)
+        if "configure-aws-credentials" in s.get("uses", "") or "pulumi/actions" in s.get("uses", "")
+    ]  # fmt: skip
+    assert len(needs_aws) == 2
+    for step in needs_aws:
+        assert step["if"] == "github.event.pull_request.head.repo.full_name == github.repository"
+    assert any(s.get("run") == "make test" for s in steps(workflow) if "if" not in s)
+
+
+def test_zizmor_finds_nothing_in_the_workflows() -> None:
+    completed = subprocess.run(
+        [ZIZMOR, "--offline", "--persona=pedantic", str(WORKFLOWS)],
+        capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert completed.returncode == 0, completed.stdout + completed.stderr
+
+
+def test_zizmor_would_catch_an_unpinned_action(tmp_path: Path) -> None:
+    text = (WORKFLOWS / "deploy.yml").read_text()
+    (tmp_path / "deploy.yml").write_text(
+        re.sub(r"actions/checkout@[0-9a-f]{40}", "actions/checkout@v4", text)
+    )
+    completed = subprocess.run(
+        [ZIZMOR, "--offline", str(tmp_path)],
+        capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert completed.returncode != 0
+    assert "unpinned-uses" in completed.stdout + completed.stderr
