@@ -123,7 +123,7 @@ def test_zizmor_would_catch_an_unpinned_action(tmp_path: Path) -> None:
         re.sub(r"actions/checkout@[0-9a-f]{40}", "actions/checkout@v4", text)
     )
     completed = subprocess.run(
-        [ZIZMOR, "--offline", str(tmp_path)],
+        [ZIZMOR, "--offline", str(tmp_path / "deploy.yml")],
         capture_output=True, text=True, timeout=120, check=False,
     )  # fmt: skip
     assert completed.returncode != 0
