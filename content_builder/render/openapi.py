@@ -54,8 +54,6 @@ def _header_refs(names: tuple[str, ...] | dict[str, Any]) -> dict[str, Any]:
     return {name: {"$ref": f"#/components/headers/{name}"} for name in names}
 
 
-
-
 def component_schemas() -> dict[str, Any]:
     _, top = models_json_schema(
         [(model, "serialization") for model in RESPONSE_MODELS], ref_template=_REF
