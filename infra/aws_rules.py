@@ -416,6 +416,11 @@ def _provider_name(reference: str) -> str:
 # value is refused); with an ACM certificate and SNI the supported policies are listed:
 # https://docs.aws.amazon.com/cloudfront/latest/APIReference/API_ViewerCertificate.html
 # https://docs.aws.amazon.com/AmazonCloudFront/latest/DeveloperGuide/secure-connections-supported-viewer-protocols-ciphers.html
+# Real deploys: a bare "TLSv1.2" is refused ("failed to satisfy constraint: Member must
+# satisfy enum value set", https://github.com/hashicorp/terraform-provider-aws/issues/11193,
+# https://github.com/hashicorp/terraform-provider-aws/pull/44382); an ACM certificate needs
+# SslSupportMethod and MinimumProtocolVersion (https://github.com/aws/aws-cdk/pull/9200);
+# the default certificate is TLSv1 whatever is asked (https://github.com/cdklabs/cdk-nag/issues/1101).
 SNI_PROTOCOL_VERSIONS = frozenset(
     {"TLSv1", "TLSv1_2016", "TLSv1.1_2016", "TLSv1.2_2018", "TLSv1.2_2019", "TLSv1.2_2021",
      "TLSv1.2_2025", "TLSv1.3_2025"}

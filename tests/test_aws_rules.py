@@ -161,6 +161,13 @@ BREAKS: dict[str, tuple[str, str, Callable[[dict[str, Any]], None]]] = {
         lambda i: i.update(viewerCertificate={
             "cloudfrontDefaultCertificate": True, "minimumProtocolVersion": "TLSv1.2_2021"}),
     ),
+    "bare-tls12-policy-name": (
+        aws_rules.DISTRIBUTION,
+        "viewer-tls",
+        lambda i: i.update(aliases=["a.example.com"], viewerCertificate={
+            "acmCertificateArn": "arn:aws:acm:us-east-1:123456789012:certificate/x",
+            "sslSupportMethod": "sni-only", "minimumProtocolVersion": "TLSv1.2"}),
+    ),
     "regional-web-acl": (
         aws_rules.DISTRIBUTION,
         "web-acl",
