@@ -225,6 +225,33 @@ def origin_custom_headers(resources: Sequence[Declared]) -> list[Violation]:
     return found
 
 
+# An origin signed with OAC (type s3) must be the bucket's REST endpoint, not its website
+# endpoint, and no custom origin: "InvalidArgument: The parameter Origin DomainName does
+# not refer to a valid S3 bucket" (https://github.com/pulumi/examples/pull/1296,
+# https://github.com/hashicorp/terraform-provider-aws/issues/33214), and a custom origin
+# with an s3 OAC never deploys (https://github.com/hashicorp/terraform-provider-aws/issues/26850).
+_S3_REST_DOMAIN = re.compile(r"[a-z0-9][a-z0-9.-]*\.s3(\.[a-z0-9-]+)?\.amazonaws\.com")
+
+
+def oac_origins(resources: Sequence[Declared]) -> list[Violation]:
+    found = []
+    for distribution in _of(resources, DISTRIBUTION):
+        for index, origin in enumerate(distribution.inputs.get("origins") or []):
+            if not origin.get("originAccessControlId"):
+                continue
+            domain = str(origin.get("domainName", ""))
+            if not _S3_REST_DOMAIN.fullmatch(domain) or origin.get("customOriginConfig"):
+                found.append(
+                    Violation(
+                        "oac-origin",
+                        distribution.name,
+                        f"origins[{index}]: OAC needs the bucket's REST endpoint "
+                        f"(bucket_regional_domain_name), not {domain!r} or a custom origin",
+                    )
+                )
+    return found
+
+
 # --- cache policies and behaviours ---------------------------------------------------------
 
 
@@ -536,6 +563,7 @@ RULES: tuple[Rule, ...] = (
     response_policy_custom_header_names,
     response_policy_cors,
     origin_custom_headers,
+    oac_origins,
     cache_policy_ttls,
     behaviour_methods,
     distribution_shape,

@@ -111,6 +111,13 @@ BREAKS: dict[str, tuple[str, str, Callable[[dict[str, Any]], None]]] = {
             customHeaders=[{"name": f"X-H{n}", "value": "v"} for n in range(11)]
         ),
     ),
+    "oac-on-website-endpoint": (
+        aws_rules.DISTRIBUTION,
+        "oac-origin",
+        lambda i: _origin(i).update(
+            domainName="agent-access-content.s3-website-eu-west-1.amazonaws.com"
+        ),
+    ),
     "ttl-order": (
         aws_rules.CACHE_POLICY,
         "cache-policy-ttl",
@@ -210,10 +217,11 @@ def test_a_certificate_requested_outside_us_east_1_is_caught(
 def test_every_rule_is_run_and_has_a_breaking_case() -> None:
     assert {rule for _, rule, _ in BREAKS.values()} == {
         "response-policy-custom-header", "response-policy-cors", "origin-custom-header",
+        "oac-origin",
         "cache-policy-ttl", "behaviour-methods", "distribution-shape", "s3-cors",
         "acm-region", "viewer-tls", "web-acl",
     }  # fmt: skip
-    assert len(aws_rules.RULES) == 10
+    assert len(aws_rules.RULES) == 11
 
 
 def test_origin_is_not_on_cloudfronts_origin_header_denylist() -> None:
