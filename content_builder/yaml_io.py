@@ -8,6 +8,7 @@ Python code either way.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -136,8 +137,14 @@ def _describe(error: yaml.YAMLError, text: str) -> str:
         line = lines[mark.line] if mark.line < len(lines) else ""
         if "\t" in line[: mark.column + 1]:
             hint = "; YAML indents with spaces, not tabs: replace the tab"
+        elif _STARTS_WITH_TOKEN.search(line):
+            hint = '; a value that starts with a token such as {name} must be quoted: "{name} ..."'
+
         return f"{problem} (line {mark.line + 1}, column {mark.column + 1}){hint}"
     return str(problem)
+
+
+_STARTS_WITH_TOKEN = re.compile(r"(^|:|-)\s*\{[a-z_]+\}")
 
 
 @dataclass(frozen=True)
