@@ -70,6 +70,17 @@ class SourceModel(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
+Fraction = Annotated[float, Field(ge=0.0, le=1.0)]
+
+
+class SearchEvalSettings(SourceModel):
+    """Floors for site_data/search-questions.yaml; the owner decides whether a drop fails."""
+
+    recall_at_1: Fraction = 0.0
+    recall_at_3: Fraction = 0.0
+    fail_below: bool = False
+
+
 class SiteSource(SourceModel):
     brand: Annotated[
         str, StringConstraints(pattern=r"^[a-z][a-z0-9-]*$"), AfterValidator(_require_free_brand)
@@ -82,6 +93,7 @@ class SiteSource(SourceModel):
     api_version: Annotated[SemVer, AfterValidator(_require_major_one)]
     language: LanguageCode
     contact: Annotated[Text, AfterValidator(_require_contact)]
+    search_eval: SearchEvalSettings = SearchEvalSettings()
 
 
 class SectionSource(SourceModel):
