@@ -164,6 +164,17 @@ def load_site(root: Path, base_url: str | None = None) -> Site:
         path=root / ON_SITE_AGENT_FILE,
     )
     _check_unique_ids(documents, faqs, problems)
+    if (root / CONTENT_DIR).is_dir() and not any(d.id == SITE_DOCUMENT_ID for d in documents):
+        problems.append(
+            Problem(
+                display_path(root / CONTENT_DIR),
+                None,
+                f"the {SITE_DOCUMENT_ID!r} document is required: the MCP manifest's "
+                f"get_site_overview tool and its content/site resource point at "
+                f"{paths.document(SITE_DOCUMENT_ID)}; add content/{SITE_DOCUMENT_ID}.yaml with "
+                f"id: {SITE_DOCUMENT_ID}",
+            )
+        )
     if problems or architecture is None or on_site_agent is None:
         raise SiteDataError(problems)
     return Site(
@@ -260,7 +271,8 @@ def _load_faqs(
     root: Path, read: Callable[[Path], dict[str, Any] | None], problems: list[Problem]
 ) -> list[LoadedFaq]:
     loaded = []
-    for path in _yaml_files(root / FAQ_DIR, problems):
+    # A site may have no FAQ (yet): an empty or missing faq/ folder is allowed.
+    for path in _yaml_files(root / FAQ_DIR, problems, required=False):
         display = display_path(path)
         faq = _validate(FaqSource, read(path), display, problems, path=path)
         if faq is not None:
@@ -268,18 +280,22 @@ def _load_faqs(
     return loaded
 
 
-def _yaml_files(folder: Path, problems: list[Problem]) -> list[Path]:
+def _yaml_files(folder: Path, problems: list[Problem], required: bool = True) -> list[Path]:
     if not folder.is_dir():
-        problems.append(Problem(display_path(folder), None, "folder is missing"))
+        if required:
+            problems.append(Problem(display_path(folder), None, "folder is missing"))
         return []
     strays = sorted(p.name for p in folder.iterdir() if p.suffix == ".yml")
     for name in strays:
         problems.append(Problem(display_path(folder / name), None, "use the .yaml extension"))
     files = sorted(folder.glob("*.yaml"))
-    if not files:
+    if not files and required:
         problems.append(Problem(display_path(folder), None, "holds no .yaml files"))
     return files
 
+
+#: The overview document the MCP manifest's get_site_overview tool returns.
+SITE_DOCUMENT_ID = "site"
 
 #: Document ids whose file name is taken by an aggregate in /api/v1/content/.
 RESERVED_DOCUMENT_IDS = frozenset({"index", "search-index"})

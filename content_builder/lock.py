@@ -52,18 +52,12 @@ _STAMP = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z$")
 _RECREATE = "restore it from git (git checkout -- {0}) or fix the field; run build to refresh it"
 
 
-@dataclass(frozen=True)
-class LockFile:
-    entries: Lock
-    #: True when the file held git conflict markers and both sides were merged.
-    merged_conflict: bool = False
+class MergedLock(dict[str, LockEntry]):
+    """A lock read from a file with git conflict markers, both sides merged: the file
+    itself must be rewritten, so the build reports it as a change."""
 
 
 def read_lock(path: Path, display: str) -> Lock:
-    return read_lock_file(path, display).entries
-
-
-def read_lock_file(path: Path, display: str) -> LockFile:
     """The lock, validated; a git merge conflict in it is merged, not refused.
 
     Both sides of a conflict are complete locks; for each id the entry with the higher
@@ -71,20 +65,20 @@ def read_lock_file(path: Path, display: str) -> LockFile:
     no date is lost. `resolve` then bumps whatever the merged content changed.
     """
     if not path.exists():
-        return LockFile({})
+        return {}
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as error:
         raise SiteDataError.single(display, None, f"cannot read the lock file ({error})") from error
     sides = _conflict_sides(text)
     if sides is None:
-        return LockFile(_parse(text, display))
+        return _parse(text, display)
     ours, theirs = (_parse(side, display, "the conflicted ") for side in sides)
-    merged = dict(ours)
+    merged = MergedLock(ours)
     for entry_id, entry in theirs.items():
         if entry_id not in merged or _newer(entry, merged[entry_id]):
             merged[entry_id] = entry
-    return LockFile(merged, merged_conflict=True)
+    return merged
 
 
 def _newer(candidate: LockEntry, current: LockEntry) -> bool:

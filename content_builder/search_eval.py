@@ -228,11 +228,11 @@ def site_search_quality(site: Site, search_index_body: bytes) -> SiteSearchQuali
             ("recall@3", scores.recall_at_3, settings.recall_at_3),
         ):
             if value < floor:
-                message = f"{name}: {label} {value:.3f} is below the floor {floor:.2f}"
+                message = f"{label} {value:.3f} is below the floor {floor:.2f}"
                 if settings.fail_below:
                     problems.append(Problem(display, name, message + " (search_eval in site.yaml)"))
                 else:
-                    lines.append(f"search: warning: {message} (fail_below is false)")
+                    lines.append(f"search: warning: {name}: {message} (fail_below is false)")
     unanswered = [entry_id for entry_id in ids if entry_id not in best_somewhere]
     if unanswered:
         lines.append(f"search: no question has these entries as its best answer: {unanswered}")

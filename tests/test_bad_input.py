@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 
 from content_builder.errors import SiteDataError
 from content_builder.loader import Site, load_site
-from tests.conftest import SITE_DATA, run_cli, tree_digest
+from tests.conftest import SPEC_SITE, run_cli, tree_digest
 
 LOCK = "content.lock.json"
 FAQ = "faq/q03-protection.yaml"
@@ -439,7 +439,7 @@ def fuzz_sites(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     sites = {}
     for target in FUZZ_TARGETS:
         site = tmp_path_factory.mktemp("fuzz") / "site_data"
-        shutil.copytree(SITE_DATA, site)
+        shutil.copytree(SPEC_SITE, site)
         for folder, keep in KEEP.items():
             for path in (site / folder).glob("*.yaml"):
                 if path.name != keep and path != site / target:
@@ -515,7 +515,7 @@ def random_mutation(original: dict[str, Any]) -> st.SearchStrategy[str]:
 
 
 STRATEGIES = {"text": random_text, "dump": random_dump, "mutation": random_mutation}
-ORIGINALS = {target: load(SITE_DATA / target) for target in FUZZ_TARGETS}
+ORIGINALS = {target: load(SPEC_SITE / target) for target in FUZZ_TARGETS}
 
 
 @pytest.mark.parametrize("kind", STRATEGIES)
