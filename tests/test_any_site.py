@@ -109,8 +109,11 @@ def test_the_shape_is_what_it_claims(built: Built) -> None:
         assert (len(built.document_ids), len(built.faq_ids)) == (50, 80)
     if "brand-renamed" in name:
         assert built.site.config.brand == "acme-docs"
-    if "removed" in name:
-        assert len(built.document_ids) == 5
+    if name.startswith("generated-document-removed"):
+        assert len(built.document_ids) == 5 and "topic-003" not in built.document_ids
+    if name.startswith("site_data-document-removed"):
+        owner = len(list((SITE_DATA / "content").glob("*.yaml")))
+        assert len(built.document_ids) == owner - 1
 
 
 def test_every_published_file_has_a_route_rule_and_its_media_type(built: Built) -> None:
