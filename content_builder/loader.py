@@ -144,7 +144,7 @@ def load_site(root: Path, base_url: str | None = None) -> Site:
             for location, text in located_strings(raw)
             for message in link_problems(text, literal_bases, site_config.base_url)
         ]
-        problems.extend(_with_lines(found, path))
+        problems.extend(with_lines(found, path))
         return _substitute(raw, tokens)
 
     documents = _load_documents(root, read, problems)
@@ -383,7 +383,7 @@ def _validate(
         return None
 
 
-def _with_lines(found: list[Problem], path: Path) -> list[Problem]:
+def with_lines(found: list[Problem], path: Path) -> list[Problem]:
     """The problems, each with the line of its field when YAML gives one."""
     if not found:
         return found

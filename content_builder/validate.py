@@ -8,13 +8,14 @@ then every built file (a safety net for what the renderers generate).
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
 from content_builder import links, paths
 from content_builder.artifacts import Artifact
 from content_builder.errors import Problem, SiteDataError
-from content_builder.loader import Site, located_strings
+from content_builder.loader import Site, located_strings, with_lines
 
 
 def _dangling(text: str, site: Site, published: frozenset[str]) -> list[str]:
@@ -36,11 +37,13 @@ def check_authored_links(site: Site, published: frozenset[str]) -> None:
         (site.on_site_agent_file, site.on_site_agent.model_dump(mode="json")),
     ]
     for file, data in sources:
-        for location, text in located_strings(data):
-            problems += [
-                Problem(file, location, f"link {url} does not resolve to a published file")
-                for url in _dangling(text, site, published)
-            ]
+        found = [
+            Problem(file, location, f"link {url} does not resolve to a published file")
+            for location, text in located_strings(data)
+            for url in _dangling(text, site, published)
+        ]
+        # `file` is the path as displayed (relative to the working directory).
+        problems += with_lines(found, Path(file))
     if problems:
         raise SiteDataError(problems)
 

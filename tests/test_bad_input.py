@@ -244,7 +244,7 @@ CASES = {
         edit_yaml(FAQ, setter("answer", "Read {base_url}/api/v1/content/nope.json first.")),
         FAQ,
         "answer",
-        ("nope.json", "does not resolve"),
+        ("nope.json", "does not resolve", "(line "),
     ),
     "faq-duplicate-key": Case(
         edit_text(FAQ, "id: q03-protection\n", "id: q03-protection\nquestion: Twice?\n"),
