@@ -28,7 +28,7 @@ from content_builder.source import (
     PageContentSource,
     SiteSource,
 )
-from content_builder.yaml_io import Scalar, locate, read_yaml_mapping
+from content_builder.yaml_io import Scalar, locate, read_yaml_mapping, with_lines
 
 BASE_URL_TOKEN = "{base_url}"
 #: Every token an author may write; a rename is then one line of site.yaml.
@@ -125,7 +125,7 @@ def load_site(root: Path, base_url: str | None = None) -> Site:
     site_display = display_path(root / SITE_FILE)
     if not root.is_dir():
         raise SiteDataError.single(display_path(root), None, "site data folder does not exist")
-    site_config = _validate(
+    site_config = validate_model(
         SiteSource, _read(root / SITE_FILE, problems), site_display, problems, path=root / SITE_FILE
     )
     if site_config is None:
@@ -149,14 +149,14 @@ def load_site(root: Path, base_url: str | None = None) -> Site:
 
     documents = _load_documents(root, read, problems)
     faqs = _load_faqs(root, read, problems)
-    architecture = _validate(
+    architecture = validate_model(
         ArchitectureDocument,
         read(root / ARCHITECTURE_FILE),
         display_path(root / ARCHITECTURE_FILE),
         problems,
         path=root / ARCHITECTURE_FILE,
     )
-    on_site_agent = _validate(
+    on_site_agent = validate_model(
         OnSiteAgentStatus,
         read(root / ON_SITE_AGENT_FILE),
         display_path(root / ON_SITE_AGENT_FILE),
@@ -257,11 +257,13 @@ def _load_documents(
     for path in _yaml_files(root / CONTENT_DIR, problems):
         display = display_path(path)
         raw = read(path)
-        document = _validate(DocumentSource, raw, display, problems, path=path)
+        document = validate_model(DocumentSource, raw, display, problems, path=path)
         if document is None:
             continue
         shape = CONTENT_SHAPES[document.content_type]
-        content = _validate(shape, document.content, display, problems, prefix="content", path=path)
+        content = validate_model(
+            shape, document.content, display, problems, prefix="content", path=path
+        )
         if content is not None:
             loaded.append(LoadedDocument(document, content, display))  # type: ignore[arg-type]
     return loaded
@@ -274,7 +276,7 @@ def _load_faqs(
     # A site may have no FAQ (yet): an empty or missing faq/ folder is allowed.
     for path in _yaml_files(root / FAQ_DIR, problems, required=False):
         display = display_path(path)
-        faq = _validate(FaqSource, read(path), display, problems, path=path)
+        faq = validate_model(FaqSource, read(path), display, problems, path=path)
         if faq is not None:
             loaded.append(LoadedFaq(faq, display))
     return loaded
@@ -359,7 +361,7 @@ def _substitute(value: Any, tokens: dict[str, str]) -> Any:
     return value
 
 
-def _validate(
+def validate_model(
     model: type[M],
     raw: dict[str, Any] | None,
     display: str,
@@ -381,19 +383,6 @@ def _validate(
                 message += f" (line {scalar.line})"
             problems.append(Problem(display, location or None, message))
         return None
-
-
-def with_lines(found: list[Problem], path: Path) -> list[Problem]:
-    """The problems, each with the line of its field when YAML gives one."""
-    if not found:
-        return found
-    written = locate(path)
-    return [
-        Problem(p.file, p.field, f"{p.message} (line {written[p.field].line})")
-        if p.field in written
-        else p
-        for p in found
-    ]
 
 
 def _format_location(loc: tuple[Any, ...]) -> str:

@@ -22,18 +22,16 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
 from content_builder import paths
 from content_builder.client import rank as client_rank
 from content_builder.errors import Problem, SiteDataError
+from content_builder.loader import Site, validate_model
 from content_builder.models import SearchIndex
 from content_builder.yaml_io import read_yaml_mapping
-
-if TYPE_CHECKING:
-    from content_builder.loader import Site
 
 _SPLIT = re.compile(r"[^0-9a-z]+")
 
@@ -94,15 +92,13 @@ class _QuestionsFile(BaseModel):
 
 def load_question_sets(path: Path, display: str | None = None) -> dict[str, list[Question]]:
     """Each set of the questions file (`questions`, `held_out`); errors name file and field."""
-    from content_builder.loader import _validate  # the loader's messages and line numbers
-
     display = display or str(path)
     problems: list[Problem] = []
     try:
         raw = read_yaml_mapping(path, display)
     except SiteDataError as error:
         raise error from None
-    parsed = _validate(_QuestionsFile, raw, display, problems, path=path)
+    parsed = validate_model(_QuestionsFile, raw, display, problems, path=path)
     if parsed is None:
         raise SiteDataError(problems)
     return {

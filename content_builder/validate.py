@@ -15,7 +15,8 @@ from urllib.parse import urlsplit
 from content_builder import links, paths
 from content_builder.artifacts import Artifact
 from content_builder.errors import Problem, SiteDataError
-from content_builder.loader import Site, located_strings, with_lines
+from content_builder.loader import Site, located_strings
+from content_builder.yaml_io import with_lines
 
 
 def _dangling(text: str, site: Site, published: frozenset[str]) -> list[str]:

@@ -78,15 +78,7 @@ def read_yaml_mapping(path: Path, display: str) -> dict[str, Any]:
     try:
         _require_plain_data(data, display)
     except SiteDataError as error:
-        written = locate(path)
-        raise SiteDataError(
-            [
-                Problem(p.file, p.field, f"{p.message} (line {written[p.field].line})")
-                if p.field in written
-                else p
-                for p in error.problems
-            ]
-        ) from None
+        raise SiteDataError(with_lines(error.problems, path)) from None
     return data
 
 
@@ -185,6 +177,19 @@ def locate(path: Path) -> dict[str, Scalar]:
                 found[child] = _scalar(value_node, value_node.start_mark.line + 1)
                 stack.append((value_node, child))
     return found
+
+
+def with_lines(found: list[Problem], path: Path) -> list[Problem]:
+    """The problems, each with the line of its field when YAML gives one."""
+    if not found:
+        return found
+    written = locate(path)
+    return [
+        Problem(p.file, p.field, f"{p.message} (line {written[p.field].line})")
+        if p.field in written
+        else p
+        for p in found
+    ]
 
 
 def _scalar(node: yaml.Node, line: int) -> Scalar:
