@@ -15,6 +15,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from openapi_spec_validator import validate as validate_openapi
 
 from content_builder import links, models, paths
@@ -226,3 +228,46 @@ def test_the_lock_tracks_exactly_the_entries_and_stays_put(built: Built, tmp_pat
     check = run_cli("check", "--site", built.site_dir, "--frozen")
     assert check.code == 0, check.err
     assert "lock would change" not in check.out
+
+
+# --- hypothesis: any valid shape builds, and its aggregates are complete -------------
+
+brands = st.from_regex(r"[a-z][a-z0-9-]{0,12}", fullmatch=True).filter(lambda b: b != "mcp")
+names = st.text(
+    alphabet=st.characters(categories=["L", "N", "Zs"], exclude_characters="{}"),
+    min_size=1,
+    max_size=20,
+).filter(lambda name: name.strip() and name == name.strip())
+shapes = st.builds(
+    sites.Shape,
+    documents=st.integers(1, 8),
+    faqs=st.integers(0, 8),
+    brand=brands,
+    name=names,
+    unicode=st.booleans(),
+)
+
+
+@settings(
+    max_examples=8,
+    deadline=None,
+    database=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(shape=shapes)
+def test_any_valid_shape_builds_and_covers_every_entry(tmp_path: Path, shape: sites.Shape) -> None:
+    root = tmp_path / "hypothesis" / "site_data"
+    sites.make_site(root, shape)
+    out = root.parent / "dist"
+    if out.exists():
+        shutil.rmtree(out)
+    result = run_cli("build", "--site", root, "--out", out, "--base-url", TEST_BASE_URL,
+                     "--frozen")  # fmt: skip
+    assert result.code == 0, result.err
+    built = Built(root, load_site(root, TEST_BASE_URL), out)
+    assert built.document_ids == sites.document_ids(shape)
+    assert built.faq_ids == sites.faq_ids(shape)
+    test_every_aggregate_covers_every_entry(built)
+    test_mcp_enums_are_the_real_ids(built)
+    test_every_link_into_the_api_resolves(built)
+    assert built.json(paths.discovery(shape.brand))["name"] == shape.name
