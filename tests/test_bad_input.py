@@ -751,3 +751,18 @@ def test_an_unparsable_conflict_side_says_how_to_recover(site_copy: Path) -> Non
     result = run_cli("check", "--site", site_copy)
     assert result.code == 1
     assert_reported(result.err, site_copy, LOCK, None, ("not valid JSON", "git checkout"))
+
+
+def test_diff3_conflict_markers_are_merged_too(site_copy: Path, tmp_path: Path) -> None:
+    original = json.loads((site_copy / LOCK).read_text("utf-8"))
+    theirs = json.loads(json.dumps(original))
+    theirs["entries"]["q05-insights"]["content_version"] = "3.0.0"
+    body = json.dumps(original, indent=2).splitlines()
+    other = json.dumps(theirs, indent=2).splitlines()
+    # git's merge.conflictStyle=diff3 adds the common ancestor between ||||||| and =======.
+    lines = ["<<<<<<< HEAD", *body, "||||||| base", *body, "=======", *other, ">>>>>>> b"]
+    (site_copy / LOCK).write_text("\n".join(lines) + "\n", encoding="utf-8")
+    result = run_cli("build", "--site", site_copy, "--out", tmp_path / "dist")
+    assert result.code == 0, result.err
+    merged = json.loads((site_copy / LOCK).read_text("utf-8"))
+    assert merged["entries"]["q05-insights"]["content_version"] == "3.0.0"
