@@ -13,6 +13,7 @@ import copy
 import json
 import re
 import shutil
+import subprocess
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -766,3 +767,36 @@ def test_diff3_conflict_markers_are_merged_too(site_copy: Path, tmp_path: Path) 
     assert result.code == 0, result.err
     merged = json.loads((site_copy / LOCK).read_text("utf-8"))
     assert merged["entries"]["q05-insights"]["content_version"] == "3.0.0"
+
+
+def test_a_real_git_merge_conflict_in_the_lock_is_merged(site_copy: Path, tmp_path: Path) -> None:
+    """The lock as `git merge` leaves it: partial hunks inside the JSON."""
+    def git(*args: str) -> None:
+        subprocess.run(["git", "-C", str(site_copy), *args], check=False, capture_output=True)
+
+    def bump(entry_id: str, version: str, stamp: str) -> None:
+        edit_lock(site_copy, entry_id, "content_version", version)
+        edit_lock(site_copy, entry_id, "updated_at", stamp)
+        git("commit", "-qam", f"bump {entry_id}")
+
+    git("init", "-q", "-b", "main")
+    for key, value in (("user.name", "t"), ("user.email", "t@t")):
+        git("config", key, value)
+    git("add", "-A")
+    git("commit", "-qm", "start")
+    git("checkout", "-q", "-b", "other")
+    bump("q01-difference", "1.0.4", "2030-01-01T00:00:00Z")
+    git("checkout", "-q", "main")
+    bump("q01-difference", "1.0.9", "2030-02-01T00:00:00Z")
+    git("merge", "-q", "other")
+    text = (site_copy / LOCK).read_text("utf-8")
+    assert "<<<<<<<" in text, "git left a conflict in the lock"
+
+    result = run_cli("build", "--site", site_copy, "--out", tmp_path / "dist")
+    assert result.code == 0, result.err
+    merged = json.loads((site_copy / LOCK).read_text("utf-8"))
+    assert merged["entries"]["q01-difference"] == {
+        **merged["entries"]["q01-difference"],
+        "content_version": "1.0.9",
+        "updated_at": "2030-02-01T00:00:00Z",
+    }
