@@ -13,7 +13,14 @@ from content_builder import paths
 from content_builder.artifacts import Artifact, json_body, text_body
 from content_builder.errors import Problem, SiteDataError
 from content_builder.loader import LOCK_FILE, Site, display_path, load_site
-from content_builder.lock import Lock, LockChange, lock_body, read_lock, resolve
+from content_builder.lock import (
+    Lock,
+    LockChange,
+    MergedLock,
+    lock_body,
+    read_lock,
+    resolve,
+)
 from content_builder.render.discovery import discovery_document
 from content_builder.render.documents import build_catalog, tracked
 from content_builder.render.errors import not_found
@@ -74,8 +81,12 @@ def stale_lock_error(site: Site, changes: list[LockChange]) -> SiteDataError:
 
 def plan(site_dir: Path, base_url: str | None = None, frozen: bool = False) -> Plan:
     site = load_site(site_dir, base_url)
-    old_lock = read_lock(site.root / LOCK_FILE, display_path(site.root / LOCK_FILE))
+    lock_display = display_path(site.root / LOCK_FILE)
+    old_lock = read_lock(site.root / LOCK_FILE, lock_display)
     lock, changes = resolve(old_lock, tracked(site))
+    if isinstance(old_lock, MergedLock):
+        reason = "merge conflict in the lock merged (the newest version of each entry kept)"
+        changes = [LockChange("*", lock_display, reason), *changes]
     if frozen and changes:
         raise stale_lock_error(site, changes)
     artifacts = render(site, lock)

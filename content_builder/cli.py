@@ -7,7 +7,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from content_builder import search_eval
+from content_builder import paths, search_eval
 from content_builder.build import build, plan
 from content_builder.errors import SiteDataError
 from content_builder.serve import serve
@@ -67,8 +67,8 @@ def _parser() -> argparse.ArgumentParser:
     eval_cmd.add_argument(
         "--questions",
         type=Path,
-        default=Path("tests/search_eval/questions.yaml"),
-        help="evaluation set: questions and the ids that answer them",
+        help="evaluation set (default: <site>/search-questions.yaml): questions and the ids "
+        "that answer them",
     )
     eval_cmd.add_argument("--misses", action="store_true", help="list questions not in the top 3")
     return parser
@@ -104,6 +104,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             result = plan(args.site, frozen=args.frozen)
             for change in result.lock_changes:
                 print(f"lock would change: {change.id}: {change.reason} (run build)")
+            body = next(a.body for a in result.artifacts if a.path == paths.SEARCH_INDEX)
+            quality = search_eval.site_search_quality(result.site, body)
+            print("\n".join(quality.lines))
+            if quality.problems:
+                raise SiteDataError(quality.problems)
             print(f"ok: {len(result.artifacts)} files would be published")
     except SiteDataError as error:
         for problem in error.problems:

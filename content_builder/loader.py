@@ -1,4 +1,4 @@
-"""site_data/ -> Site: read every YAML file, substitute {base_url}, validate.
+"""site_data/ -> Site: read every YAML file, substitute the tokens ({base_url}, ...), validate.
 
 Errors name the file, the field (dotted path, list indexes in brackets) and what was
 expected. Problems of every file are collected, so one run reports them all.
@@ -6,7 +6,9 @@ expected. Problems of every file are collected, so one run reports them all.
 
 from __future__ import annotations
 
+import difflib
 import os
+import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -15,7 +17,7 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ValidationError
 
-from content_builder import links
+from content_builder import links, paths
 from content_builder.errors import Problem, SiteDataError
 from content_builder.models import ArchitectureDocument, OnSiteAgentStatus
 from content_builder.source import (
@@ -26,9 +28,16 @@ from content_builder.source import (
     PageContentSource,
     SiteSource,
 )
-from content_builder.yaml_io import read_yaml_mapping
+from content_builder.yaml_io import Scalar, locate, read_yaml_mapping, with_lines
 
 BASE_URL_TOKEN = "{base_url}"
+#: Every token an author may write; a rename is then one line of site.yaml.
+TOKENS = ("{base_url}", "{discovery_url}", "{brand}", "{name}", "{website}", "{contact}")
+_BRACED = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
+# A token that should start a URL path: `{base_url}api/v1` lost its slash.
+_GLUED = re.compile(r"\{(base_url|website)\}(?=[A-Za-z0-9_.~-])")
+# Hosts that only exist on the author's machine (`make serve` prints one of them).
+_LOCAL_HOSTS = frozenset({"localhost", "127.0.0.1", "0.0.0.0", "::1"})
 
 SITE_FILE = "site.yaml"
 CONTENT_DIR = "content"
@@ -116,48 +125,56 @@ def load_site(root: Path, base_url: str | None = None) -> Site:
     site_display = display_path(root / SITE_FILE)
     if not root.is_dir():
         raise SiteDataError.single(display_path(root), None, "site data folder does not exist")
-    site_config = _validate(SiteSource, _read(root / SITE_FILE, problems), site_display, problems)
+    site_config = validate_model(
+        SiteSource, _read(root / SITE_FILE, problems), site_display, problems, path=root / SITE_FILE
+    )
     if site_config is None:
         raise SiteDataError(problems)
     effective_base = normalize_base_url(base_url) if base_url else site_config.base_url
 
     literal_bases = {site_config.base_url, effective_base}
+    tokens = token_values(site_config, effective_base)
 
     def read(path: Path) -> dict[str, Any] | None:
         raw = _read(path, problems)
         if raw is None:
             return None
-        # A literal base URL would only be right for one deployment (and its lock hash
-        # would differ between deployments): links into the API are written {base_url}.
-        problems.extend(
-            Problem(
-                display_path(path),
-                location or None,
-                f"write {BASE_URL_TOKEN} instead of the literal {base} in links into the API "
-                f"(found {url})",
-            )
+        found = [
+            Problem(display_path(path), location or None, message)
             for location, text in located_strings(raw)
-            for url in links.urls(text)
-            for base in sorted(literal_bases)
-            if links.api_path(url, base) not in (None, *links.NON_FILE_PATHS)
-        )
-        return _substitute(raw, effective_base)
+            for message in link_problems(text, literal_bases, site_config.base_url)
+        ]
+        problems.extend(with_lines(found, path))
+        return _substitute(raw, tokens)
 
     documents = _load_documents(root, read, problems)
     faqs = _load_faqs(root, read, problems)
-    architecture = _validate(
+    architecture = validate_model(
         ArchitectureDocument,
         read(root / ARCHITECTURE_FILE),
         display_path(root / ARCHITECTURE_FILE),
         problems,
+        path=root / ARCHITECTURE_FILE,
     )
-    on_site_agent = _validate(
+    on_site_agent = validate_model(
         OnSiteAgentStatus,
         read(root / ON_SITE_AGENT_FILE),
         display_path(root / ON_SITE_AGENT_FILE),
         problems,
+        path=root / ON_SITE_AGENT_FILE,
     )
     _check_unique_ids(documents, faqs, problems)
+    if (root / CONTENT_DIR).is_dir() and not any(d.id == SITE_DOCUMENT_ID for d in documents):
+        problems.append(
+            Problem(
+                display_path(root / CONTENT_DIR),
+                None,
+                f"the {SITE_DOCUMENT_ID!r} document is required: the MCP manifest's "
+                f"get_site_overview tool and its content/site resource point at "
+                f"{paths.document(SITE_DOCUMENT_ID)}; add content/{SITE_DOCUMENT_ID}.yaml with "
+                f"id: {SITE_DOCUMENT_ID}",
+            )
+        )
     if problems or architecture is None or on_site_agent is None:
         raise SiteDataError(problems)
     return Site(
@@ -173,6 +190,66 @@ def load_site(root: Path, base_url: str | None = None) -> Site:
     )
 
 
+def token_values(config: SiteSource, base_url: str) -> dict[str, str]:
+    """What each author token stands for (docs/site-data-format.md, Tokens)."""
+    values = {
+        "{base_url}": base_url,
+        "{discovery_url}": base_url + paths.discovery(config.brand),
+        "{brand}": config.brand,
+        "{name}": config.name,
+        "{website}": config.website.rstrip("/"),
+        "{contact}": config.contact,
+    }
+    assert tuple(values) == TOKENS
+    return values
+
+
+def link_problems(text: str, literal_bases: set[str], base_url: str) -> Iterator[str]:
+    """What is wrong with the links written in one authored string (before substitution)."""
+    for match in _BRACED.finditer(text):
+        token = match.group(0)
+        if token in TOKENS:
+            continue
+        close = difflib.get_close_matches(token, TOKENS, n=1, cutoff=0.75)
+        glued_to_path = text[match.end() : match.end() + 1] == "/"
+        if close or glued_to_path:
+            advice = f"did you mean {close[0]}?" if close else "tokens are " + ", ".join(TOKENS)
+            yield f"unknown token {token}: {advice}"
+    for match in _GLUED.finditer(text):
+        found = _snippet(text, match)
+        yield f"write {match.group(0)}/ with a slash before the path (found {found})"
+    own_host = urlsplit(base_url).hostname
+    for url in links.urls(text):
+        parts = urlsplit(url)
+        try:
+            host = parts.hostname
+        except ValueError:
+            continue
+        if host in _LOCAL_HOSTS:
+            yield (
+                f"link to a local server ({url}); write {BASE_URL_TOKEN}/... so that it "
+                "points at each deployment"
+            )
+        elif host == own_host and parts.scheme == "http":
+            yield f"link to the API over http ({url}); write {BASE_URL_TOKEN}/... (HTTPS only)"
+        elif any(links.api_path(url, base) not in (None, *links.NON_FILE_PATHS)
+                 for base in literal_bases):  # fmt: skip
+            # A literal base URL would only be right for one deployment (and its lock hash
+            # would differ between deployments): links into the API are written {base_url}.
+            base = next(b for b in sorted(literal_bases) if url.startswith(b))
+            yield (
+                f"write {BASE_URL_TOKEN} instead of the literal {base} in links into the API "
+                f"(found {url})"
+            )
+
+
+def _snippet(text: str, match: re.Match[str]) -> str:
+    end = match.end()
+    while end < len(text) and not text[end].isspace() and end - match.end() < 30:
+        end += 1
+    return text[match.start() : end]
+
+
 def _load_documents(
     root: Path, read: Callable[[Path], dict[str, Any] | None], problems: list[Problem]
 ) -> list[LoadedDocument]:
@@ -180,11 +257,13 @@ def _load_documents(
     for path in _yaml_files(root / CONTENT_DIR, problems):
         display = display_path(path)
         raw = read(path)
-        document = _validate(DocumentSource, raw, display, problems)
+        document = validate_model(DocumentSource, raw, display, problems, path=path)
         if document is None:
             continue
         shape = CONTENT_SHAPES[document.content_type]
-        content = _validate(shape, document.content, display, problems, prefix="content")
+        content = validate_model(
+            shape, document.content, display, problems, prefix="content", path=path
+        )
         if content is not None:
             loaded.append(LoadedDocument(document, content, display))  # type: ignore[arg-type]
     return loaded
@@ -194,26 +273,31 @@ def _load_faqs(
     root: Path, read: Callable[[Path], dict[str, Any] | None], problems: list[Problem]
 ) -> list[LoadedFaq]:
     loaded = []
-    for path in _yaml_files(root / FAQ_DIR, problems):
+    # A site may have no FAQ (yet): an empty or missing faq/ folder is allowed.
+    for path in _yaml_files(root / FAQ_DIR, problems, required=False):
         display = display_path(path)
-        faq = _validate(FaqSource, read(path), display, problems)
+        faq = validate_model(FaqSource, read(path), display, problems, path=path)
         if faq is not None:
             loaded.append(LoadedFaq(faq, display))
     return loaded
 
 
-def _yaml_files(folder: Path, problems: list[Problem]) -> list[Path]:
+def _yaml_files(folder: Path, problems: list[Problem], required: bool = True) -> list[Path]:
     if not folder.is_dir():
-        problems.append(Problem(display_path(folder), None, "folder is missing"))
+        if required:
+            problems.append(Problem(display_path(folder), None, "folder is missing"))
         return []
     strays = sorted(p.name for p in folder.iterdir() if p.suffix == ".yml")
     for name in strays:
         problems.append(Problem(display_path(folder / name), None, "use the .yaml extension"))
     files = sorted(folder.glob("*.yaml"))
-    if not files:
+    if not files and required:
         problems.append(Problem(display_path(folder), None, "holds no .yaml files"))
     return files
 
+
+#: The overview document the MCP manifest's get_site_overview tool returns.
+SITE_DOCUMENT_ID = "site"
 
 #: Document ids whose file name is taken by an aggregate in /api/v1/content/.
 RESERVED_DOCUMENT_IDS = frozenset({"index", "search-index"})
@@ -264,31 +348,40 @@ def located_strings(value: Any, location: str = "") -> Iterator[tuple[str, str]]
             yield from located_strings(item, f"{location}[{index}]")
 
 
-def _substitute(value: Any, base_url: str) -> Any:
+def _substitute(value: Any, tokens: dict[str, str]) -> Any:
     if isinstance(value, str):
-        return value.replace(BASE_URL_TOKEN, base_url)
+        if "{" in value:
+            for token, replacement in tokens.items():
+                value = value.replace(token, replacement)
+        return value
     if isinstance(value, dict):
-        return {key: _substitute(item, base_url) for key, item in value.items()}
+        return {key: _substitute(item, tokens) for key, item in value.items()}
     if isinstance(value, list):
-        return [_substitute(item, base_url) for item in value]
+        return [_substitute(item, tokens) for item in value]
     return value
 
 
-def _validate(
+def validate_model(
     model: type[M],
     raw: dict[str, Any] | None,
     display: str,
     problems: list[Problem],
     prefix: str | None = None,
+    path: Path | None = None,
 ) -> M | None:
     if raw is None:
         return None
     try:
         return model.model_validate(raw)
     except ValidationError as error:
+        written = locate(path) if path is not None else {}
         for detail in error.errors(include_url=False):
             location = _format_location(((prefix,) if prefix else ()) + tuple(detail["loc"]))
-            problems.append(Problem(display, location or None, _describe(detail)))
+            scalar = written.get(location)
+            message = _describe(detail, scalar)
+            if scalar is not None:
+                message += f" (line {scalar.line})"
+            problems.append(Problem(display, location or None, message))
         return None
 
 
@@ -302,18 +395,48 @@ def _format_location(loc: tuple[Any, ...]) -> str:
     return text
 
 
-def _describe(detail: dict[str, Any]) -> str:
+#: Fields the build writes; an author who copies one from a published file is told why not.
+MANAGED_FIELDS = {
+    "updated_at": "managed by content.lock.json (the build sets it when the content changes); "
+    "remove it",
+    "content_version": "managed by content.lock.json; remove it, or pin a version with `version`",
+    "metadata": "managed by the build (content_version and content_hash); remove it",
+    "content_hash": "managed by the build; remove it",
+    "api_url": "managed by the build (it follows from the id); remove it",
+}
+
+_YAML_KINDS = {bool: "true/false", int: "a number", float: "a number", type(None): "null"}
+
+
+def _describe(detail: dict[str, Any], scalar: Scalar | None = None) -> str:
     kind = detail["type"]
+    found = detail.get("input")
     if kind == "missing":
         return "required field is missing"
     if kind == "extra_forbidden":
+        name = str(detail["loc"][-1]) if detail["loc"] else ""
+        if name in MANAGED_FIELDS:
+            return f"{name} is {MANAGED_FIELDS[name]}"
         return "unknown field (check the spelling against docs/site-data-format.md)"
+    if (
+        kind == "string_type"
+        and type(found) in _YAML_KINDS
+        and scalar is not None
+        and scalar.plain
+        and scalar.text is not None
+    ):
+        # `answer: yes`, `version: 1.2`: YAML retyped text the author meant as text.
+        return (
+            f"expected text, but YAML reads the unquoted {scalar.text} as "
+            f'{_YAML_KINDS[type(found)]}; quote it: "{scalar.text}"'
+        )
     message = detail["msg"]
     if kind == "string_too_short":
         message = "expected non-empty text"
     elif kind == "value_error":
         message = message.removeprefix("Value error, ")
-    found = detail.get("input")
-    if kind not in ("string_too_short",) and not isinstance(found, dict | list):
-        message += f" (found {found!r})"
+    if kind != "string_too_short" and not isinstance(found, dict | list):
+        shown = repr(found)
+        if shown not in message:  # a validator that already quotes the value says it once
+            message += f" (found {shown})"
     return message

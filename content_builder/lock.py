@@ -14,12 +14,13 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from content_builder.errors import SiteDataError
+from content_builder.errors import Problem, SiteDataError
 
 LOCK_FORMAT = 1
 FIRST_VERSION = "1.0.0"
@@ -45,25 +46,133 @@ class Tracked:
 Lock = dict[str, LockEntry]
 
 
+_HASH = re.compile(r"^sha256:[0-9a-f]{64}$")
+_VERSION = re.compile(r"^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)$")
+_STAMP = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z$")
+_RECREATE = "restore it from git (git checkout -- {0}) or fix the field; run build to refresh it"
+
+
+class MergedLock(dict[str, LockEntry]):
+    """A lock read from a file with git conflict markers, both sides merged: the file
+    itself must be rewritten, so the build reports it as a change."""
+
+
 def read_lock(path: Path, display: str) -> Lock:
+    """The lock, validated; a git merge conflict in it is merged, not refused.
+
+    Both sides of a conflict are complete locks; for each id the entry with the higher
+    content_version wins (then the later updated_at), so no version goes backwards and
+    no date is lost. `resolve` then bumps whatever the merged content changed.
+    """
     if not path.exists():
         return {}
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-        if data.get("format") != LOCK_FORMAT:
-            raise ValueError(f"expected format {LOCK_FORMAT}, found {data.get('format')!r}")
-        return {
-            entry_id: LockEntry(
-                source_hash=str(entry["source_hash"]),
-                content_version=str(entry["content_version"]),
-                updated_at=str(entry["updated_at"]),
-            )
-            for entry_id, entry in data["entries"].items()
-        }
-    except (ValueError, KeyError, TypeError, AttributeError) as error:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as error:
+        raise SiteDataError.single(display, None, f"cannot read the lock file ({error})") from error
+    sides = _conflict_sides(text)
+    if sides is None:
+        return _parse(text, display)
+    ours, theirs = (_parse(side, display, "the conflicted ") for side in sides)
+    merged = MergedLock(ours)
+    for entry_id, entry in theirs.items():
+        if entry_id not in merged or _newer(entry, merged[entry_id]):
+            merged[entry_id] = entry
+    return merged
+
+
+def _newer(candidate: LockEntry, current: LockEntry) -> bool:
+    def key(entry: LockEntry) -> tuple[tuple[int, ...], str]:
+        return tuple(int(part) for part in entry.content_version.split(".")), entry.updated_at
+
+    return key(candidate) > key(current)
+
+
+def _conflict_sides(text: str) -> tuple[str, str] | None:
+    """`ours` and `theirs` of a file with git conflict markers (merge or diff3 style)."""
+    if "\n<<<<<<< " not in "\n" + text:
+        return None
+    ours: list[str] = []
+    theirs: list[str] = []
+    state = "both"
+    for line in text.splitlines(keepends=True):
+        if line.startswith("<<<<<<<"):
+            state = "ours"
+        elif line.startswith("|||||||") and state == "ours":
+            state = "base"
+        elif line.startswith("=======") and state in ("ours", "base"):
+            state = "theirs"
+        elif line.startswith(">>>>>>>") and state == "theirs":
+            state = "both"
+        else:
+            if state in ("both", "ours"):
+                ours.append(line)
+            if state in ("both", "theirs"):
+                theirs.append(line)
+    return "".join(ours), "".join(theirs)
+
+
+def _parse(text: str, display: str, which: str = "") -> Lock:
+    advice = _RECREATE.format(display)
+    try:
+        data = json.loads(text)
+    except ValueError as error:
         raise SiteDataError.single(
-            display, None, f"unreadable lock file ({error}); delete it and run build to recreate it"
+            display, None, f"{which}lock file is not valid JSON ({error}); {advice}"
         ) from error
+    if not isinstance(data, dict) or data.get("format") != LOCK_FORMAT:
+        found = data.get("format") if isinstance(data, dict) else data
+        raise SiteDataError.single(
+            display, "format", f"expected {LOCK_FORMAT}, found {found!r}; {advice}"
+        )
+    entries = data.get("entries")
+    if not isinstance(entries, dict):
+        raise SiteDataError.single(display, "entries", f"expected an object of entries; {advice}")
+    problems: list[Problem] = []
+    lock: Lock = {}
+    for entry_id, entry in entries.items():
+        where = f"entries.{entry_id}"
+        if not isinstance(entry, dict):
+            problems.append(Problem(display, where, "expected an object"))
+            continue
+        fields = {
+            name: entry.get(name) for name in ("source_hash", "content_version", "updated_at")
+        }
+        for name, value in fields.items():
+            if not isinstance(value, str):
+                problems.append(
+                    Problem(display, f"{where}.{name}", f"expected text, found {value!r}")
+                )
+        unknown = sorted(set(entry) - set(fields))
+        problems += [Problem(display, f"{where}.{name}", "unknown field") for name in unknown]
+        if any(not isinstance(value, str) for value in fields.values()):
+            continue
+        checks = (
+            ("source_hash", _HASH, "expected sha256:<64 hex digits>"),
+            ("content_version", _VERSION, "expected a version MAJOR.MINOR.PATCH like 1.0.2"),
+            ("updated_at", _STAMP, "expected a UTC timestamp like 2026-11-25T21:39:01Z"),
+        )
+        bad = False
+        for name, pattern, expected in checks:
+            if not pattern.fullmatch(fields[name]):
+                problems.append(
+                    Problem(display, f"{where}.{name}", f"{expected}, found {fields[name]!r}")
+                )
+                bad = True
+        if not bad:
+            try:
+                datetime.strptime(fields["updated_at"], "%Y-%m-%dT%H:%M:%SZ")
+            except ValueError as error:
+                problems.append(
+                    Problem(display, f"{where}.updated_at", f"not a real time ({error}), found "
+                            f"{fields['updated_at']!r}")
+                )  # fmt: skip
+                bad = True
+        if not bad:
+            lock[entry_id] = LockEntry(**fields)  # type: ignore[arg-type]
+    if problems:
+        raise SiteDataError(problems)
+    return lock
 
 
 def lock_body(lock: Lock) -> bytes:

@@ -1,7 +1,9 @@
-"""`python -m content_builder search-eval`: how well the published keywords answer real questions.
+"""How well the published keywords answer real questions: `check` and `search-eval`.
 
-Two clients are measured on an evaluation set of questions (tests/search_eval/questions.yaml,
-each with the ids that answer it):
+The questions belong to the site: site_data/search-questions.yaml holds `questions`
+and `held_out` (each question with the ids that answer it, best first), and
+site.yaml's `search_eval` sets the floors and whether falling below them fails `check`.
+Two clients are measured:
 
 - naive: the spec's rule and nothing more, as most agents will implement it: lowercase
   the query, split it on non-alphanumerics, keep entries with at least one query word
@@ -20,12 +22,16 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Annotated
 
-import yaml
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
 from content_builder import paths
 from content_builder.client import rank as client_rank
+from content_builder.errors import Problem, SiteDataError
+from content_builder.loader import Site, validate_model
 from content_builder.models import SearchIndex
+from content_builder.yaml_io import read_yaml_mapping
 
 _SPLIT = re.compile(r"[^0-9a-z]+")
 
@@ -68,9 +74,42 @@ class Scores:
     misses: tuple[tuple[str, tuple[str, ...], tuple[str, ...]], ...]  # question, answers, top 3
 
 
+QUESTIONS_FILE = "search-questions.yaml"
+SETS = ("questions", "held_out")
+
+
+class _QuestionSource(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    q: Annotated[str, StringConstraints(strip_whitespace=True, min_length=1)]
+    answers: Annotated[list[str], Field(min_length=1)]
+
+
+class _QuestionsFile(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    questions: list[_QuestionSource] = []
+    held_out: list[_QuestionSource] = []
+
+
+def load_question_sets(path: Path, display: str | None = None) -> dict[str, list[Question]]:
+    """Each set of the questions file (`questions`, `held_out`); errors name file and field."""
+    display = display or str(path)
+    problems: list[Problem] = []
+    try:
+        raw = read_yaml_mapping(path, display)
+    except SiteDataError as error:
+        raise error from None
+    parsed = validate_model(_QuestionsFile, raw, display, problems, path=path)
+    if parsed is None:
+        raise SiteDataError(problems)
+    return {
+        name: [Question(item.q, tuple(item.answers)) for item in getattr(parsed, name)]
+        for name in SETS
+    }
+
+
 def load_questions(path: Path) -> list[Question]:
-    data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    return [Question(item["q"], tuple(item["answers"])) for item in data["questions"]]
+    """Every question of the file, both sets."""
+    return [question for group in load_question_sets(path).values() for question in group]
 
 
 def evaluate(index: SearchIndex, questions: list[Question], ranker: Ranker) -> Scores:
@@ -102,13 +141,13 @@ def index_stats(body: bytes) -> IndexStats:
     return IndexStats(len(body), len(index.entries), total / max(len(index.entries), 1))
 
 
-def report(site_dir: Path, questions_file: Path, show_misses: bool = False) -> str:
+def report(site_dir: Path, questions_file: Path | None = None, show_misses: bool = False) -> str:
     from content_builder.build import plan
 
     artifacts = {a.path: a for a in plan(site_dir).artifacts}
     body = artifacts[paths.SEARCH_INDEX].body
     index = SearchIndex.model_validate_json(body)
-    questions = load_questions(questions_file)
+    questions = load_questions(questions_file or site_dir / QUESTIONS_FILE)
     stats = index_stats(body)
     lines = [
         f"{len(questions)} questions, {stats.entries} entries, search index {stats.size_bytes} "
@@ -125,3 +164,72 @@ def report(site_dir: Path, questions_file: Path, show_misses: bool = False) -> s
                 f"  miss: {q!r} wants {list(a)}, got {list(top)}" for q, a, top in scores.misses
             ]
     return "\n".join(lines)
+
+
+@dataclass(frozen=True)
+class SiteSearchQuality:
+    """What `check` says about search: the lines it prints and the problems that fail it."""
+
+    lines: list[str]
+    problems: list[Problem]
+
+
+def site_search_quality(site: Site, search_index_body: bytes) -> SiteSearchQuality:
+    """Recall of the spec's naive client on each question set, against the site's floors.
+
+    Questions naming an id the site no longer has are reported and scored on the ids
+    that remain (a removed document must not fail the build by itself); an entry that
+    no question answers first is reported, not a failure.
+    """
+    path = site.root / QUESTIONS_FILE
+    display = site.display(QUESTIONS_FILE)
+    if not path.is_file():
+        return SiteSearchQuality([f"search: no {display}; search quality is not measured"], [])
+    sets = load_question_sets(path, display)
+    index = SearchIndex.model_validate_json(search_index_body)
+    ids = [entry.id for entry in index.entries]
+    known = set(ids)
+    settings = site.config.search_eval
+    lines: list[str] = []
+    problems: list[Problem] = []
+    best_somewhere: set[str] = set()
+    for name, questions in sets.items():
+        if not questions:
+            continue
+        usable = []
+        for question in questions:
+            answers = tuple(a for a in question.answers if a in known)
+            unknown = [a for a in question.answers if a not in known]
+            if unknown:
+                lines.append(
+                    f"search: {display}: {name}: {question.q!r} names unknown ids {unknown}"
+                )
+            if answers:
+                usable.append(Question(question.q, answers))
+                best_somewhere.add(answers[0])
+        if not usable:
+            continue
+        scores = evaluate(index, usable, naive_rank)
+        floors = f"floors {settings.recall_at_1:.2f} / {settings.recall_at_3:.2f}"
+        lines.append(
+            f"search: {name}: {len(usable)} questions, recall@1 {scores.recall_at_1:.3f}, "
+            f"recall@3 {scores.recall_at_3:.3f}, MRR {scores.mrr:.3f} ({floors})"
+        )
+        lines += [
+            f"search: {name}: miss: {q!r} wants {list(a)}, got {list(top)}"
+            for q, a, top in scores.misses
+        ]
+        for label, value, floor in (
+            ("recall@1", scores.recall_at_1, settings.recall_at_1),
+            ("recall@3", scores.recall_at_3, settings.recall_at_3),
+        ):
+            if value < floor:
+                message = f"{label} {value:.3f} is below the floor {floor:.2f}"
+                if settings.fail_below:
+                    problems.append(Problem(display, name, message + " (search_eval in site.yaml)"))
+                else:
+                    lines.append(f"search: warning: {name}: {message} (fail_below is false)")
+    unanswered = [entry_id for entry_id in ids if entry_id not in best_somewhere]
+    if unanswered:
+        lines.append(f"search: no question has these entries as its best answer: {unanswered}")
+    return SiteSearchQuality(lines, problems)

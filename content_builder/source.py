@@ -7,7 +7,9 @@ as written, so they are validated with the published models themselves.
 
 from __future__ import annotations
 
+import re
 from typing import Annotated, Any
+from urllib.parse import urlsplit
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints
 
@@ -38,6 +40,25 @@ def _require_free_brand(value: str) -> str:
     return value
 
 
+_EMAIL = re.compile(r"^[^@\s<>()\[\],;:\"]+@[A-Za-z0-9-]+(\.[A-Za-z0-9-]+)+$")
+
+
+def _require_contact(value: str) -> str:
+    # OpenAPI's info.contact takes an e-mail address or a URL (render/openapi.py picks
+    # which by the `@`), so anything else would publish an invalid description.
+    if "@" in value and not value.startswith(("http://", "https://")):
+        if not _EMAIL.fullmatch(value):
+            raise ValueError(f"expected an e-mail address like agents@example.com, got {value!r}")
+        return value
+    parts = urlsplit(value)
+    if parts.scheme not in ("http", "https") or not parts.hostname or " " in value:
+        raise ValueError(
+            "expected an e-mail address (agents@example.com) or an absolute http(s) URL "
+            f"(https://example.com/contact), got {value!r}"
+        )
+    return value
+
+
 def _require_major_one(value: str) -> str:
     # The path prefix is /api/v1/; a 2.x api_version would contradict every URL.
     if not value.startswith("1."):
@@ -47,6 +68,17 @@ def _require_major_one(value: str) -> str:
 
 class SourceModel(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+Fraction = Annotated[float, Field(ge=0.0, le=1.0)]
+
+
+class SearchEvalSettings(SourceModel):
+    """Floors for site_data/search-questions.yaml; the owner decides whether a drop fails."""
+
+    recall_at_1: Fraction = 0.0
+    recall_at_3: Fraction = 0.0
+    fail_below: bool = False
 
 
 class SiteSource(SourceModel):
@@ -60,7 +92,8 @@ class SiteSource(SourceModel):
     base_url: Annotated[Url, AfterValidator(_require_https_origin)]
     api_version: Annotated[SemVer, AfterValidator(_require_major_one)]
     language: LanguageCode
-    contact: Text
+    contact: Annotated[Text, AfterValidator(_require_contact)]
+    search_eval: SearchEvalSettings = SearchEvalSettings()
 
 
 class SectionSource(SourceModel):

@@ -8,6 +8,7 @@ then every built file (a safety net for what the renderers generate).
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -15,6 +16,7 @@ from content_builder import links, paths
 from content_builder.artifacts import Artifact
 from content_builder.errors import Problem, SiteDataError
 from content_builder.loader import Site, located_strings
+from content_builder.yaml_io import with_lines
 
 
 def _dangling(text: str, site: Site, published: frozenset[str]) -> list[str]:
@@ -36,11 +38,13 @@ def check_authored_links(site: Site, published: frozenset[str]) -> None:
         (site.on_site_agent_file, site.on_site_agent.model_dump(mode="json")),
     ]
     for file, data in sources:
-        for location, text in located_strings(data):
-            problems += [
-                Problem(file, location, f"link {url} does not resolve to a published file")
-                for url in _dangling(text, site, published)
-            ]
+        found = [
+            Problem(file, location, f"link {url} does not resolve to a published file")
+            for location, text in located_strings(data)
+            for url in _dangling(text, site, published)
+        ]
+        # `file` is the path as displayed (relative to the working directory).
+        problems += with_lines(found, Path(file))
     if problems:
         raise SiteDataError(problems)
 
@@ -73,6 +77,8 @@ def check_artifacts(site: Site, artifacts: list[Artifact]) -> None:
         ("get_content_document", "document_id", document_ids),
         ("get_faq", "faq_id", faq_ids),
     ):
+        if tool not in tools and not ids:
+            continue  # no entries of this kind: the manifest leaves the tool out
         enum = tools[tool]["inputSchema"]["properties"][parameter]["enum"]
         if enum != ids:
             problems.append(

@@ -8,12 +8,14 @@ Python code either way.
 
 from __future__ import annotations
 
+import re
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from content_builder.errors import SiteDataError
+from content_builder.errors import Problem, SiteDataError
 
 #: libyaml's parser when available (the same safe constructors, in C only the parsing).
 _BaseLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -42,6 +44,18 @@ def _construct_mapping(loader: _StrictLoader, node: yaml.MappingNode, deep: bool
 _StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
 
 
+class YamlDate(str):
+    """An unquoted date or time, kept as its text: building a `datetime` from it would
+    crash on an impossible one (2025-02-30, 25:00:00), and site data never wants one."""
+
+
+def _construct_date(loader: _StrictLoader, node: yaml.ScalarNode) -> YamlDate:
+    return YamlDate(loader.construct_scalar(node))
+
+
+_StrictLoader.add_constructor("tag:yaml.org,2002:timestamp", _construct_date)
+
+
 def read_yaml_mapping(path: Path, display: str) -> dict[str, Any]:
     """Read one YAML file holding a mapping; every failure names the file."""
     try:
@@ -53,13 +67,18 @@ def read_yaml_mapping(path: Path, display: str) -> dict[str, Any]:
     try:
         data = yaml.load(text, Loader=_StrictLoader)
     except yaml.YAMLError as error:
-        raise SiteDataError.single(display, None, f"invalid YAML: {_describe(error)}") from error
+        raise SiteDataError.single(
+            display, None, f"invalid YAML: {_describe(error, text)}"
+        ) from error
     except RecursionError as error:
         raise SiteDataError.single(display, None, "invalid YAML: nested too deeply") from error
     if not isinstance(data, dict):
         found = "an empty file" if data is None else f"a {type(data).__name__}"
         raise SiteDataError.single(display, None, f"expected a mapping of fields, found {found}")
-    _require_plain_data(data, display)
+    try:
+        _require_plain_data(data, display)
+    except SiteDataError as error:
+        raise SiteDataError(with_lines(error.problems, path)) from None
     return data
 
 
@@ -87,6 +106,12 @@ def _require_plain_data(value: Any, display: str) -> None:
                     f"{location}.{key}" if location else str(key)
                 )  # fmt: skip
                 stack.append((child, child_location, inside))
+        elif isinstance(item, YamlDate):
+            raise SiteDataError.single(
+                display,
+                location or None,
+                f'a YAML date or time is not text; quote it: "{item}"',
+            )
         elif not isinstance(item, _PLAIN_SCALARS):
             raise SiteDataError.single(
                 display,
@@ -95,9 +120,80 @@ def _require_plain_data(value: Any, display: str) -> None:
             )
 
 
-def _describe(error: yaml.YAMLError) -> str:
+def _describe(error: yaml.YAMLError, text: str) -> str:
     mark = getattr(error, "problem_mark", None) or getattr(error, "context_mark", None)
     problem = getattr(error, "problem", None) or str(error)
+    hint = ""
     if mark is not None:
-        return f"{problem} (line {mark.line + 1}, column {mark.column + 1})"
+        lines = text.splitlines()
+        line = lines[mark.line] if mark.line < len(lines) else ""
+        if "\t" in line[: mark.column + 1]:
+            hint = "; YAML indents with spaces, not tabs: replace the tab"
+        elif _STARTS_WITH_TOKEN.search(line):
+            hint = '; a value that starts with a token such as {name} must be quoted: "{name} ..."'
+
+        return f"{problem} (line {mark.line + 1}, column {mark.column + 1}){hint}"
     return str(problem)
+
+
+_STARTS_WITH_TOKEN = re.compile(r"(^|:|-)\s*\{[a-z_]+\}")
+
+
+@dataclass(frozen=True)
+class Scalar:
+    """Where a value was written, and how (plain scalars are the ones YAML retypes)."""
+
+    line: int
+    text: str | None  # the scalar's source text, None for a mapping or a list
+    plain: bool
+
+
+def locate(path: Path) -> dict[str, Scalar]:
+    """Dotted location (`sections[2].body`) -> where it is in the file.
+
+    Only called to explain a problem, so the happy path parses each file once.
+    """
+    try:
+        root = yaml.compose(path.read_text(encoding="utf-8"), Loader=_StrictLoader)
+    except (OSError, UnicodeDecodeError, yaml.YAMLError, RecursionError):
+        return {}
+    found: dict[str, Scalar] = {}
+    stack: list[tuple[yaml.Node, str]] = [(root, "")] if root is not None else []
+    seen: set[int] = set()  # an alias repeats a node; a recursive one would loop forever
+    while stack:
+        node, location = stack.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        if isinstance(node, yaml.MappingNode):
+            for key_node, value_node in node.value:
+                key = str(key_node.value)
+                child = f"{location}.{key}" if location else key
+                found[child] = _scalar(value_node, key_node.start_mark.line + 1)
+                stack.append((value_node, child))
+        elif isinstance(node, yaml.SequenceNode):
+            for index, value_node in enumerate(node.value):
+                child = f"{location}[{index}]"
+                found[child] = _scalar(value_node, value_node.start_mark.line + 1)
+                stack.append((value_node, child))
+    return found
+
+
+def with_lines(found: list[Problem], path: Path) -> list[Problem]:
+    """The problems, each with the line of its field when YAML gives one."""
+    if not found:
+        return found
+    written = locate(path)
+    return [
+        Problem(p.file, p.field, f"{p.message} (line {written[p.field].line})")
+        if p.field in written
+        else p
+        for p in found
+    ]
+
+
+def _scalar(node: yaml.Node, line: int) -> Scalar:
+    if isinstance(node, yaml.ScalarNode):
+        # libyaml marks a plain scalar with style '', the pure-Python parser with None.
+        return Scalar(line, node.value, not node.style)
+    return Scalar(line, None, False)

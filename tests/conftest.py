@@ -17,7 +17,11 @@ from content_builder.cli import main
 from content_builder.serve import EdgeServer, load_edge
 
 REPO = Path(__file__).resolve().parents[1]
+#: The site owner's content: only properties that hold for any site are tested on it.
 SITE_DATA = REPO / "site_data"
+#: The tests' own site, shaped exactly as the spec's tables (six documents, six FAQ
+#: entries, brand `service`); tests that pin ids, counts or wording use this one.
+SPEC_SITE = REPO / "tests" / "fixtures" / "spec_site"
 TEST_BASE_URL = "https://agents.example.test"
 
 
@@ -47,7 +51,15 @@ def tree_digest(folder: Path) -> dict[str, str]:
 
 @pytest.fixture
 def site_copy(tmp_path: Path) -> Path:
-    """A private copy of the repository's site_data."""
+    """A private copy of the spec-shaped fixture site (tests may pin its ids and wording)."""
+    target = tmp_path / "site_data"
+    shutil.copytree(SPEC_SITE, target)
+    return target
+
+
+@pytest.fixture
+def owner_site_copy(tmp_path: Path) -> Path:
+    """A private copy of the repository's site_data (the owner's content, any shape)."""
     target = tmp_path / "site_data"
     shutil.copytree(SITE_DATA, target)
     return target
@@ -55,10 +67,10 @@ def site_copy(tmp_path: Path) -> Path:
 
 @pytest.fixture(scope="session")
 def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """One fresh build of the repository's content, for read-only conformance tests."""
+    """One fresh build of the spec-shaped fixture site, for read-only conformance tests."""
     root = tmp_path_factory.mktemp("built")
     site = root / "site_data"
-    shutil.copytree(SITE_DATA, site)
+    shutil.copytree(SPEC_SITE, site)
     out = root / "dist"
     result = run_cli("build", "--site", site, "--out", out, "--base-url", TEST_BASE_URL, "--frozen")
     assert result.code == 0, result.err
@@ -71,7 +83,7 @@ def cli() -> Callable[..., CliResult]:
 
 
 @contextlib.contextmanager
-def running_server(site_dir: Path = SITE_DATA) -> Iterator[EdgeServer]:
+def running_server(site_dir: Path = SPEC_SITE) -> Iterator[EdgeServer]:
     """`serve` on a free loopback port, built for its own base URL, in a daemon thread."""
     server = EdgeServer(("127.0.0.1", 0), quiet=True)
     server.edge = load_edge(site_dir, server.base_url)

@@ -10,7 +10,10 @@ Site or a SiteDataError that names the file.
 from __future__ import annotations
 
 import copy
+import json
+import re
 import shutil
+import subprocess
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,7 +26,7 @@ from hypothesis import strategies as st
 
 from content_builder.errors import SiteDataError
 from content_builder.loader import Site, load_site
-from tests.conftest import SITE_DATA, run_cli, tree_digest
+from tests.conftest import SPEC_SITE, run_cli, tree_digest
 
 LOCK = "content.lock.json"
 FAQ = "faq/q03-protection.yaml"
@@ -96,7 +99,10 @@ def load(path: Path) -> dict[str, Any]:
 
 
 def dump(path: Path, data: Any) -> None:
-    path.write_text(yaml.safe_dump(data, sort_keys=False, allow_unicode=True), encoding="utf-8")
+    text = yaml.safe_dump(data, sort_keys=False, allow_unicode=True, width=10**6)
+    # __VALUE__ writes VALUE unquoted, as an author types it (yes, 1.2).
+    text = re.sub(r"'?__(.+?)__'?", r"\1", text)
+    path.write_text(text, encoding="utf-8")
 
 
 def edit_yaml(file: str, change: Callable[[dict[str, Any]], None]) -> Callable[[Path], None]:
@@ -239,13 +245,107 @@ CASES = {
         edit_yaml(FAQ, setter("answer", "Read {base_url}/api/v1/content/nope.json first.")),
         FAQ,
         "answer",
-        ("nope.json", "does not resolve"),
+        ("nope.json", "does not resolve", "(line "),
     ),
     "faq-duplicate-key": Case(
         edit_text(FAQ, "id: q03-protection\n", "id: q03-protection\nquestion: Twice?\n"),
         FAQ,
         None,
         ("duplicate key", "'question'"),
+    ),
+    # --- issue 10: each of these was a traceback, shipped, or said too little ---
+    "faq-impossible-date": Case(
+        edit_text(FAQ, "question: How are", "question: 2025-02-30\nx_question: How are"),
+        FAQ,
+        "question",
+        ("date", 'quote it: "2025-02-30"', "(line 2)"),
+    ),
+    "document-impossible-time": Case(
+        edit_text(PAGE, "title:", "title: 2025-01-01 25:00:00\nx_title:"),
+        PAGE,
+        "title",
+        ('quote it: "2025-01-01 25:00:00"',),
+    ),
+    "faq-unknown-field-has-its-line": Case(
+        edit_text(FAQ, "id: q03-protection\n", "id: q03-protection\nx: 1\n"),
+        FAQ,
+        "x",
+        ("unknown field", "(line 2)"),
+    ),
+    "faq-answer-unquoted-yes": Case(
+        edit_yaml(FAQ, setter("answer", "__yes__")), FAQ, "answer", ('quote it: "yes"', "line")
+    ),
+    "document-version-unquoted-number": Case(
+        edit_yaml(PAGE, setter("version", "__1.2__")), PAGE, "version", ('quote it: "1.2"',)
+    ),
+    "faq-managed-updated-at": Case(
+        edit_yaml(FAQ, setter("updated_at", "2026-01-01T00:00:00Z")),
+        FAQ,
+        "updated_at",
+        ("managed by content.lock.json", "remove it"),
+    ),
+    "document-managed-metadata": Case(
+        edit_yaml(PAGE, setter("metadata", {"content_version": "1.0.0"})),
+        PAGE,
+        "metadata",
+        ("managed by the build",),
+    ),
+    "faq-tab-indentation": Case(
+        edit_text(FAQ, "id: q03-protection\n", "id: q03-protection\n\tkeywords: [a]\n"),
+        FAQ,
+        None,
+        ("tab", "line 2"),
+    ),
+    "faq-token-misspelt": Case(
+        edit_yaml(FAQ, setter("answer", "Read {baseurl}/api/v1/faq/q01-difference.json.")),
+        FAQ,
+        "answer",
+        ("unknown token {baseurl}", "did you mean {base_url}?"),
+    ),
+    "faq-token-without-slash": Case(
+        edit_yaml(FAQ, setter("answer", "Read {base_url}api/v1/faq/q01-difference.json.")),
+        FAQ,
+        "answer",
+        ("{base_url}/", "slash"),
+    ),
+    "faq-link-pasted-from-make-serve": Case(
+        edit_yaml(FAQ, setter("answer", "Read http://127.0.0.1:8000/api/v1/content/site.json")),
+        FAQ,
+        "answer",
+        ("local server", "{base_url}"),
+    ),
+    "faq-link-to-localhost": Case(
+        edit_yaml(FAQ, setter("answer", "Read http://localhost:8000/llms.txt now.")),
+        FAQ,
+        "answer",
+        ("local server",),
+    ),
+    "faq-http-link-to-own-host": Case(
+        edit_yaml(FAQ, setter("answer", "Read http://agents.parlance.example/llms.txt now.")),
+        FAQ,
+        "answer",
+        ("over http", "{base_url}"),
+    ),
+    "site-contact-not-an-address": Case(
+        edit_yaml(SITE, setter("contact", "agents at parlance")),
+        SITE,
+        "contact",
+        ("e-mail address", "URL", "'agents at parlance'"),
+    ),
+    "site-contact-half-an-address": Case(
+        edit_yaml(SITE, setter("contact", "agents@parlance")), SITE, "contact", ("e-mail",)
+    ),
+    "document-token-unquoted-at-start": Case(
+        edit_text(PAGE, "title:", "title: {name} rules\nx_title:"),
+        PAGE,
+        None,
+        ("invalid YAML", "must be quoted"),
+    ),
+    "site-document-removed": Case(
+        lambda site: (site / "content/site.yaml").unlink(),
+        "content",
+        None,
+        ("'site' document is required", "get_site_overview"),
     ),
 }
 
@@ -417,7 +517,7 @@ def test_yaml_values_without_a_stable_text_form_are_refused(
 # --- hypothesis: random YAML never crashes the loader --------------------------------
 
 FUZZ_TARGETS = [FAQ, FEATURE]
-KEEP = {"content": "compatibility.yaml", "faq": "q01-difference.yaml"}
+KEEP = {"content": "site.yaml", "faq": "q01-difference.yaml"}  # `site` is required
 
 
 def first_items_only(value: Any) -> Any:
@@ -439,7 +539,7 @@ def fuzz_sites(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     sites = {}
     for target in FUZZ_TARGETS:
         site = tmp_path_factory.mktemp("fuzz") / "site_data"
-        shutil.copytree(SITE_DATA, site)
+        shutil.copytree(SPEC_SITE, site)
         for folder, keep in KEEP.items():
             for path in (site / folder).glob("*.yaml"):
                 if path.name != keep and path != site / target:
@@ -515,7 +615,7 @@ def random_mutation(original: dict[str, Any]) -> st.SearchStrategy[str]:
 
 
 STRATEGIES = {"text": random_text, "dump": random_dump, "mutation": random_mutation}
-ORIGINALS = {target: load(SITE_DATA / target) for target in FUZZ_TARGETS}
+ORIGINALS = {target: load(SPEC_SITE / target) for target in FUZZ_TARGETS}
 
 
 @pytest.mark.parametrize("kind", STRATEGIES)
@@ -543,3 +643,160 @@ def test_random_yaml_loads_or_fails_cleanly(
     else:
         event("loaded")
         assert isinstance(result, Site)
+
+
+# --- messages say it once, and where ------------------------------------------------
+
+
+def test_no_message_repeats_the_value(built_copy: Built) -> None:
+    CASES["document-relative-canonical-url"].edit(built_copy.site)
+    CASES["site-relative-website"].edit(built_copy.site)
+    result = run_cli("build", "--site", built_copy.site, "--out", built_copy.dist)
+    assert result.code == 1
+    for problem in parse_errors(result.err):
+        for value in ("'/pricing'", "'www.example.com'"):
+            assert problem.message.count(value) <= 1, problem.message
+
+
+def test_an_impossible_date_is_a_site_data_error_not_a_crash(site_copy: Path) -> None:
+    # serve --watch rebuilds with plan() and keeps watching on a SiteDataError; a
+    # ValueError from the YAML date constructor used to escape it and kill the watcher.
+    from content_builder.build import plan
+
+    path = site_copy / FAQ
+    path.write_text(
+        path.read_text("utf-8").replace("question: How are", "question: 2025-02-30\nx: ")
+    )
+    with pytest.raises(SiteDataError) as raised:
+        plan(site_copy)
+    assert "2025-02-30" in str(raised.value)
+
+
+# --- content.lock.json: validated, and a merge conflict loses nothing ---------------
+
+
+def edit_lock(site: Path, entry_id: str, field: str, value: object) -> None:
+    data = json.loads((site / LOCK).read_text("utf-8"))
+    data["entries"][entry_id][field] = value
+    (site / LOCK).write_text(json.dumps(data, indent=2) + "\n", "utf-8")
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "fragment"),
+    [
+        ("updated_at", "25 Nov 2026", "UTC timestamp"),
+        ("updated_at", "2026-02-30T10:00:00Z", "not a real time"),
+        ("updated_at", "2026-11-25T25:00:00Z", "not a real time"),
+        ("content_version", "one", "MAJOR.MINOR.PATCH"),
+        ("content_version", 1, "expected text"),
+        ("source_hash", "abc", "sha256"),
+    ],
+)
+def test_a_bad_lock_entry_is_refused_by_name(
+    built_copy: Built, field: str, value: object, fragment: str
+) -> None:
+    edit_lock(built_copy.site, "q03-protection", field, value)
+    built = Built(built_copy.site, built_copy.dist, built_copy.digest,
+                  (built_copy.site / LOCK).read_bytes())  # fmt: skip
+    check = run_cli("check", "--frozen", "--site", built_copy.site)
+    build = run_cli("build", "--site", built_copy.site, "--out", built_copy.dist)
+    for result in (check, build):
+        assert result.code == 1
+        assert_reported(result.err, built_copy.site, LOCK, f"entries.q03-protection.{field}",
+                        (fragment,))  # fmt: skip
+    assert_untouched(built)
+
+
+def _conflicted_lock(site: Path, ours: dict, theirs: dict) -> None:
+    """content.lock.json as git leaves it when two branches changed the same entries."""
+    ours_text = json.dumps(ours, indent=2).splitlines()
+    theirs_text = json.dumps(theirs, indent=2).splitlines()
+    # One conflict hunk around the entries that differ: the whole body, for simplicity.
+    lines = ["<<<<<<< HEAD", *ours_text, "=======", *theirs_text, ">>>>>>> other-branch"]
+    (site / LOCK).write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+def test_a_merge_conflict_in_the_lock_is_merged_keeping_the_newest_of_each_entry(
+    site_copy: Path, tmp_path: Path
+) -> None:
+    original = json.loads((site_copy / LOCK).read_text("utf-8"))
+    ours = json.loads(json.dumps(original))
+    theirs = json.loads(json.dumps(original))
+    # Both branches edited q01 in the past; ours bumped it further. Theirs bumped q02.
+    ours["entries"]["q01-difference"].update(content_version="1.0.7",
+                                             updated_at="2030-01-02T00:00:00Z")  # fmt: skip
+    theirs["entries"]["q01-difference"].update(content_version="1.0.5",
+                                               updated_at="2030-01-01T00:00:00Z")  # fmt: skip
+    theirs["entries"]["q02-endpoints"].update(content_version="2.1.0",
+                                              updated_at="2030-02-01T00:00:00Z")  # fmt: skip
+    _conflicted_lock(site_copy, ours, theirs)
+
+    frozen = run_cli("check", "--frozen", "--site", site_copy)
+    assert frozen.code == 1, "a committed lock with conflict markers is not shippable"
+    assert "merge conflict" in frozen.err and "build" in frozen.err
+
+    result = run_cli("build", "--site", site_copy, "--out", tmp_path / "dist")
+    assert result.code == 0, result.err
+    merged = json.loads((site_copy / LOCK).read_text("utf-8"))  # no markers left
+    assert merged["entries"]["q01-difference"]["content_version"] == "1.0.7"
+    assert merged["entries"]["q02-endpoints"]["content_version"] == "2.1.0"
+    assert merged["entries"]["q02-endpoints"]["updated_at"] == "2030-02-01T00:00:00Z"
+    for entry_id, entry in original["entries"].items():
+        if entry_id not in ("q01-difference", "q02-endpoints"):
+            assert merged["entries"][entry_id] == entry, "untouched entries keep their dates"
+    assert run_cli("check", "--frozen", "--site", site_copy).code == 0
+
+
+def test_an_unparsable_conflict_side_says_how_to_recover(site_copy: Path) -> None:
+    (site_copy / LOCK).write_text("<<<<<<< HEAD\n{\n=======\n}\n>>>>>>> b\n", encoding="utf-8")
+    result = run_cli("check", "--site", site_copy)
+    assert result.code == 1
+    assert_reported(result.err, site_copy, LOCK, None, ("not valid JSON", "git checkout"))
+
+
+def test_diff3_conflict_markers_are_merged_too(site_copy: Path, tmp_path: Path) -> None:
+    original = json.loads((site_copy / LOCK).read_text("utf-8"))
+    theirs = json.loads(json.dumps(original))
+    theirs["entries"]["q05-insights"]["content_version"] = "3.0.0"
+    body = json.dumps(original, indent=2).splitlines()
+    other = json.dumps(theirs, indent=2).splitlines()
+    # git's merge.conflictStyle=diff3 adds the common ancestor between ||||||| and =======.
+    lines = ["<<<<<<< HEAD", *body, "||||||| base", *body, "=======", *other, ">>>>>>> b"]
+    (site_copy / LOCK).write_text("\n".join(lines) + "\n", encoding="utf-8")
+    result = run_cli("build", "--site", site_copy, "--out", tmp_path / "dist")
+    assert result.code == 0, result.err
+    merged = json.loads((site_copy / LOCK).read_text("utf-8"))
+    assert merged["entries"]["q05-insights"]["content_version"] == "3.0.0"
+
+
+def test_a_real_git_merge_conflict_in_the_lock_is_merged(site_copy: Path, tmp_path: Path) -> None:
+    """The lock as `git merge` leaves it: partial hunks inside the JSON."""
+    def git(*args: str) -> None:
+        subprocess.run(["git", "-C", str(site_copy), *args], check=False, capture_output=True)
+
+    def bump(entry_id: str, version: str, stamp: str) -> None:
+        edit_lock(site_copy, entry_id, "content_version", version)
+        edit_lock(site_copy, entry_id, "updated_at", stamp)
+        git("commit", "-qam", f"bump {entry_id}")
+
+    git("init", "-q", "-b", "main")
+    for key, value in (("user.name", "t"), ("user.email", "t@t")):
+        git("config", key, value)
+    git("add", "-A")
+    git("commit", "-qm", "start")
+    git("checkout", "-q", "-b", "other")
+    bump("q01-difference", "1.0.4", "2030-01-01T00:00:00Z")
+    git("checkout", "-q", "main")
+    bump("q01-difference", "1.0.9", "2030-02-01T00:00:00Z")
+    git("merge", "-q", "other")
+    text = (site_copy / LOCK).read_text("utf-8")
+    assert "<<<<<<<" in text, "git left a conflict in the lock"
+
+    result = run_cli("build", "--site", site_copy, "--out", tmp_path / "dist")
+    assert result.code == 0, result.err
+    merged = json.loads((site_copy / LOCK).read_text("utf-8"))
+    assert merged["entries"]["q01-difference"] == {
+        **merged["entries"]["q01-difference"],
+        "content_version": "1.0.9",
+        "updated_at": "2030-02-01T00:00:00Z",
+    }

@@ -21,7 +21,7 @@ from content_builder.client import AgentClient, ClientError
 from content_builder.edge import Edge, Response
 from content_builder.serve import EdgeServer, load_edge
 from content_builder.verify import verify
-from tests.conftest import run_cli, running_server
+from tests.conftest import SPEC_SITE, run_cli, running_server
 
 
 @pytest.fixture
@@ -32,7 +32,12 @@ def server(site_copy: Path) -> Iterator[EdgeServer]:
 
 def test_verify_passes_against_a_good_server(server: EdgeServer, tmp_path: Path) -> None:
     out = tmp_path / "dist"
-    assert run_cli("build", "--out", out, "--base-url", server.base_url).code == 0
+    assert (
+        run_cli(
+            "build", "--site", SPEC_SITE, "--frozen", "--out", out, "--base-url", server.base_url
+        ).code
+        == 0
+    )
     result = run_cli("verify", server.base_url, "--expect-from", out)
     assert result.code == 0, result.out
     assert ", 0 failed" in result.out
@@ -60,7 +65,12 @@ def test_verify_names_a_missing_file(server: EdgeServer) -> None:
 
 def test_verify_names_an_altered_file(server: EdgeServer, tmp_path: Path) -> None:
     out = tmp_path / "dist"
-    assert run_cli("build", "--out", out, "--base-url", server.base_url).code == 0
+    assert (
+        run_cli(
+            "build", "--site", SPEC_SITE, "--frozen", "--out", out, "--base-url", server.base_url
+        ).code
+        == 0
+    )
     assert server.edge is not None
     artifacts = dict(server.edge.artifacts)
     path = "/api/v1/content/compatibility.json"
@@ -178,7 +188,12 @@ def test_is_fresh_follows_updated_at_and_content_hash(server: EdgeServer, site_c
 def test_verify_retries_until_the_deployment_catches_up(server: EdgeServer, tmp_path: Path) -> None:
     """Right after a publish the CDN may still serve old copies: --retry-for waits it out."""
     out = tmp_path / "dist"
-    assert run_cli("build", "--out", out, "--base-url", server.base_url).code == 0
+    assert (
+        run_cli(
+            "build", "--site", SPEC_SITE, "--frozen", "--out", out, "--base-url", server.base_url
+        ).code
+        == 0
+    )
     assert server.edge is not None
     good = server.edge
     server.edge = _without(good, "/api/v1/faq/q04-protocols.json")  # still "propagating"

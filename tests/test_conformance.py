@@ -1,4 +1,7 @@
-"""A fresh build against the spec's tables (../shared/spec/service-spec.md).
+"""A fresh build of the tests' own spec-shaped site against the spec's tables
+(../shared/spec/service-spec.md). tests/fixtures/spec_site/ has exactly the spec's six
+documents, six FAQ entries and brand; the owner's site_data/ is checked for what holds
+on any site in test_any_site.py.
 
 Expected values are written out from the spec here, not imported from the code that
 renders them, so a renderer that drifts from the spec fails.
@@ -8,6 +11,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -20,7 +24,8 @@ from openapi_spec_validator import validate as validate_openapi
 
 from content_builder import models
 from content_builder.artifacts import canonical_json
-from tests.conftest import TEST_BASE_URL
+from tests import sites
+from tests.conftest import SPEC_SITE, TEST_BASE_URL, run_cli
 
 DOCUMENT_IDS = [
     "site",
@@ -435,3 +440,72 @@ def test_llms_full_txt_carries_everything_in_full(built: Path) -> None:
         entry = read_json(built, f"/api/v1/faq/{faq_id}.json")
         assert f"{entry['question']}\n\nSource: {TEST_BASE_URL}/api/v1/faq/{faq_id}.json" in text
         assert entry["answer"] in text
+
+
+# --- the spec-table tests can fail ----------------------------------------------------
+#
+# The tables above are checked on the tests' own site (tests/fixtures/spec_site/). These
+# prove they are tables and not mirrors: the same checks, run on a build of a fixture
+# that drifted from the spec, fail.
+
+
+def _drifted_build(tmp_path: Path, drift: str) -> Path:
+    site = tmp_path / "site_data"
+    shutil.copytree(SPEC_SITE, site)
+    if drift == "seventh-faq":
+        text = (site / "faq/q06-architecture.yaml").read_text(encoding="utf-8")
+        (site / "faq/q07-extra.yaml").write_text(
+            text.replace("id: q06-architecture", "id: q07-extra", 1), encoding="utf-8"
+        )
+    elif drift == "document-removed":
+        (site / "content/compatibility.yaml").unlink()
+        agent = site / "on-site-agent.yaml"
+        lines = agent.read_text(encoding="utf-8").splitlines(keepends=True)
+        agent.write_text("".join(x for x in lines if "compatibility.json" not in x), "utf-8")
+    elif drift == "brand-renamed":
+        sites.rename_brand(site, "parlance")
+    out = tmp_path / "dist"
+    result = run_cli("build", "--site", site, "--out", out, "--base-url", TEST_BASE_URL)
+    assert result.code == 0, result.err
+    return out
+
+
+SPEC_TABLE_TESTS = [
+    test_every_spec_path_is_built_with_its_media_type,
+    test_content_index_fields_and_coverage,
+    test_mcp_manifest_matches_the_spec_tables,
+    test_discovery_document_fields_and_links,
+    test_llms_txt_parses_with_the_reference_parser,
+]
+
+
+@pytest.mark.parametrize("drift", ["seventh-faq", "document-removed", "brand-renamed"])
+def test_the_spec_tables_fail_on_a_fixture_that_drifts_from_the_spec(
+    tmp_path: Path, drift: str
+) -> None:
+    out = _drifted_build(tmp_path, drift)
+    failed = []
+    for check in SPEC_TABLE_TESTS:
+        try:
+            check(out)
+        except (AssertionError, FileNotFoundError):
+            failed.append(check.__name__)
+    # Every table that the drift touches notices it.
+    expected = {
+        "seventh-faq": {"test_every_spec_path_is_built_with_its_media_type",
+                        "test_content_index_fields_and_coverage",
+                        "test_mcp_manifest_matches_the_spec_tables"},
+        "document-removed": {"test_every_spec_path_is_built_with_its_media_type",
+                             "test_content_index_fields_and_coverage",
+                             "test_mcp_manifest_matches_the_spec_tables"},
+        "brand-renamed": {"test_every_spec_path_is_built_with_its_media_type",
+                          "test_mcp_manifest_matches_the_spec_tables",
+                          "test_discovery_document_fields_and_links"},
+    }[drift]  # fmt: skip
+    assert expected <= set(failed), failed
+
+
+def test_the_spec_tables_pass_on_the_fixture_itself(tmp_path: Path) -> None:
+    out = _drifted_build(tmp_path, "none")
+    for check in SPEC_TABLE_TESTS:
+        check(out)

@@ -19,7 +19,8 @@ import yaml
 from content_builder.errors import SiteDataError
 from infra.config import ConfigError, SiteConfig
 from infra.publisher import decode_files
-from tests.conftest import REPO, SITE_DATA
+from tests.conftest import REPO
+from tests.conftest import SPEC_SITE as SITE_DATA  # pins the spec's files and brand
 from tests.pulumi_harness import (
     DISTRIBUTION_DOMAIN,
     ProgramRun,

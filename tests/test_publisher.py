@@ -24,7 +24,7 @@ from content_builder.build import build
 from content_builder.writer import manifest
 from infra import publisher
 from infra.config import SiteConfig
-from tests.conftest import SITE_DATA
+from tests.conftest import SPEC_SITE as SITE_DATA  # pins the spec's files and brand
 from tests.pulumi_harness import (
     DISTRIBUTION_DOMAIN,
     props_of,

@@ -18,7 +18,7 @@ from content_builder.routes import (
     rule_for,
 )
 from content_builder.search_terms import fold, inflections, stem, words
-from tests.conftest import SITE_DATA
+from tests.conftest import SPEC_SITE as SITE_DATA  # pins the spec's files and brand
 
 
 @pytest.fixture(scope="module")

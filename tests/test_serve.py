@@ -31,7 +31,8 @@ from content_builder.artifacts import Artifact
 from content_builder.build import plan
 from content_builder.routes import HEADER_POLICY, JSON, TEXT, rule_for
 from content_builder.serve import EdgeServer, fingerprint, load_edge, serve, watch
-from tests.conftest import REPO, SITE_DATA, tree_digest
+from tests.conftest import REPO, tree_digest
+from tests.conftest import SPEC_SITE as SITE_DATA  # pins the spec's files and brand
 
 HOST = "127.0.0.1"
 ALLOWED_METHODS = {"GET", "HEAD", "OPTIONS"}

@@ -36,7 +36,7 @@ def _tools(site: Site, catalog: Catalog) -> list[McpTool]:
 
     document_ids = [document.id for _, document in catalog.documents]
     faq_ids = [faq.id for _, faq in catalog.faqs]
-    return [
+    tools = [
         McpTool(
             name="get_site_overview",
             description=f"Overview of {site.config.name}: what it is, who it is for and how "
@@ -108,6 +108,9 @@ def _tools(site: Site, catalog: Catalog) -> list[McpTool]:
             returns="text/plain",
         ),
     ]
+    # A site without FAQ entries has no FAQ file to point at: an empty enum would make
+    # get_faq uncallable, so the tool is left out (docs/decisions.md).
+    return [tool for tool in tools if faq_ids or tool.name != "get_faq"]
 
 
 def _resources(site: Site) -> list[McpResource]:

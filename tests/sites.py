@@ -1,0 +1,158 @@
+"""Valid sites of any shape, written the way an author would: for the "any site" tests.
+
+`benchmarks/sitegen.py` makes large realistic sites with as many FAQ entries as
+documents; these are the other shapes a site owner reaches: one document and no FAQ,
+more FAQ entries than documents, a renamed brand, Unicode everywhere, a document
+removed. Each site links its entries to each other (the link checks see real links)
+and gets its lock from the builder itself.
+"""
+
+from __future__ import annotations
+
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+from tests.conftest import SPEC_SITE, run_cli
+
+UNICODE_WORDS = ["Café", "naïve", "Zürich", "日本語の文書", "Ελληνικά", "emoji ✨", "São Paulo"]
+
+
+@dataclass(frozen=True)
+class Shape:
+    documents: int
+    faqs: int
+    brand: str = "service"
+    name: str = "Example"
+    unicode: bool = False
+
+
+def _dump(path: Path, data: object) -> None:
+    # One line per value: remove_document finds a link sentence as the author wrote it.
+    text = yaml.safe_dump(data, sort_keys=False, allow_unicode=True, width=10**6)
+    path.write_text(text, encoding="utf-8")
+
+
+def document_ids(shape: Shape) -> list[str]:
+    return ["site", *(f"topic-{index:03d}" for index in range(1, shape.documents))]
+
+
+def faq_ids(shape: Shape) -> list[str]:
+    return [f"q{index:03d}-question" for index in range(1, shape.faqs + 1)]
+
+
+def _title(shape: Shape, kind: str, index: int) -> str:
+    if not shape.unicode:
+        return f"{kind} number {index}"
+    word = UNICODE_WORDS[index % len(UNICODE_WORDS)]
+    return f"{word} — {kind} {index} « {UNICODE_WORDS[(index + 3) % len(UNICODE_WORDS)]} »"
+
+
+def link_sentence(target: str) -> str:
+    return f"See {{base_url}}/api/v1/{target}.json for more."
+
+
+def make_site(root: Path, shape: Shape) -> Path:
+    """Write a valid site_data folder of `shape` at `root` and refresh its lock."""
+    if root.exists():
+        shutil.rmtree(root)
+    (root / "content").mkdir(parents=True)
+    (root / "faq").mkdir()
+    config = yaml.safe_load((SPEC_SITE / "site.yaml").read_text(encoding="utf-8"))
+    config.update(brand=shape.brand, name=shape.name)
+    config.pop("search_eval", None)
+    if shape.unicode:
+        config["description"] = "Ünïcödé site — " + " ".join(UNICODE_WORDS)
+    _dump(root / "site.yaml", config)
+    architecture = yaml.safe_load((SPEC_SITE / "architecture.yaml").read_text(encoding="utf-8"))
+    if not shape.faqs:  # what the owner of a site without FAQ writes: no FAQ resource type
+        layer = architecture["data_layer"]
+        layer["resource_types"] = [
+            r for r in layer["resource_types"] if "/faq/" not in r["endpoint"]
+        ]
+    _dump(root / "architecture.yaml", architecture)
+    agent = yaml.safe_load((SPEC_SITE / "on-site-agent.yaml").read_text(encoding="utf-8"))
+    agent["configuration"]["knowledge_sources"] = [
+        "{base_url}/api/v1/content/index.json",
+        "{discovery_url}",
+        "{base_url}/llms-full.txt",
+    ]
+    _dump(root / "on-site-agent.yaml", agent)
+
+    documents, faqs = document_ids(shape), faq_ids(shape)
+    for index, document_id in enumerate(documents):
+        links = [link_sentence(f"content/{documents[(index + 1) % len(documents)]}")]
+        if faqs:
+            links.append(link_sentence(f"faq/{faqs[index % len(faqs)]}"))
+        body = f"{_title(shape, 'Section', index)} explains {{name}}. " + " ".join(links)
+        data: dict[str, object] = {
+            "id": document_id,
+            "title": _title(shape, "Document", index),
+            "content_type": "feature" if index % 4 == 3 else ("page" if index % 2 else "product"),
+            "description": f"What {_title(shape, 'topic', index)} covers.",
+            "canonical_url": f"https://www.example.test/{document_id}",
+            "order": index * 10,
+        }
+        if index == 0:
+            data["content_type"] = "page"
+        if data["content_type"] == "feature":
+            data["content"] = {
+                "headline": _title(shape, "Headline", index),
+                "summary": body,
+                "capabilities": {
+                    "discovery": {
+                        "title": "Discovery",
+                        "description": "Start at the discovery document.",
+                        "endpoints": ["{discovery_url}", "{base_url}/api/v1/content/index.json"],
+                    }
+                },
+                "for_agent_developers": "Read {discovery_url} first.",
+            }
+        else:
+            data["content"] = {
+                "headline": _title(shape, "Headline", index),
+                "sections": [
+                    {"title": _title(shape, "Part", index), "body": body},
+                    {"title": "More", "body": f"Contact {{contact}} about {document_id}."},
+                ],
+            }
+        _dump(root / "content" / f"{document_id}.yaml", data)
+    for index, faq_id in enumerate(faqs):
+        target = documents[index % len(documents)]
+        _dump(
+            root / "faq" / f"{faq_id}.yaml",
+            {
+                "id": faq_id,
+                "question": _title(shape, "Question", index) + "?",
+                "answer": "The answer, in {name}'s words.\n\n" + link_sentence(f"content/{target}"),
+            },
+        )
+    refresh_lock(root)
+    return root
+
+
+def refresh_lock(root: Path) -> None:
+    """Run `build` as an author would after an edit (it writes content.lock.json)."""
+    result = run_cli("build", "--site", root, "--out", root.parent / (root.name + "-dist"))
+    assert result.code == 0, result.err
+
+
+def remove_document(root: Path, document_id: str) -> None:
+    """Delete a document and every sentence that links to it, as its author would."""
+    (root / "content" / f"{document_id}.yaml").unlink()
+    sentence = link_sentence(f"content/{document_id}")
+    for path in sorted(root.rglob("*.yaml")):
+        text = path.read_text(encoding="utf-8")
+        if sentence in text:
+            path.write_text(text.replace(" " + sentence, "").replace(sentence, ""), "utf-8")
+
+
+def rename_brand(root: Path, brand: str) -> None:
+    """The rename the format doc promises: one line of site.yaml."""
+    path = root / "site.yaml"
+    lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
+    edited = [f"brand: {brand}\n" if line.startswith("brand:") else line for line in lines]
+    assert edited != lines, "site.yaml has a brand line"
+    path.write_text("".join(edited), encoding="utf-8")
