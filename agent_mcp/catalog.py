@@ -1,0 +1,290 @@
+"""What the server offers, read from the published files alone (a pure core, no SDK).
+
+The tools, their input schemas and enums come from the published MCP manifest; the ids,
+titles and URLs of documents and FAQ entries come from the content index. Nothing here
+knows how the builder renders them, so a manifest generated some other way (an endpoint
+table, a later API version) is followed with no change here.
+
+Every answer is the published file's text, byte for byte, except `search_content`, whose
+static endpoint is the whole search index: the live tool does the filtering the manifest
+tells a client to do, with the client's own ranking (`content_builder.client.rank`), and
+answers a search index holding only the matching entries, best first.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlsplit
+
+import jsonschema
+
+from agent_mcp.sources import FileSource, MissingFile
+from content_builder import paths
+from content_builder.client import rank
+from content_builder.models import ContentIndex, McpManifest, SearchIndex
+
+#: How many results `search` gives ChatGPT (its connectors show a handful; more is noise).
+SEARCH_LIMIT = 10
+_PLACEHOLDER = re.compile(r"\{([a-z_][a-z0-9_]*)\}")
+
+
+class InvalidRequest(ValueError):
+    """Bad input from the client: an unknown tool, id or URI, or arguments off the schema."""
+
+    def __init__(self, message: str, data: dict[str, Any] | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.data = data or {}
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    name: str
+    description: str
+    input_schema: dict[str, Any]
+    path_template: str  # URL path; {param} placeholders filled from the arguments
+    returns: str
+
+
+@dataclass(frozen=True)
+class ResourceSpec:
+    uri: str
+    name: str
+    description: str
+    mime_type: str
+    path: str
+
+
+@dataclass(frozen=True)
+class Answer:
+    """A tool's answer: the text (the published bytes, decoded) and its media type."""
+
+    text: str
+    mime_type: str
+
+    def structured(self) -> dict[str, Any] | None:
+        if self.mime_type != "application/json":
+            return None
+        value = json.loads(self.text)
+        return value if isinstance(value, dict) else None
+
+
+def endpoint_path(endpoint: str) -> str:
+    """`GET https://host/api/v1/x.json` -> `/api/v1/x.json` (base URLs carry no path)."""
+    method, _, url = endpoint.partition(" ")
+    if method != "GET" or not url:
+        raise ValueError(f"unexpected endpoint {endpoint!r}: expected 'GET <url>'")
+    return urlsplit(url).path
+
+
+def media_type(path: str) -> str:
+    return "text/plain" if path.endswith(".txt") else "application/json"
+
+
+def _json(body: bytes) -> Any:
+    return json.loads(body.decode("utf-8"))
+
+
+def compact(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+class Catalog:
+    """The published API as MCP tools and resources, read once from a file source."""
+
+    def __init__(self, source: FileSource) -> None:
+        self.source = source
+        self.manifest = McpManifest.model_validate(_json(source.read(paths.MCP_MANIFEST)))
+        self.index = ContentIndex.model_validate(_json(source.read(paths.CONTENT_INDEX)))
+        self.tools = [
+            ToolSpec(
+                name=tool.name,
+                description=tool.description,
+                input_schema=tool.inputSchema.model_dump(exclude_none=True),
+                path_template=endpoint_path(tool.endpoint),
+                returns=tool.returns,
+            )
+            for tool in self.manifest.tools
+        ]
+        self._tools = {tool.name: tool for tool in self.tools}
+        self.scheme = (
+            urlsplit(self.manifest.resources[0].uri).scheme if self.manifest.resources else ""
+        )
+        self.entries = {entry.id: entry for entry in self.index.documents}
+        self.resources = self._resources()
+        self._resources_by_uri = {resource.uri: resource for resource in self.resources}
+
+    # --- names ------------------------------------------------------------------------
+
+    @property
+    def server_name(self) -> str:
+        return self.manifest.serverInfo.name
+
+    @property
+    def server_version(self) -> str:
+        return self.manifest.serverInfo.version
+
+    def entry_uri(self, entry_id: str) -> str:
+        kind = "faq" if self.entries[entry_id].content_type == "faq" else "content"
+        return f"{self.scheme}://{kind}/{entry_id}"
+
+    def _resources(self) -> list[ResourceSpec]:
+        listed = [
+            ResourceSpec(
+                uri=resource.uri,
+                name=resource.name,
+                description=resource.description,
+                mime_type=resource.mimeType,
+                path=endpoint_path(resource.endpoint),
+            )
+            for resource in self.manifest.resources
+        ]
+        # One per document and FAQ entry; the manifest's own entry wins where the two
+        # name the same file (the site overview is also the document `site`).
+        known_paths = {resource.path for resource in listed}
+        for entry in self.index.documents:
+            path = urlsplit(entry.api_url).path
+            if path in known_paths:
+                continue
+            listed.append(
+                ResourceSpec(
+                    uri=self.entry_uri(entry.id),
+                    name=entry.title,
+                    description=entry.description,
+                    mime_type="application/json",
+                    path=path,
+                )
+            )
+        return listed
+
+    # --- tools ------------------------------------------------------------------------
+
+    def call(self, name: str, arguments: dict[str, Any] | None) -> Answer:
+        tool = self._tools.get(name)
+        if tool is None:
+            raise InvalidRequest(
+                f"unknown tool {name!r}; valid tools: {', '.join(self.tool_names())}",
+                {"tool": name, "valid": self.tool_names()},
+            )
+        arguments = arguments or {}
+        self._check_arguments(tool, arguments)
+        if tool.path_template == paths.SEARCH_INDEX and "query" in arguments:
+            return Answer(self.search_index_for(arguments["query"]), "application/json")
+        path = _PLACEHOLDER.sub(lambda m: str(arguments[m.group(1)]), tool.path_template)
+        return Answer(self._read(path).decode("utf-8"), media_type(path))
+
+    def tool_names(self) -> list[str]:
+        return [tool.name for tool in self.tools] + ["search", "fetch"]
+
+    def _check_arguments(self, tool: ToolSpec, arguments: dict[str, Any]) -> None:
+        schema = tool.input_schema
+        unexpected = sorted(set(arguments) - set(schema.get("properties", {})))
+        if unexpected:
+            raise InvalidRequest(
+                f"{tool.name}: unexpected argument(s) {', '.join(unexpected)}; "
+                f"it takes: {', '.join(schema.get('properties', {})) or 'no arguments'}",
+                {"tool": tool.name, "unexpected": unexpected},
+            )
+        error = jsonschema.exceptions.best_match(
+            jsonschema.Draft202012Validator(schema).iter_errors(arguments)
+        )
+        if error is None:
+            return
+        field = error.path[0] if error.path else None
+        if field is None and error.validator == "required":
+            field = next(
+                (name for name in schema.get("required", []) if name not in arguments), None
+            )
+        spec = schema.get("properties", {}).get(field, {}) if isinstance(field, str) else {}
+        if "enum" in spec:
+            valid = list(spec["enum"])
+            raise InvalidRequest(
+                f"{tool.name}: {field} must be one of the published ids: {', '.join(valid)}"
+                + (f" (got {arguments[field]!r})" if field in arguments else " (missing)"),
+                {"tool": tool.name, "argument": field, "valid": valid},
+            )
+        raise InvalidRequest(
+            f"{tool.name}: invalid arguments: {error.message}",
+            {"tool": tool.name, "argument": field},
+        )
+
+    def _read(self, path: str) -> bytes:
+        try:
+            return self.source.read(path)
+        except MissingFile as error:
+            # The manifest names a file the source lacks: the deployment is inconsistent.
+            raise InvalidRequest(
+                f"{path} is listed but not published by {self.source.label}", {"path": path}
+            ) from error
+
+    # --- search -----------------------------------------------------------------------
+
+    def search_index(self) -> SearchIndex:
+        return SearchIndex.model_validate(_json(self._read(paths.SEARCH_INDEX)))
+
+    def search_index_for(self, query: str) -> str:
+        """The search index with only the entries matching `query`, best first: the same
+        shape and the same entry objects as the published file."""
+        index = self.search_index()
+        hits = rank(index, query)
+        return (
+            json.dumps(
+                {"version": index.version, "entries": [hit.entry.model_dump() for hit in hits]},
+                ensure_ascii=False,
+                indent=2,
+            )
+            + "\n"
+        )
+
+    def search(self, query: str) -> dict[str, Any]:
+        """ChatGPT's `search`: {"results": [{id, title, url}]}, url the page to cite."""
+        hits = rank(self.search_index(), query)[:SEARCH_LIMIT]
+        return {
+            "results": [
+                {
+                    "id": hit.id,
+                    "title": hit.title,
+                    "url": self.entries[hit.id].canonical_url
+                    if hit.id in self.entries
+                    else hit.entry.api_url,
+                }
+                for hit in hits
+            ]
+        }
+
+    def fetch(self, entry_id: str) -> dict[str, Any]:
+        """ChatGPT's `fetch`: {id, title, text, url, metadata}; text is the published JSON."""
+        entry = self.entries.get(entry_id)
+        if entry is None:
+            valid = list(self.entries)
+            raise InvalidRequest(
+                f"fetch: unknown id {entry_id!r}; valid ids: {', '.join(valid)}",
+                {"argument": "id", "valid": valid},
+            )
+        return {
+            "id": entry.id,
+            "title": entry.title,
+            "text": self._read(urlsplit(entry.api_url).path).decode("utf-8"),
+            "url": entry.canonical_url,
+            "metadata": {
+                "content_type": entry.content_type,
+                "api_url": entry.api_url,
+                "updated_at": entry.updated_at,
+                "description": entry.description,
+            },
+        }
+
+    # --- resources --------------------------------------------------------------------
+
+    def read_resource(self, uri: str) -> tuple[ResourceSpec, str]:
+        resource = self._resources_by_uri.get(uri)
+        if resource is None:
+            valid = list(self._resources_by_uri)
+            raise InvalidRequest(
+                f"unknown resource {uri!r}; valid URIs: {', '.join(valid)}",
+                {"uri": uri, "valid": valid},
+            )
+        return resource, self._read(resource.path).decode("utf-8")
