@@ -455,7 +455,7 @@ def test_pulumi_project_declares_every_option_the_program_reads() -> None:
     assert project["runtime"]["name"] == "python"
     assert project["runtime"]["options"]["virtualenv"] == ".venv"
     source = (REPO / "infra" / "config.py").read_text()
-    read = set(re.findall(r"config\.(?:get|require|get_int)\(\"(\w+)\"\)", source))
+    read = set(re.findall(r"config\.(?:get|require|get_int|get_bool)\(\"(\w+)\"\)", source))
     assert read == set(project["config"]), "Pulumi.yaml documents exactly what load() reads"
     example = (REPO / "Pulumi.dev.yaml").read_text()
     assert "aws:region" in yaml.safe_load(example)["config"]
