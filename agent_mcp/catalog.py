@@ -8,7 +8,7 @@ table, a later API version) is followed with no change here.
 Every answer is the published file's text, byte for byte, except `search_content`, whose
 static endpoint is the whole search index: the live tool does the filtering the manifest
 tells a client to do, with the client's own ranking (`content_builder.client.rank`), and
-answers a search index holding only the matching entries, best first.
+answers a search index holding only the best matching entries (at most ten), best first.
 """
 
 from __future__ import annotations
@@ -26,7 +26,8 @@ from content_builder import paths
 from content_builder.client import rank
 from content_builder.models import ContentIndex, McpManifest, SearchIndex
 
-#: How many results `search` gives ChatGPT (its connectors show a handful; more is noise).
+#: How many results a search answers, best first: enough to choose from, and a tool
+#: result stays small in a context window (a broad query matches most of a large site).
 SEARCH_LIMIT = 10
 _PLACEHOLDER = re.compile(r"\{([a-z_][a-z0-9_]*)\}")
 
@@ -116,6 +117,10 @@ class Catalog:
         self.entries = {entry.id: entry for entry in self.index.documents}
         self.resources = self._resources()
         self._resources_by_uri = {resource.uri: resource for resource in self.resources}
+        self._search_index: SearchIndex | None = None
+        self._validators = {
+            tool.name: jsonschema.Draft202012Validator(tool.input_schema) for tool in self.tools
+        }
 
     # --- names ------------------------------------------------------------------------
 
@@ -188,9 +193,7 @@ class Catalog:
                 f"it takes: {', '.join(schema.get('properties', {})) or 'no arguments'}",
                 {"tool": tool.name, "unexpected": unexpected},
             )
-        error = jsonschema.exceptions.best_match(
-            jsonschema.Draft202012Validator(schema).iter_errors(arguments)
-        )
+        error = jsonschema.exceptions.best_match(self._validators[tool.name].iter_errors(arguments))
         if error is None:
             return
         field = error.path[0] if error.path else None
@@ -223,21 +226,20 @@ class Catalog:
     # --- search -----------------------------------------------------------------------
 
     def search_index(self) -> SearchIndex:
-        return SearchIndex.model_validate(_json(self._read(paths.SEARCH_INDEX)))
+        # Parsed once: the files behind a source never change (a rebuild is a new source),
+        # and parsing costs more than ranking on a large site.
+        if self._search_index is None:
+            self._search_index = SearchIndex.model_validate_json(self._read(paths.SEARCH_INDEX))
+        return self._search_index
 
     def search_index_for(self, query: str) -> str:
-        """The search index with only the entries matching `query`, best first: the same
-        shape and the same entry objects as the published file."""
+        """The search index with only the best entries matching `query` (at most
+        SEARCH_LIMIT), best first: the same shape and entry objects as the published file."""
         index = self.search_index()
-        hits = rank(index, query)
-        return (
-            json.dumps(
-                {"version": index.version, "entries": [hit.entry.model_dump() for hit in hits]},
-                ensure_ascii=False,
-                indent=2,
-            )
-            + "\n"
-        )
+        hits = rank(index, query)[:SEARCH_LIMIT]
+        found = SearchIndex(version=index.version, entries=[hit.entry for hit in hits])
+        # The published files' own formatting (two-space indent, UTF-8, trailing newline).
+        return found.model_dump_json(indent=2, exclude_none=True) + "\n"
 
     def search(self, query: str) -> dict[str, Any]:
         """ChatGPT's `search`: {"results": [{id, title, url}]}, url the page to cite."""

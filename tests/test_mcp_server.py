@@ -18,16 +18,18 @@ from typing import Any
 
 import anyio
 import pytest
+import yaml
 from mcp import Client, StdioServerParameters
 from mcp.shared.exceptions import MCPError
 
+from agent_mcp.catalog import SEARCH_LIMIT
 from agent_mcp.sources import DirectoryFiles, MissingFile
 from benchmarks import sitegen
 from content_builder import paths
 from content_builder.build import plan
 from content_builder.client import rank
 from content_builder.models import SearchIndex
-from tests.conftest import REPO, TEST_BASE_URL, running_server
+from tests.conftest import REPO, SITE_DATA, TEST_BASE_URL, running_server
 
 # Both eras the SDK speaks: the initialize handshake most clients use today, and the
 # current sessionless protocol.
@@ -90,6 +92,8 @@ async def exercise(server: Any, mode: str, files: dict[str, bytes], question: st
                 assert result.is_error is False
                 assert result.content[0].text.encode("utf-8") == files[path]
                 calls += 1
+                extra = await expect_error(client.call_tool(tool["name"], {"id": "x"}))
+                assert "unexpected argument" in extra.message
             for name, spec in properties.items():
                 for value in spec.get("enum", []):
                     result = await client.call_tool(tool["name"], {name: value})
@@ -112,7 +116,8 @@ async def exercise(server: Any, mode: str, files: dict[str, bytes], question: st
         result = await client.call_tool("search_content", {"query": question})
         found = json.loads(result.content[0].text)
         assert found["version"] == search_index.version
-        assert [e["id"] for e in found["entries"]] == [h.id for h in rank(search_index, question)]
+        expected_ids = [h.id for h in rank(search_index, question)][:SEARCH_LIMIT]
+        assert [e["id"] for e in found["entries"]] == expected_ids
         published_entries = {e.id: e.model_dump() for e in search_index.entries}
         assert all(published_entries[e["id"]] == e for e in found["entries"])
         await expect_error(client.call_tool("search_content", {}))
@@ -262,3 +267,28 @@ def test_directory_source_stays_inside_its_folder(tmp_path: Path) -> None:
     for path in ("/../secret.txt", "/missing.json", "a.json", "/"):
         with pytest.raises(MissingFile):
             source.read(path)
+
+
+@pytest.mark.parametrize("questions", ["questions.yaml", "holdout.yaml"])
+def test_search_ranks_as_the_client_does_on_the_search_evaluation(questions: str) -> None:
+    """On the real content and the search evaluation's questions: the server's `search`
+    answers the client's ranking (`content_builder.client.rank`), so it finds what the
+    evaluation measures the client finding. Relative, so it holds whatever the content."""
+    from agent_mcp.catalog import Catalog
+    from agent_mcp.server import create_server
+    from agent_mcp.sources import MemoryFiles
+
+    files = published(SITE_DATA, TEST_BASE_URL)
+    server = create_server(Catalog(MemoryFiles(files)))
+    search_index = SearchIndex.model_validate_json(files[paths.SEARCH_INDEX])
+    asked = yaml.safe_load((REPO / "tests" / "search_eval" / questions).read_text())["questions"]
+
+    async def go() -> None:
+        async with Client(server, mode="legacy") as client:
+            for item in asked:
+                result = await client.call_tool("search", {"query": item["q"]})
+                ids = [hit["id"] for hit in result.structured_content["results"]]
+                expected = [hit.id for hit in rank(search_index, item["q"])][:SEARCH_LIMIT]
+                assert ids == expected, item["q"]
+
+    run(go)
