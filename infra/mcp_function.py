@@ -16,6 +16,7 @@ for every AWS behaviour relied on are in docs/decisions.md ("MCP server on AWS")
 
 from __future__ import annotations
 
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -38,6 +39,10 @@ CACHED_METHODS = ["GET", "HEAD"]
 CACHING_DISABLED_POLICY_ID = "4135ea2d-6df8-44a3-9df3-4b5a84be39ad"
 ALL_VIEWER_EXCEPT_HOST_HEADER_POLICY_ID = "b689b0a8-53d0-40ab-baf2-68738e2966ac"
 BASIC_EXECUTION_POLICY = "arn:aws:iam::aws:policy/service-role/AWSLambdaBasicExecutionRole"
+#: Lambda's package limits (docs/decisions.md): the function and its layers unzipped,
+#: and a .zip uploaded directly (Pulumi uploads the code directly, not through S3).
+UNZIPPED_LIMIT = 262_144_000  # "Unzipped size must be smaller than 262144000 bytes"
+ZIPPED_DIRECT_LIMIT = 50 * 1024 * 1024
 #: The packages the handler imports from this repository (the SDK comes in the layer).
 PACKAGES = ("agent_mcp", "content_builder")
 
@@ -68,6 +73,32 @@ def code_archive(files: dict[str, bytes]) -> pulumi.AssetArchive:
     for path in sorted(files):
         assets["site" + path] = pulumi.StringAsset(files[path].decode("utf-8"))
     return pulumi.AssetArchive(assets)
+
+
+def _folder_size(folder: Path) -> int:
+    return sum(path.stat().st_size for path in folder.rglob("*") if path.is_file())
+
+
+def check_package_size(files: dict[str, bytes], layer_dir: Path) -> None:
+    """Refuse, at preview, a package Lambda would refuse at deploy time."""
+    code = sum(_folder_size(PROJECT_ROOT / package) for package in PACKAGES)
+    site = sum(len(body) for body in files.values())
+    unzipped = code + site + _folder_size(layer_dir)
+    if unzipped >= UNZIPPED_LIMIT:
+        raise ConfigError(
+            f"mcpServer: the function would hold {unzipped / 1e6:.1f} MB unzipped (the "
+            f"site's files {site / 1e6:.1f} MB, code and SDK layer included); Lambda's limit "
+            f"is {UNZIPPED_LIMIT / 1e6:.1f} MB. This site is too large to package with the "
+            "function (see docs/decisions.md)"
+        )
+    if code + site > ZIPPED_DIRECT_LIMIT:  # only then is compressing worth its time
+        zipped = code + sum(len(zlib.compress(body, 6)) for body in files.values())
+        if zipped >= ZIPPED_DIRECT_LIMIT:
+            raise ConfigError(
+                f"mcpServer: the function's .zip would be about {zipped / 1e6:.1f} MB; a "
+                f"directly uploaded package must stay under {ZIPPED_DIRECT_LIMIT / 1e6:.1f} MB "
+                "(see docs/decisions.md)"
+            )
 
 
 def published_files(config: SiteConfig) -> dict[str, bytes]:
@@ -110,13 +141,15 @@ def declare(
         compatible_architectures=["x86_64"],
         opts=opts,
     )
+    files = published_files(config)
+    check_package_size(files, Path(mcp.layer_dir))
     function = aws.lambda_.Function(
         f"{name}-function",
         runtime=RUNTIME,
         handler=HANDLER,
         architectures=["x86_64"],
         role=role.arn,
-        code=code_archive(published_files(config)),
+        code=code_archive(files),
         layers=[layer.arn],
         memory_size=512,
         timeout=30,

@@ -8,6 +8,7 @@ back from infra/mcp_function.py.
 from __future__ import annotations
 
 import json
+import os
 import threading
 import urllib.error
 import urllib.request
@@ -28,6 +29,7 @@ from benchmarks import sitegen
 from content_builder import paths
 from content_builder.build import plan
 from infra.config import ConfigError, McpServerConfig, SiteConfig
+from tests.conftest import REPO
 from tests.pulumi_harness import FUNCTION_URL, ProgramRun, run_program
 
 DOMAIN = "agents.example.test"
@@ -185,6 +187,32 @@ def test_config_rules(root: Path) -> None:
         McpServerConfig(origin_secret=SECRET, reserved_concurrency=0)
     with pytest.raises(ConfigError, match="make mcp-layer"):
         run_program(config(root, layer_dir=root / "no-layer-here"))
+
+
+def test_package_size_limits(root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Lambda refuses a package over 250 MB unzipped or a direct upload over 50 MB zipped
+    (a 10,000-entry site is about 276 MB); the preview must say so first. The limits are
+    scaled down here, the rule is the same."""
+    from infra import mcp_function
+
+    files = {"/a.json": b"x" * 4000}
+    layer = root / "layer"
+    code = sum(
+        p.stat().st_size
+        for package in ("agent_mcp", "content_builder")
+        for p in (REPO / package).rglob("*")
+        if p.is_file()
+    )
+    baseline = code + sum(p.stat().st_size for p in layer.rglob("*") if p.is_file())
+    monkeypatch.setattr(mcp_function, "UNZIPPED_LIMIT", baseline + 4000)
+    with pytest.raises(ConfigError, match="unzipped"):
+        mcp_function.check_package_size(files, layer)
+    monkeypatch.setattr(mcp_function, "UNZIPPED_LIMIT", baseline + 4001)
+    monkeypatch.setattr(mcp_function, "ZIPPED_DIRECT_LIMIT", code + 100)
+    mcp_function.check_package_size(files, layer)  # 4,000 x's compress to a few bytes
+    noise = {"/b.bin": os.urandom(4000)}  # does not compress
+    with pytest.raises(ConfigError, match="zip"):
+        mcp_function.check_package_size(noise, layer)
 
 
 # --- the handler over real HTTP ----------------------------------------------------------
