@@ -292,3 +292,81 @@ def test_search_ranks_as_the_client_does_on_the_search_evaluation(questions: str
                 assert ids == expected, item["q"]
 
     run(go)
+
+
+def post(url: str, message: dict[str, Any], version: str | None = None) -> tuple[int, Any]:
+    """One raw JSON-RPC POST, as any client on the wire would send it (no SDK)."""
+    headers = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
+    if version:
+        headers["MCP-Protocol-Version"] = version
+    request = urllib.request.Request(
+        url, data=json.dumps(message).encode(), method="POST", headers=headers
+    )
+    with urllib.request.urlopen(request, timeout=10) as response:
+        assert response.headers["Content-Type"].startswith("application/json")
+        body = response.read()
+        return response.status, json.loads(body) if body else None
+
+
+@pytest.mark.parametrize("version", ["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"])
+def test_every_handshake_version_on_the_wire(http_server: Any, version: str) -> None:
+    """Clients in the field still open with older versions: each is answered in kind, and
+    the wire shapes (not the SDK's parsing of them) are the protocol's."""
+    url = http_server.base_url + "/mcp"
+    files = {path: a.body for path, a in http_server.edge.artifacts.items()}
+    manifest = json.loads(files[paths.MCP_MANIFEST])
+    status, answer = post(
+        url,
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": version,
+                "capabilities": {},
+                "clientInfo": {"name": "wire-test", "version": "1"},
+            },
+        },
+    )
+    assert status == 200 and answer["id"] == 1
+    assert answer["result"]["protocolVersion"] == version
+    assert answer["result"]["serverInfo"]["name"] == manifest["serverInfo"]["name"]
+    assert set(answer["result"]["capabilities"]) >= {"tools", "resources"}
+    status, _ = post(url, {"jsonrpc": "2.0", "method": "notifications/initialized"}, version)
+    assert status == 202
+
+    _, listed = post(url, {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}, version)
+    tools = {tool["name"]: tool for tool in listed["result"]["tools"]}
+    for tool in manifest["tools"]:
+        assert tools[tool["name"]]["inputSchema"] == tool["inputSchema"]
+        assert tools[tool["name"]]["annotations"]["readOnlyHint"] is True
+
+    faq_tool = next(t for t in manifest["tools"] if t["name"] == "get_faq")
+    valid = faq_tool["inputSchema"]["properties"]["faq_id"]["enum"]
+    _, error = post(
+        url,
+        {
+            "jsonrpc": "2.0",
+            "id": 3,
+            "method": "tools/call",
+            "params": {"name": "get_faq", "arguments": {"faq_id": "nope"}},
+        },
+        version,
+    )
+    assert "result" not in error and error["id"] == 3
+    assert error["error"]["code"] == -32602  # JSON-RPC invalid params
+    assert error["error"]["data"]["valid"] == valid
+
+    _, read = post(
+        url,
+        {
+            "jsonrpc": "2.0",
+            "id": 4,
+            "method": "resources/read",
+            "params": {"uri": manifest["resources"][0]["uri"]},
+        },
+        version,
+    )
+    (content,) = read["result"]["contents"]
+    assert content["uri"] == manifest["resources"][0]["uri"]
+    assert content["mimeType"] == manifest["resources"][0]["mimeType"]
