@@ -79,7 +79,7 @@ class EdgeRequestHandler(BaseHTTPRequestHandler):
             edge.artifacts, loopback_hosts(self.server.server_address[0]),
         )  # fmt: skip
         self.send_response(status)
-        for name, value in [*headers, *HEADER_POLICY.cors.items()]:
+        for name, value in [*headers, *HEADER_POLICY.every_response.items()]:  # as the CDN
             self.send_header(name, value)
         self.end_headers()
         self.wfile.write(payload if self.command != "HEAD" else b"")

@@ -216,7 +216,10 @@ def test_mcp_endpoint_refuses_every_method_but_post(http_server: Any, method: st
         urllib.request.urlopen(request, timeout=10)
     assert caught.value.code == 405
     assert caught.value.headers["Allow"] == "POST"
-    assert caught.value.headers["Access-Control-Allow-Origin"] == "*"
+    # the CDN's response headers policy applies to /mcp too (as on the /mcp behaviour)
+    assert caught.value.headers.get_all("Access-Control-Allow-Origin") == ["*"]
+    assert caught.value.headers["X-Content-Type-Options"] == "nosniff"
+    assert caught.value.headers["Strict-Transport-Security"].startswith("max-age=")
 
 
 def test_mcp_endpoint_refuses_a_foreign_host_header(http_server: Any) -> None:
