@@ -373,3 +373,26 @@ def test_every_handshake_version_on_the_wire(http_server: Any, version: str) -> 
     (content,) = read["result"]["contents"]
     assert content["uri"] == manifest["resources"][0]["uri"]
     assert content["mimeType"] == manifest["resources"][0]["mimeType"]
+
+
+def test_a_rebuilt_site_is_served_at_mcp_at_once(tmp_path: Path) -> None:
+    """`serve --watch` swaps in a new build; /mcp answers from it on the next request."""
+    from content_builder.serve import load_edge
+
+    site = sitegen.generate(tmp_path / "site_data", 3)
+    document = site.document_ids[1]
+
+    async def text_of(url: str) -> str:
+        async with Client(url, mode="legacy") as client:
+            result = await client.call_tool("get_content_document", {"document_id": document})
+            return result.content[0].text
+
+    with running_server(site.root) as server:
+        url = server.base_url + "/mcp"
+        before = run(text_of, url)
+        sitegen.edit_document(site.root, document, "Zanzibar quokkas edit this page.")
+        server.edge = load_edge(site.root, server.base_url)  # what the watcher does
+        after = run(text_of, url)
+        assert "Zanzibar quokkas" not in before and "Zanzibar quokkas" in after
+        expected = server.edge.artifacts[paths.document(document)].body
+        assert after.encode("utf-8") == expected
