@@ -47,6 +47,24 @@ ZIPPED_DIRECT_LIMIT = 50 * 1024 * 1024
 PACKAGES = ("agent_mcp", "content_builder")
 
 
+#: Headers CloudFront refuses to add to origin requests (CloudFront Developer Guide, "Custom
+#: headers that CloudFront can't add to origin requests"; the names this program could
+#: plausibly pick, and the two reserved prefixes).
+DENIED_ORIGIN_HEADERS = frozenset(
+    {"cache-control", "connection", "content-length", "cookie", "host", "if-match",
+     "if-modified-since", "if-none-match", "if-range", "if-unmodified-since", "range",
+     "transfer-encoding", "upgrade", "via"}
+)  # fmt: skip
+DENIED_ORIGIN_HEADER_PREFIXES = ("x-amz-", "x-edge-")
+
+
+def check_origin_header(name: str) -> str:
+    lowered = name.lower()
+    if lowered in DENIED_ORIGIN_HEADERS or lowered.startswith(DENIED_ORIGIN_HEADER_PREFIXES):
+        raise ConfigError(f"origin custom header {name!r}: CloudFront cannot add this header")
+    return name
+
+
 @dataclass(frozen=True)
 class McpOrigin:
     origin: aws.cloudfront.DistributionOriginArgs
@@ -195,7 +213,8 @@ def declare(
         ),
         custom_headers=[
             aws.cloudfront.DistributionOriginCustomHeaderArgs(
-                name=ORIGIN_HEADER, value=pulumi.Output.secret(mcp.origin_secret)
+                name=check_origin_header(ORIGIN_HEADER),
+                value=pulumi.Output.secret(mcp.origin_secret),
             )
         ],
     )

@@ -189,6 +189,15 @@ def test_config_rules(root: Path) -> None:
         run_program(config(root, layer_dir=root / "no-layer-here"))
 
 
+@pytest.mark.parametrize("name", ["Host", "X-Amz-Secret", "x-edge-origin", "Cookie"])
+def test_origin_header_cloudfront_refuses_is_refused_first(name: str) -> None:
+    from infra import mcp_function
+
+    with pytest.raises(ConfigError, match="CloudFront cannot add"):
+        mcp_function.check_origin_header(name)
+    assert mcp_function.check_origin_header("x-origin-verify") == "x-origin-verify"
+
+
 def test_package_size_limits(root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Lambda refuses a package over 250 MB unzipped or a direct upload over 50 MB zipped
     (a 10,000-entry site is about 276 MB); the preview must say so first. The limits are
