@@ -98,17 +98,20 @@ class Catalog:
 
     def __init__(self, source: FileSource) -> None:
         self.source = source
-        self.manifest = McpManifest.model_validate(_json(source.read(paths.MCP_MANIFEST)))
+        raw_manifest = _json(source.read(paths.MCP_MANIFEST))
+        self.manifest = McpManifest.model_validate(raw_manifest)
         self.index = ContentIndex.model_validate(_json(source.read(paths.CONTENT_INDEX)))
         self.tools = [
             ToolSpec(
                 name=tool.name,
                 description=tool.description,
-                input_schema=tool.inputSchema.model_dump(exclude_none=True),
+                # As published, key for key: whatever a later manifest adds to a schema
+                # reaches the client unchanged.
+                input_schema=raw_tool["inputSchema"],
                 path_template=endpoint_path(tool.endpoint),
                 returns=tool.returns,
             )
-            for tool in self.manifest.tools
+            for tool, raw_tool in zip(self.manifest.tools, raw_manifest["tools"], strict=True)
         ]
         self._tools = {tool.name: tool for tool in self.tools}
         self.scheme = (

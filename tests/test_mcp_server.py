@@ -396,3 +396,34 @@ def test_a_rebuilt_site_is_served_at_mcp_at_once(tmp_path: Path) -> None:
         assert "Zanzibar quokkas" not in before and "Zanzibar quokkas" in after
         expected = server.edge.artifacts[paths.document(document)].body
         assert after.encode("utf-8") == expected
+
+
+def test_the_server_follows_the_published_manifest_not_the_builder(
+    site: sitegen.GeneratedSite,
+) -> None:
+    """Tools and schemas come from /api/v1/mcp.json as published: a manifest generated
+    differently (an endpoint table, a later version) is served with no code change."""
+    from agent_mcp.catalog import Catalog
+    from agent_mcp.server import create_server
+    from agent_mcp.sources import MemoryFiles
+
+    files = published(site.root, TEST_BASE_URL)
+    manifest = json.loads(files[paths.MCP_MANIFEST])
+    manifest["tools"] = [t for t in manifest["tools"] if t["name"] != "get_architecture"]
+    faq_tool = next(t for t in manifest["tools"] if t["name"] == "get_faq")
+    faq_tool["inputSchema"]["additionalProperties"] = False
+    faq_tool["inputSchema"]["properties"]["faq_id"]["enum"] = [site.faq_ids[0]]
+    files[paths.MCP_MANIFEST] = json.dumps(manifest).encode()
+    server = create_server(Catalog(MemoryFiles(files)))
+
+    async def go() -> None:
+        async with Client(server, mode="legacy") as client:
+            tools = {t.name: t for t in (await client.list_tools()).tools}
+            assert "get_architecture" not in tools
+            assert tools["get_faq"].input_schema == faq_tool["inputSchema"]
+            error = await expect_error(client.call_tool("get_faq", {"faq_id": site.faq_ids[1]}))
+            assert error.data["valid"] == [site.faq_ids[0]]
+            with pytest.raises(MCPError):
+                await client.call_tool("get_architecture", {})
+
+    run(go)
