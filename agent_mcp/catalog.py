@@ -24,7 +24,7 @@ import jsonschema
 from agent_mcp.sources import FileSource, MissingFile
 from content_builder import paths
 from content_builder.client import rank
-from content_builder.models import ContentIndex, McpManifest, SearchIndex
+from content_builder.models import SearchIndex
 
 #: How many results a search answers, best first: enough to choose from, and a tool
 #: result stays small in a context window (a broad query matches most of a large site).
@@ -39,6 +39,19 @@ class InvalidRequest(ValueError):
         super().__init__(message)
         self.message = message
         self.data = data or {}
+
+
+@dataclass(frozen=True)
+class IndexEntry:
+    """What the server needs of a content index entry (the spec's ContentIndexEntry)."""
+
+    id: str
+    title: str
+    content_type: str
+    canonical_url: str
+    api_url: str
+    description: str
+    updated_at: str
 
 
 @dataclass(frozen=True)
@@ -89,6 +102,29 @@ def _json(body: bytes) -> Any:
     return json.loads(body.decode("utf-8"))
 
 
+_ENTRY = tuple(IndexEntry.__dataclass_fields__)
+
+
+def _object(value: Any, where: str) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise ValueError(f"{where}: expected a JSON object")
+    return value
+
+
+def _objects(container: dict[str, Any], key: str, where: str) -> list[dict[str, Any]]:
+    items = container.get(key)
+    if not isinstance(items, list):
+        raise ValueError(f"{where}: field {key!r}: expected an array")
+    return [_object(item, f"{where}: {key}[{i}]") for i, item in enumerate(items)]
+
+
+def _text(container: dict[str, Any], key: str, where: str) -> str:
+    value = container.get(key)
+    if not isinstance(value, str):
+        raise ValueError(f"{where}: field {key!r}: expected a string")
+    return value
+
+
 def compact(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
@@ -98,26 +134,44 @@ class Catalog:
 
     def __init__(self, source: FileSource) -> None:
         self.source = source
-        raw_manifest = _json(source.read(paths.MCP_MANIFEST))
-        self.manifest = McpManifest.model_validate(raw_manifest)
-        self.index = ContentIndex.model_validate(_json(source.read(paths.CONTENT_INDEX)))
+        # Read leniently, field by field: the published shapes may grow (an endpoint
+        # table, a later API version) and the server must follow, not refuse.
+        manifest = _object(_json(source.read(paths.MCP_MANIFEST)), paths.MCP_MANIFEST)
+        index = _object(_json(source.read(paths.CONTENT_INDEX)), paths.CONTENT_INDEX)
+        server_info = _object(manifest.get("serverInfo"), "serverInfo")
+        self.server_name = _text(server_info, "name", paths.MCP_MANIFEST)
+        self.server_version = _text(server_info, "version", paths.MCP_MANIFEST)
         self.tools = [
             ToolSpec(
-                name=tool.name,
-                description=tool.description,
-                # As published, key for key: whatever a later manifest adds to a schema
-                # reaches the client unchanged.
-                input_schema=raw_tool["inputSchema"],
-                path_template=endpoint_path(tool.endpoint),
-                returns=tool.returns,
+                name=_text(tool, "name", paths.MCP_MANIFEST),
+                description=_text(tool, "description", paths.MCP_MANIFEST),
+                input_schema=_object(tool.get("inputSchema"), "inputSchema"),
+                path_template=endpoint_path(_text(tool, "endpoint", paths.MCP_MANIFEST)),
+                returns=str(tool.get("returns", "")),
             )
-            for tool, raw_tool in zip(self.manifest.tools, raw_manifest["tools"], strict=True)
+            for tool in _objects(manifest, "tools", paths.MCP_MANIFEST)
         ]
         self._tools = {tool.name: tool for tool in self.tools}
+        self._listed_resources = [
+            ResourceSpec(
+                uri=_text(resource, "uri", paths.MCP_MANIFEST),
+                name=_text(resource, "name", paths.MCP_MANIFEST),
+                description=str(resource.get("description", "")),
+                mime_type=_text(resource, "mimeType", paths.MCP_MANIFEST),
+                path=endpoint_path(_text(resource, "endpoint", paths.MCP_MANIFEST)),
+            )
+            for resource in _objects(manifest, "resources", paths.MCP_MANIFEST)
+        ]
         self.scheme = (
-            urlsplit(self.manifest.resources[0].uri).scheme if self.manifest.resources else ""
+            urlsplit(self._listed_resources[0].uri).scheme if self._listed_resources else ""
         )
-        self.entries = {entry.id: entry for entry in self.index.documents}
+        self.entries = {
+            entry.id: entry
+            for entry in (
+                IndexEntry(**{name: _text(raw, name, paths.CONTENT_INDEX) for name in _ENTRY})
+                for raw in _objects(index, "documents", paths.CONTENT_INDEX)
+            )
+        }
         self.resources = self._resources()
         self._resources_by_uri = {resource.uri: resource for resource in self.resources}
         self._search_index: SearchIndex | None = None
@@ -127,33 +181,16 @@ class Catalog:
 
     # --- names ------------------------------------------------------------------------
 
-    @property
-    def server_name(self) -> str:
-        return self.manifest.serverInfo.name
-
-    @property
-    def server_version(self) -> str:
-        return self.manifest.serverInfo.version
-
     def entry_uri(self, entry_id: str) -> str:
         kind = "faq" if self.entries[entry_id].content_type == "faq" else "content"
         return f"{self.scheme}://{kind}/{entry_id}"
 
     def _resources(self) -> list[ResourceSpec]:
-        listed = [
-            ResourceSpec(
-                uri=resource.uri,
-                name=resource.name,
-                description=resource.description,
-                mime_type=resource.mimeType,
-                path=endpoint_path(resource.endpoint),
-            )
-            for resource in self.manifest.resources
-        ]
+        listed = list(self._listed_resources)
         # One per document and FAQ entry; the manifest's own entry wins where the two
         # name the same file (the site overview is also the document `site`).
         known_paths = {resource.path for resource in listed}
-        for entry in self.index.documents:
+        for entry in self.entries.values():
             path = urlsplit(entry.api_url).path
             if path in known_paths:
                 continue

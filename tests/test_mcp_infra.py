@@ -18,7 +18,6 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-import anyio
 import pulumi
 import pytest
 from mcp import Client
@@ -31,6 +30,7 @@ from content_builder.build import plan
 from infra.config import ConfigError, McpServerConfig, SiteConfig
 from tests.conftest import REPO
 from tests.pulumi_harness import FUNCTION_URL, ProgramRun, run_program
+from tests.test_mcp_server import run
 
 DOMAIN = "agents.example.test"
 CERTIFICATE = "arn:aws:acm:us-east-1:123456789012:certificate/abcd-1234"
@@ -302,8 +302,8 @@ def test_lambda_handler_serves_mcp_over_http(packaged: dict[str, bytes]) -> None
             assert result.content[0].text.encode() == packaged[paths.faq(faq)]
 
     for url in emulator(SECRET):
-        anyio.run(go, url, "legacy")
-        anyio.run(go, url, "2026-07-28")
+        run(go, url, "legacy")
+        run(go, url, "2026-07-28")
         request = urllib.request.Request(url, method="GET")
         with pytest.raises(urllib.error.HTTPError) as caught:
             urllib.request.urlopen(request, timeout=10)

@@ -7,6 +7,7 @@ schemas from the static MCP manifest, the answers from the files themselves, byt
 
 from __future__ import annotations
 
+import asyncio
 import json
 import sys
 import urllib.error
@@ -55,7 +56,12 @@ def stdio_params(*args: str | Path) -> StdioServerParameters:
 
 
 def run(coroutine_function: Any, *args: Any) -> Any:
-    return anyio.run(coroutine_function, *args)
+    """anyio.run, leaving the thread with an event loop as it found it: asyncio.run
+    clears it, and Pulumi's mocks in a later test ask for the current loop."""
+    try:
+        return anyio.run(coroutine_function, *args)
+    finally:
+        asyncio.set_event_loop(asyncio.new_event_loop())
 
 
 async def expect_error(awaitable: Any) -> MCPError:
