@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: serve build check test lint preview up clean bench
+.PHONY: serve build check test lint preview up clean bench mcp-layer
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -57,6 +57,15 @@ preview: $(STAMP)
 up: $(STAMP)
 	pulumi up
 	$(BIN)/python -m content_builder verify "$$(pulumi stack output base_url)" --expect-from dist --retry-for 900
+
+# The Lambda layer for `mcpServer: true` (infra/mcp_function.py): the mcp SDK and its
+# dependencies as wheels for the function's runtime (python3.12, x86_64), not this machine's.
+MCP_LAYER := build/mcp-lambda-layer
+mcp-layer: $(STAMP)
+	rm -rf $(MCP_LAYER)
+	$(BIN)/python -m pip install --quiet --target $(MCP_LAYER)/python \
+		--platform manylinux2014_x86_64 --implementation cp --python-version 3.12 \
+		--only-binary=:all: 'mcp>=2.3,<3' 'pydantic>=2.6,<3'
 
 clean:
 	rm -rf $(VENV) $(AWSCLI_VENV) dist .pytest_cache .ruff_cache .hypothesis

@@ -40,7 +40,7 @@ class Plan:
     lock_changes: list[LockChange]
 
 
-def render(site: Site, lock: Lock) -> list[Artifact]:
+def render(site: Site, lock: Lock, mcp_endpoint: str | None = None) -> list[Artifact]:
     """Every published file, leaves first, entry points last."""
     catalog = build_catalog(site, lock)
     manifest = json_body(mcp_manifest(site, catalog))
@@ -59,7 +59,10 @@ def render(site: Site, lock: Lock) -> list[Artifact]:
         Artifact(paths.MCP_MANIFEST, manifest),
         Artifact(paths.MCP_WELL_KNOWN, manifest),
         Artifact(paths.OPENAPI, json_body(openapi_document(site, catalog))),
-        Artifact(paths.discovery(site.config.brand), json_body(discovery_document(site, catalog))),
+        Artifact(
+            paths.discovery(site.config.brand),
+            json_body(discovery_document(site, catalog, mcp_endpoint)),
+        ),
         Artifact(paths.LLMS_TXT, text_body(llms_txt(site, catalog))),
     ]
 
@@ -79,7 +82,12 @@ def stale_lock_error(site: Site, changes: list[LockChange]) -> SiteDataError:
     )
 
 
-def plan(site_dir: Path, base_url: str | None = None, frozen: bool = False) -> Plan:
+def plan(
+    site_dir: Path,
+    base_url: str | None = None,
+    frozen: bool = False,
+    mcp_endpoint: str | None = None,  # a live MCP server's URL, named by the discovery doc
+) -> Plan:
     site = load_site(site_dir, base_url)
     lock_display = display_path(site.root / LOCK_FILE)
     old_lock = read_lock(site.root / LOCK_FILE, lock_display)
@@ -89,16 +97,20 @@ def plan(site_dir: Path, base_url: str | None = None, frozen: bool = False) -> P
         changes = [LockChange("*", lock_display, reason), *changes]
     if frozen and changes:
         raise stale_lock_error(site, changes)
-    artifacts = render(site, lock)
+    artifacts = render(site, lock, mcp_endpoint)
     check_authored_links(site, frozenset(a.path for a in artifacts))
     check_artifacts(site, artifacts)
     return Plan(site, artifacts, lock, changes)
 
 
 def build(
-    site_dir: Path, out_dir: Path, base_url: str | None = None, frozen: bool = False
+    site_dir: Path,
+    out_dir: Path,
+    base_url: str | None = None,
+    frozen: bool = False,
+    mcp_endpoint: str | None = None,
 ) -> tuple[Plan, list[FileReport]]:
-    result = plan(site_dir, base_url, frozen)
+    result = plan(site_dir, base_url, frozen, mcp_endpoint)
     report = write_output(result.artifacts, out_dir, result.site.base_url)
     if result.lock_changes:
         # After the output: a failed write must leave both the output and the lock as they were.

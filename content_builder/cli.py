@@ -62,6 +62,11 @@ def _parser() -> argparse.ArgumentParser:
     )
     verify_cmd.add_argument("--verbose", action="store_true", help="print passed checks too")
 
+    from agent_mcp import cli as mcp_cli  # imports nothing of the `mcp` SDK until run
+
+    mcp_cmd = commands.add_parser("mcp", help="serve the API as an MCP server on stdio")
+    mcp_cli.add_arguments(mcp_cmd)
+
     eval_cmd = commands.add_parser("search-eval", help="measure search quality on questions")
     eval_cmd.add_argument("--site", type=Path, default=DEFAULT_SITE, help="site data folder")
     eval_cmd.add_argument(
@@ -98,6 +103,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 1 if report.failures else 0
         elif args.command == "search-eval":
             print(search_eval.report(args.site, args.questions, args.misses))
+        elif args.command == "mcp":
+            from agent_mcp import cli as mcp_cli
+
+            return mcp_cli.run(args)
         elif args.command == "serve":
             return serve(args.site, args.host, args.port, args.base_url, args.watch)
         else:

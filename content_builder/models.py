@@ -154,6 +154,7 @@ class McpProtocol(Resource):
     well_known: Url
     transport: str
     json_rpc_server: Literal["available", "planned"]
+    endpoint: Url | None = None  # the live MCP server (streamable HTTP), when deployed
 
 
 class OpenApiProtocol(Resource):

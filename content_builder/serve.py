@@ -19,6 +19,7 @@ from content_builder import paths
 from content_builder.build import plan
 from content_builder.edge import Edge
 from content_builder.errors import SiteDataError
+from content_builder.routes import HEADER_POLICY
 
 
 class EdgeServer(ThreadingHTTPServer):
@@ -56,6 +57,8 @@ class EdgeRequestHandler(BaseHTTPRequestHandler):
     def _answer(self) -> None:
         edge = self.server.edge
         assert edge is not None, "the server is published only after its first build"
+        if self._raw_target().split("?", 1)[0] == "/mcp":  # the live MCP server (agent_mcp)
+            return self._answer_mcp(edge)
         response = edge.handle(self.command, self._raw_target(), dict(self.headers.items()))
         if self.command not in ("GET", "HEAD", "OPTIONS"):
             # A refused request's body is never read: the connection cannot be reused.
@@ -66,6 +69,20 @@ class EdgeRequestHandler(BaseHTTPRequestHandler):
         self.end_headers()
         if response.body:
             self.wfile.write(response.body)
+
+    def _answer_mcp(self, edge: Edge) -> None:
+        from agent_mcp.http import handle_http, loopback_hosts
+
+        body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        status, headers, payload = handle_http(
+            self.command, self._raw_target(), dict(self.headers.items()), body,
+            edge.artifacts, loopback_hosts(self.server.server_address[0]),
+        )  # fmt: skip
+        self.send_response(status)
+        for name, value in [*headers, *HEADER_POLICY.every_response.items()]:  # as the CDN
+            self.send_header(name, value)
+        self.end_headers()
+        self.wfile.write(payload if self.command != "HEAD" else b"")
 
     def _raw_target(self) -> str:
         # http.server turns a leading "//" into "/" (a redirect-safety measure); the CDN

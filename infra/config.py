@@ -33,6 +33,7 @@ class SiteConfig:
     tags: dict[str, str] = field(default_factory=dict)
     site_dir: Path = PROJECT_ROOT / "site_data"
     dist_dir: Path = PROJECT_ROOT / "dist"
+    mcp: McpServerConfig | None = None  # the live MCP server at /mcp (infra/mcp_function.py)
 
     def __post_init__(self) -> None:
         if self.price_class not in PRICE_CLASSES:
@@ -60,11 +61,28 @@ class SiteConfig:
                 "hstsPreload: preload lists take registrable domains, not *.cloudfront.net; "
                 "set a domain too"
             )
+        if self.mcp and not self.domain:
+            # The function packages files built for the base URL; without a custom domain
+            # that URL is the distribution's, which depends on the function: a cycle.
+            raise ConfigError("mcpServer: needs a custom domain (set domain)")
 
     @property
     def base_url(self) -> str | None:
         """Known up front only with a custom domain; otherwise the distribution's domain."""
         return f"https://{self.domain}" if self.domain else None
+
+
+@dataclass(frozen=True)
+class McpServerConfig:
+    origin_secret: str  # the header CloudFront adds and the function checks
+    reserved_concurrency: int = 10
+    layer_dir: Path = PROJECT_ROOT / "build" / "mcp-lambda-layer"  # `make mcp-layer`
+
+    def __post_init__(self) -> None:
+        if len(self.origin_secret) < 32:
+            raise ConfigError("mcpOriginSecret: expected a secret of at least 32 characters")
+        if self.reserved_concurrency < 1:
+            raise ConfigError("mcpReservedConcurrency: expected a whole number >= 1")
 
 
 def _int_or(value: int | None, default: int) -> int:
@@ -88,6 +106,12 @@ def load() -> SiteConfig:
         web_acl_arn=config.get("webAclArn"),
         noncurrent_version_days=_int_or(config.get_int("noncurrentVersionDays"), 30),
         hsts_preload=bool(config.get_bool("hstsPreload")),
+        mcp=McpServerConfig(
+            origin_secret=config.get("mcpOriginSecret") or "",  # set with --secret
+            reserved_concurrency=_int_or(config.get_int("mcpReservedConcurrency"), 10),
+        )
+        if config.get_bool("mcpServer")
+        else None,
         tags={
             "project": pulumi.get_project(),
             "stack": pulumi.get_stack(),

@@ -7,6 +7,7 @@ from typing import Any
 from content_builder.build import build
 from content_builder.writer import manifest
 from infra.config import SiteConfig
+from infra.mcp_function import mcp_endpoint
 from infra.site import AgentSite
 
 
@@ -14,7 +15,10 @@ def build_files(config: SiteConfig, base_url: str) -> dict[str, dict[str, Any]]:
     """Build with the frozen lock, so a deployment never dates content itself (a stale
     content.lock.json fails the preview, with the file and the fix named), and return
     the manifest's files: the SiteContent input `pulumi preview --diff` shows."""
-    result, _ = build(config.site_dir, config.dist_dir, base_url, frozen=True)
+    endpoint = mcp_endpoint(config)
+    result, _ = build(
+        config.site_dir, config.dist_dir, base_url, frozen=True, mcp_endpoint=endpoint
+    )
     return manifest(result.artifacts, base_url)["files"]
 
 

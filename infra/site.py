@@ -17,7 +17,7 @@ import pulumi
 import pulumi_aws as aws
 
 from content_builder.routes import ERROR_CACHE, HEADER_POLICY, ROUTE_RULES
-from infra import publisher
+from infra import mcp_function, publisher
 from infra.config import SiteConfig
 from infra.site_content import SiteContent
 
@@ -257,6 +257,13 @@ class AgentSite(pulumi.ComponentResource):
             opts=child,
         )
 
+        # The live MCP server at /mcp, opt-in (infra/mcp_function.py).
+        mcp = (
+            mcp_function.declare(f"{name}-mcp", config, headers_policy.id, child)
+            if config.mcp
+            else None
+        )
+
         # --- certificate (custom domain only) -----------------------------------------
         certificate_arn: pulumi.Input[str] | None = config.certificate_arn
         if config.domain and config.hosted_zone_id and not config.certificate_arn:
@@ -296,7 +303,8 @@ class AgentSite(pulumi.ComponentResource):
                             name=ORIGIN_HEADER[0], value=ORIGIN_HEADER[1]
                         )
                     ],
-                )
+                ),
+                *([mcp.origin] if mcp else []),
             ],
             default_cache_behavior=aws.cloudfront.DistributionDefaultCacheBehaviorArgs(
                 **behaviour(default_cache)
@@ -304,9 +312,10 @@ class AgentSite(pulumi.ComponentResource):
             # The error body gets its own short edge TTL, and the same headers policy:
             # CORS must be on errors too.
             ordered_cache_behaviors=[
+                *([mcp.behaviour] if mcp else []),
                 aws.cloudfront.DistributionOrderedCacheBehaviorArgs(
                     path_pattern=ERROR_PATH_PATTERN, **behaviour(error_cache)
-                )
+                ),
             ],
             custom_error_responses=[
                 aws.cloudfront.DistributionCustomErrorResponseArgs(

@@ -20,6 +20,7 @@ from infra.site import AgentSite
 DISTRIBUTION_DOMAIN = "d111111abcdef8.cloudfront.net"
 DISTRIBUTION_ID = "E2MOCKDISTRIB"
 ACCOUNT = "123456789012"
+FUNCTION_URL = "https://abcdefghijklmnopqrstuvwxyz012345.lambda-url.eu-west-1.on.aws/"
 
 
 @dataclass(frozen=True)
@@ -65,6 +66,8 @@ class RecordingMocks(pulumi.runtime.Mocks):
                     }
                 ],
             )
+        elif args.typ == "aws:lambda/functionUrl:FunctionUrl":
+            outputs.update(functionUrl=FUNCTION_URL)
         elif args.typ == "aws:route53/record:Record":
             outputs.update(fqdn=args.inputs["name"])
         self.resources.append(

@@ -20,7 +20,9 @@ from content_builder.render.openapi import OPENAPI_VERSION
 from content_builder.routes import HEADER_POLICY
 
 
-def discovery_document(site: Site, catalog: Catalog) -> DiscoveryDocument:
+def discovery_document(
+    site: Site, catalog: Catalog, mcp_endpoint: str | None = None
+) -> DiscoveryDocument:
     def url(path: str) -> str:
         return site.base_url + path
 
@@ -51,8 +53,12 @@ def discovery_document(site: Site, catalog: Catalog) -> DiscoveryDocument:
                 version=MCP_VERSION,
                 manifest=url(paths.MCP_MANIFEST),
                 well_known=url(paths.MCP_WELL_KNOWN),
-                transport="static manifest; tools describe plain HTTP GET endpoints",
-                json_rpc_server="planned",
+                transport="static manifest; tools describe plain HTTP GET endpoints"
+                if mcp_endpoint is None
+                else "streamable HTTP (POST, stateless, JSON responses) at endpoint; the "
+                "static manifest describes the same tools as plain HTTP GET endpoints",
+                json_rpc_server="planned" if mcp_endpoint is None else "available",
+                endpoint=mcp_endpoint,
             ),
             openapi=OpenApiProtocol(version=OPENAPI_VERSION, url=url(paths.OPENAPI)),
             llms_txt=LlmsTxtProtocol(index=url(paths.LLMS_TXT), full=url(paths.LLMS_FULL_TXT)),

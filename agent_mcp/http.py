@@ -1,0 +1,215 @@
+"""Streamable HTTP, stateless, JSON responses, behind one plain function any host can call.
+
+    status, headers, body = handle_http("POST", "/mcp", request_headers, request_body, files)
+
+`serve` (a threaded http.server) and the Lambda handler both call it; neither needs to
+know ASGI. It bridges to the SDK's Starlette app on one event loop running in a daemon
+thread, shared by every caller; each file source gets its own MCP server (created on
+first use, kept while that source is the latest one seen), so `serve --watch` swaps in a
+rebuilt site simply by passing the new files.
+
+Only POST reaches the SDK: stateless with JSON responses, there is no stream to GET and
+no session to DELETE, so every other method answers 405 with `Allow: POST`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Mapping
+from typing import Any
+
+from mcp.server.transport_security import TransportSecuritySettings
+
+from agent_mcp.catalog import Catalog
+from agent_mcp.server import create_server
+from agent_mcp.sources import FileSource, MemoryFiles
+
+MCP_PATH = "/mcp"
+REQUEST_TIMEOUT = 30.0
+METHOD_NOT_ALLOWED = (
+    b'{"error":"method_not_allowed","message":"MCP over streamable HTTP: POST only '
+    b'(stateless, JSON responses)"}\n'
+)
+Response = tuple[int, list[tuple[str, str]], bytes]
+Files = FileSource | Mapping[str, Any]  # a source, or URL path -> bytes / artifact (.body)
+
+#: Loopback hosts: a server bound to one of them refuses other Host headers (DNS
+#: rebinding protection, as the SDK does for its own localhost apps).
+LOOPBACK = ("127.0.0.1", "localhost", "::1")
+
+
+class _Loop:
+    """One asyncio loop in a daemon thread, started on first use."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.loop: asyncio.AbstractEventLoop | None = None
+
+    def get(self) -> asyncio.AbstractEventLoop:
+        with self._lock:
+            if self.loop is None:
+                loop = asyncio.new_event_loop()
+                threading.Thread(target=loop.run_forever, name="mcp-http", daemon=True).start()
+                self.loop = loop
+            return self.loop
+
+
+_LOOP = _Loop()
+
+
+class HttpEndpoint:
+    """The SDK's streamable-HTTP app for one file source, with its session manager running."""
+
+    def __init__(self, files: Files, allowed_hosts: list[str] | None = None) -> None:
+        source = files if hasattr(files, "read") else _mapping_source(files)  # type: ignore[arg-type]
+        self.catalog = Catalog(source)  # type: ignore[arg-type]
+        security = (
+            TransportSecuritySettings(
+                enable_dns_rebinding_protection=True,
+                allowed_hosts=allowed_hosts,
+                allowed_origins=[f"http://{host}" for host in allowed_hosts]
+                + [f"https://{host}" for host in allowed_hosts],
+            )
+            if allowed_hosts
+            else TransportSecuritySettings(enable_dns_rebinding_protection=False)
+        )
+        self.server = create_server(self.catalog)
+        self.app = self.server.streamable_http_app(
+            streamable_http_path=MCP_PATH,
+            stateless_http=True,
+            json_response=True,
+            transport_security=security,
+        )
+        self._loop = _LOOP.get()
+        self._stop = asyncio.Event()
+        ready = threading.Event()
+
+        async def run() -> None:
+            async with self.server.session_manager.run():
+                ready.set()
+                await self._stop.wait()
+
+        self._task = asyncio.run_coroutine_threadsafe(run(), self._loop)
+        if not ready.wait(timeout=10):
+            raise RuntimeError("the MCP session manager did not start")
+
+    def close(self) -> None:
+        self._loop.call_soon_threadsafe(self._stop.set)
+
+    def handle(self, method: str, path: str, headers: Mapping[str, str], body: bytes) -> Response:
+        if method.upper() != "POST":
+            return (
+                405,
+                [("Allow", "POST"), ("Content-Type", "application/json")],
+                b'{"error":"method_not_allowed","message":"MCP over streamable HTTP: POST only '
+                b'(stateless, JSON responses)"}\n',
+            )
+        future = asyncio.run_coroutine_threadsafe(
+            _call_asgi(self.app, method.upper(), path, headers, body), self._loop
+        )
+        status, response_headers, payload = future.result(timeout=REQUEST_TIMEOUT)
+        # One framing whatever the host does with it: the whole body, its exact length.
+        kept = [(k, v) for k, v in response_headers if k.lower() != "content-length"]
+        return status, [*kept, ("Content-Length", str(len(payload)))], payload
+
+
+def _mapping_source(files: Mapping[str, Any]) -> MemoryFiles:
+    return MemoryFiles(
+        {path: value if isinstance(value, bytes) else value.body for path, value in files.items()}
+    )
+
+
+async def _call_asgi(
+    app: Any, method: str, path: str, headers: Mapping[str, str], body: bytes
+) -> Response:
+    raw_path, _, query = path.partition("?")
+    host = next((v for k, v in headers.items() if k.lower() == "host"), "localhost")
+    scope = {
+        "type": "http",
+        "asgi": {"version": "3.0", "spec_version": "2.3"},
+        "http_version": "1.1",
+        "method": method,
+        "scheme": "http",
+        "path": raw_path,
+        "raw_path": raw_path.encode("latin-1"),
+        "query_string": query.encode("latin-1"),
+        "root_path": "",
+        "headers": [
+            (name.lower().encode("latin-1"), value.encode("latin-1"))
+            for name, value in headers.items()
+        ],
+        "client": ("127.0.0.1", 0),
+        "server": (host.rsplit(":", 1)[0], 0),
+    }
+    delivered = False
+    status = 500
+    response_headers: list[tuple[str, str]] = []
+    chunks: list[bytes] = []
+    done = asyncio.Event()
+
+    async def receive() -> dict[str, Any]:
+        nonlocal delivered
+        if not delivered:
+            delivered = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        await done.wait()
+        return {"type": "http.disconnect"}
+
+    async def send(message: dict[str, Any]) -> None:
+        nonlocal status
+        if message["type"] == "http.response.start":
+            status = message["status"]
+            response_headers.extend(
+                (name.decode("latin-1"), value.decode("latin-1"))
+                for name, value in message.get("headers", [])
+            )
+        elif message["type"] == "http.response.body":
+            chunks.append(message.get("body", b""))
+            if not message.get("more_body", False):
+                done.set()
+
+    try:
+        await app(scope, receive, send)
+    finally:
+        done.set()
+    return status, response_headers, b"".join(chunks)
+
+
+_ENDPOINTS: dict[int, tuple[object, HttpEndpoint]] = {}
+_ENDPOINTS_LOCK = threading.Lock()
+
+
+def endpoint_for(files: Files, allowed_hosts: list[str] | None = None) -> HttpEndpoint:
+    """The endpoint serving `files`, created on first use; a new `files` object replaces
+    the previous one (a rebuilt site), whose server is then stopped."""
+    key = id(files)
+    with _ENDPOINTS_LOCK:
+        known = _ENDPOINTS.get(key)
+        if known is not None and known[0] is files:
+            return known[1]
+        endpoint = HttpEndpoint(files, allowed_hosts)
+        for _, (_, old) in list(_ENDPOINTS.items()):
+            old.close()
+        _ENDPOINTS.clear()
+        _ENDPOINTS[key] = (files, endpoint)
+        return endpoint
+
+
+def handle_http(
+    method: str,
+    path: str,
+    headers: Mapping[str, str],
+    body: bytes,
+    files: Files,
+    allowed_hosts: list[str] | None = None,
+) -> Response:
+    """Answer one HTTP request to the MCP endpoint: (status, headers, body)."""
+    return endpoint_for(files, allowed_hosts).handle(method, path, headers, body)
+
+
+def loopback_hosts(host: str) -> list[str] | None:
+    """Host header patterns to accept when serving on `host` (None: no check)."""
+    if host not in LOOPBACK:
+        return None
+    return [pattern for name in ("127.0.0.1", "localhost", "[::1]") for pattern in (f"{name}:*",)]

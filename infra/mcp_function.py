@@ -1,0 +1,232 @@
+"""The live MCP server on AWS (opt-in, `mcpServer: true`): a Lambda function URL at /mcp.
+
+Returns what the distribution needs: an origin and an ordered cache behaviour. Sources
+for every AWS behaviour relied on are in docs/decisions.md ("MCP server on AWS").
+
+- The way in: a function URL with auth NONE, reachable only with a secret header that
+  CloudFront adds as an origin custom header and the handler checks in constant time.
+  Origin access control is not an option: with OAC, Lambda needs `x-amz-content-sha256`
+  on every POST ("Lambda doesn't support unsigned payloads"), and MCP clients send none.
+- The Host header must not reach a function URL (it routes on its own host name): the
+  behaviour uses the managed origin request policy AllViewerExceptHostHeader.
+- Nothing is cached (managed CachingDisabled); the behaviour allows all seven methods,
+  the only set that includes POST; the handler refuses all but POST with 405.
+- Reserved concurrency is the throttle: a flood of agents cannot run up the bill past it.
+"""
+
+from __future__ import annotations
+
+import zlib
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import pulumi
+import pulumi_aws as aws
+
+from content_builder.build import plan
+from infra.config import PROJECT_ROOT, ConfigError, SiteConfig
+
+MCP_PATH = "/mcp"
+ORIGIN_ID = "mcp-function"
+ORIGIN_HEADER = "x-origin-verify"  # agent_mcp.lambda_handler.ORIGIN_HEADER
+RUNTIME = "python3.12"
+HANDLER = "agent_mcp.lambda_handler.handler"
+#: CloudFront allows GET/HEAD, GET/HEAD/OPTIONS, or all seven; only the last has POST.
+ALL_METHODS = ["GET", "HEAD", "OPTIONS", "PUT", "POST", "PATCH", "DELETE"]
+CACHED_METHODS = ["GET", "HEAD"]
+#: AWS managed policies (ids are global constants).
+CACHING_DISABLED_POLICY_ID = "4135ea2d-6df8-44a3-9df3-4b5a84be39ad"
+ALL_VIEWER_EXCEPT_HOST_HEADER_POLICY_ID = "b689b0a8-53d0-40ab-baf2-68738e2966ac"
+BASIC_EXECUTION_POLICY = "arn:aws:iam::aws:policy/service-role/AWSLambdaBasicExecutionRole"
+#: Lambda's package limits (docs/decisions.md): the function and its layers unzipped,
+#: and a .zip uploaded directly (Pulumi uploads the code directly, not through S3).
+UNZIPPED_LIMIT = 262_144_000  # "Unzipped size must be smaller than 262144000 bytes"
+ZIPPED_DIRECT_LIMIT = 50 * 1024 * 1024
+#: The packages the handler imports from this repository (the SDK comes in the layer).
+PACKAGES = ("agent_mcp", "content_builder")
+
+
+#: Headers CloudFront refuses to add to origin requests (CloudFront Developer Guide, "Custom
+#: headers that CloudFront can't add to origin requests"; the names this program could
+#: plausibly pick, and the two reserved prefixes).
+DENIED_ORIGIN_HEADERS = frozenset(
+    {"cache-control", "connection", "content-length", "cookie", "host", "if-match",
+     "if-modified-since", "if-none-match", "if-range", "if-unmodified-since", "range",
+     "transfer-encoding", "upgrade", "via"}
+)  # fmt: skip
+DENIED_ORIGIN_HEADER_PREFIXES = ("x-amz-", "x-edge-")
+
+
+def check_origin_header(name: str) -> str:
+    lowered = name.lower()
+    if lowered in DENIED_ORIGIN_HEADERS or lowered.startswith(DENIED_ORIGIN_HEADER_PREFIXES):
+        raise ConfigError(f"origin custom header {name!r}: CloudFront cannot add this header")
+    return name
+
+
+@dataclass(frozen=True)
+class McpOrigin:
+    origin: aws.cloudfront.DistributionOriginArgs
+    behaviour: aws.cloudfront.DistributionOrderedCacheBehaviorArgs
+    function: aws.lambda_.Function
+    function_url: aws.lambda_.FunctionUrl
+
+
+def mcp_endpoint(config: SiteConfig) -> str | None:
+    """The endpoint the discovery document names, or None when the server is off."""
+    return f"{config.base_url}{MCP_PATH}" if config.mcp and config.base_url else None
+
+
+def code_archive(files: dict[str, bytes]) -> pulumi.AssetArchive:
+    """The handler's code and the build's files, `site/` beside the packages.
+
+    Source files are listed one by one (no folder archive): a stray __pycache__ would
+    change the archive, and with it the function, on every preview.
+    """
+    assets: dict[str, pulumi.Asset | pulumi.Archive] = {}
+    for package in PACKAGES:
+        for source in sorted((PROJECT_ROOT / package).rglob("*.py")):
+            assets[str(source.relative_to(PROJECT_ROOT))] = pulumi.FileAsset(str(source))
+    for path in sorted(files):
+        assets["site" + path] = pulumi.StringAsset(files[path].decode("utf-8"))
+    return pulumi.AssetArchive(assets)
+
+
+def _folder_size(folder: Path) -> int:
+    return sum(path.stat().st_size for path in folder.rglob("*") if path.is_file())
+
+
+def check_package_size(files: dict[str, bytes], layer_dir: Path) -> None:
+    """Refuse, at preview, a package Lambda would refuse at deploy time."""
+    code = sum(_folder_size(PROJECT_ROOT / package) for package in PACKAGES)
+    site = sum(len(body) for body in files.values())
+    unzipped = code + site + _folder_size(layer_dir)
+    if unzipped >= UNZIPPED_LIMIT:
+        raise ConfigError(
+            f"mcpServer: the function would hold {unzipped / 1e6:.1f} MB unzipped (the "
+            f"site's files {site / 1e6:.1f} MB, code and SDK layer included); Lambda's limit "
+            f"is {UNZIPPED_LIMIT / 1e6:.1f} MB. This site is too large to package with the "
+            "function (see docs/decisions.md)"
+        )
+    if code + site > ZIPPED_DIRECT_LIMIT:  # only then is compressing worth its time
+        zipped = code + sum(len(zlib.compress(body, 6)) for body in files.values())
+        if zipped >= ZIPPED_DIRECT_LIMIT:
+            raise ConfigError(
+                f"mcpServer: the function's .zip would be about {zipped / 1e6:.1f} MB; a "
+                f"directly uploaded package must stay under {ZIPPED_DIRECT_LIMIT / 1e6:.1f} MB "
+                "(see docs/decisions.md)"
+            )
+
+
+def published_files(config: SiteConfig) -> dict[str, bytes]:
+    """The same files the bucket gets (frozen lock, the same base URL and discovery
+    document), from the builder's public entry point: URL path -> bytes."""
+    result = plan(config.site_dir, config.base_url, frozen=True, mcp_endpoint=mcp_endpoint(config))
+    return {artifact.path: artifact.body for artifact in result.artifacts}
+
+
+def declare(
+    name: str,
+    config: SiteConfig,
+    response_headers_policy_id: pulumi.Input[str],
+    opts: pulumi.ResourceOptions,
+) -> McpOrigin:
+    mcp = config.mcp
+    assert mcp is not None, "declare() only when mcpServer is on"
+    layer_python = Path(mcp.layer_dir) / "python"
+    if not layer_python.is_dir():
+        raise ConfigError(
+            f"mcpServer: {layer_python} is missing; run `make mcp-layer` (the mcp SDK and "
+            "its dependencies, built for the Lambda runtime) before preview or up"
+        )
+    role = aws.iam.Role(
+        f"{name}-role",
+        assume_role_policy=(
+            '{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Principal":'
+            '{"Service":"lambda.amazonaws.com"},"Action":"sts:AssumeRole"}]}'
+        ),
+        opts=opts,
+    )
+    aws.iam.RolePolicyAttachment(
+        f"{name}-logs", role=role.name, policy_arn=BASIC_EXECUTION_POLICY, opts=opts
+    )
+    layer = aws.lambda_.LayerVersion(
+        f"{name}-sdk",
+        layer_name=f"{name}-sdk",
+        code=pulumi.FileArchive(str(mcp.layer_dir)),
+        compatible_runtimes=[RUNTIME],
+        compatible_architectures=["x86_64"],
+        opts=opts,
+    )
+    files = published_files(config)
+    check_package_size(files, Path(mcp.layer_dir))
+    function = aws.lambda_.Function(
+        f"{name}-function",
+        runtime=RUNTIME,
+        handler=HANDLER,
+        architectures=["x86_64"],
+        role=role.arn,
+        code=code_archive(files),
+        layers=[layer.arn],
+        memory_size=512,
+        timeout=30,
+        reserved_concurrent_executions=mcp.reserved_concurrency,
+        environment=aws.lambda_.FunctionEnvironmentArgs(
+            variables={"MCP_ORIGIN_SECRET": pulumi.Output.secret(mcp.origin_secret)}
+        ),
+        opts=opts,
+    )
+    function_url = aws.lambda_.FunctionUrl(
+        f"{name}-url",
+        function_name=function.name,
+        authorization_type="NONE",
+        invoke_mode="BUFFERED",
+        opts=opts,
+    )
+    # Auth NONE still needs a resource policy granting the public; function URLs created
+    # since October 2025 need both actions.
+    aws.lambda_.Permission(
+        f"{name}-invoke-url",
+        action="lambda:InvokeFunctionUrl",
+        function=function.name,
+        principal="*",
+        function_url_auth_type="NONE",
+        opts=opts,
+    )
+    aws.lambda_.Permission(
+        f"{name}-invoke",
+        action="lambda:InvokeFunction",
+        function=function.name,
+        principal="*",
+        invoked_via_function_url=True,
+        opts=opts,
+    )
+    origin = aws.cloudfront.DistributionOriginArgs(
+        origin_id=ORIGIN_ID,
+        domain_name=function_url.function_url.apply(lambda url: urlsplit(url or "").hostname or ""),
+        custom_origin_config=aws.cloudfront.DistributionOriginCustomOriginConfigArgs(
+            http_port=80,
+            https_port=443,
+            origin_protocol_policy="https-only",
+            origin_ssl_protocols=["TLSv1.2"],
+        ),
+        custom_headers=[
+            aws.cloudfront.DistributionOriginCustomHeaderArgs(
+                name=check_origin_header(ORIGIN_HEADER),
+                value=pulumi.Output.secret(mcp.origin_secret),
+            )
+        ],
+    )
+    behaviour = aws.cloudfront.DistributionOrderedCacheBehaviorArgs(
+        path_pattern=MCP_PATH,
+        target_origin_id=ORIGIN_ID,
+        viewer_protocol_policy="https-only",
+        allowed_methods=ALL_METHODS,
+        cached_methods=CACHED_METHODS,
+        compress=True,
+        cache_policy_id=CACHING_DISABLED_POLICY_ID,
+        origin_request_policy_id=ALL_VIEWER_EXCEPT_HOST_HEADER_POLICY_ID,
+        response_headers_policy_id=response_headers_policy_id,
+    )
+    return McpOrigin(origin, behaviour, function, function_url)

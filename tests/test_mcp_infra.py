@@ -1,0 +1,325 @@
+"""The MCP server on AWS: every property under Pulumi mocks, and the packaged Lambda
+handler over real HTTP on 127.0.0.1 (a function-URL emulator in front of it).
+
+Expected values are AWS's, written out here (managed policy ids, method sets), not read
+back from infra/mcp_function.py.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import pulumi
+import pytest
+from mcp import Client
+
+from agent_mcp import lambda_handler
+from agent_mcp.sources import DirectoryFiles
+from benchmarks import sitegen
+from content_builder import paths
+from content_builder.build import plan
+from infra.config import ConfigError, McpServerConfig, SiteConfig
+from tests.conftest import REPO
+from tests.pulumi_harness import FUNCTION_URL, ProgramRun, run_program
+from tests.test_mcp_server import run
+
+DOMAIN = "agents.example.test"
+CERTIFICATE = "arn:aws:acm:us-east-1:123456789012:certificate/abcd-1234"
+SECRET = "k3Jx9-origin-secret-0123456789abcdef"
+SEVEN_METHODS = {"GET", "HEAD", "OPTIONS", "PUT", "POST", "PATCH", "DELETE"}
+CACHING_DISABLED = "4135ea2d-6df8-44a3-9df3-4b5a84be39ad"  # AWS managed CachingDisabled
+ALL_VIEWER_EXCEPT_HOST = "b689b0a8-53d0-40ab-baf2-68738e2966ac"  # AllViewerExceptHostHeader
+SECRET_SIG = "4dabf18193072939515e22adb298388d"  # how the engine marks a secret value
+
+
+def unsecret(value: Any) -> Any:
+    if isinstance(value, dict) and SECRET_SIG in value:
+        return value["value"]
+    return value
+
+
+def config(root: Path, mcp: bool = True, **mcp_options: Any) -> SiteConfig:
+    layer = root / "layer"
+    (layer / "python").mkdir(parents=True, exist_ok=True)
+    (layer / "python" / "placeholder.py").write_text("")
+    options = {"origin_secret": SECRET, "reserved_concurrency": 5, "layer_dir": layer}
+    options.update(mcp_options)
+    return SiteConfig(
+        region="eu-west-1",
+        site_dir=root / "site_data",
+        dist_dir=root / ("dist-on" if mcp else "dist-off"),
+        domain=DOMAIN,
+        certificate_arn=CERTIFICATE,
+        mcp=McpServerConfig(**options) if mcp else None,
+    )
+
+
+@pytest.fixture(scope="module")
+def root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("mcp-infra")
+    sitegen.generate(root / "site_data", 3)
+    return root
+
+
+@pytest.fixture(scope="module")
+def on(root: Path) -> ProgramRun:
+    return run_program(config(root))
+
+
+@pytest.fixture(scope="module")
+def off(root: Path) -> ProgramRun:
+    return run_program(config(root, mcp=False))
+
+
+def distribution(run: ProgramRun) -> dict[str, Any]:
+    return run.mocks.one("aws:cloudfront/distribution:Distribution").inputs
+
+
+def test_off_by_default_declares_nothing_and_files_stay_byte_identical(off, root) -> None:
+    assert not [r for r in off.mocks.resources if r.typ.startswith("aws:lambda")]
+    assert [o["originId"] for o in unsecret(distribution(off)["origins"])] == ["content-bucket"]
+    behaviours = distribution(off)["orderedCacheBehaviors"]
+    assert all(b["pathPattern"] != "/mcp" for b in behaviours)
+    expected = {a.key: a.body for a in plan(root / "site_data", f"https://{DOMAIN}").artifacts}
+    written = {
+        str(p.relative_to(root / "dist-off")): p.read_bytes()
+        for p in (root / "dist-off").rglob("*")
+        if p.is_file() and not p.name.startswith(".")
+    }
+    assert {k: v for k, v in written.items() if k in expected} == expected
+    discovery = json.loads(expected["api/v1/mcp.json"])  # unchanged manifest
+    assert discovery["mcpVersion"] == "2024-11-05"
+
+
+def test_on_only_the_discovery_document_changes_and_names_the_endpoint(on, off, root) -> None:
+    def files(folder: str) -> dict[str, bytes]:
+        base = root / folder
+        return {str(p.relative_to(base)): p.read_bytes() for p in base.rglob("*.json")}
+
+    with_mcp, without = files("dist-on"), files("dist-off")
+    # manifest.json is the writer's record of the output (hashes), not a published file
+    changed = sorted(k for k in with_mcp if with_mcp[k] != without.get(k) and k != "manifest.json")
+    assert changed == [".well-known/service.json"]
+    mcp = json.loads(with_mcp[".well-known/service.json"])["protocols"]["mcp"]
+    assert mcp["endpoint"] == f"https://{DOMAIN}/mcp"
+    assert mcp["json_rpc_server"] == "available"
+    planned = json.loads(without[".well-known/service.json"])["protocols"]["mcp"]
+    assert "endpoint" not in planned and planned["json_rpc_server"] == "planned"
+
+
+def test_function_runtime_throttle_and_secret(on) -> None:
+    function = on.mocks.one("aws:lambda/function:Function").inputs
+    assert function["runtime"].startswith("python3.")
+    assert function["handler"] == "agent_mcp.lambda_handler.handler"
+    assert function["reservedConcurrentExecutions"] == 5
+    assert unsecret(function["environment"])["variables"]["MCP_ORIGIN_SECRET"] == SECRET
+    # the secret is marked secret in state, not stored in plain text
+    assert SECRET_SIG in function["environment"]
+    layer = on.mocks.one("aws:lambda/layerVersion:LayerVersion").inputs
+    assert function["runtime"] in layer["compatibleRuntimes"]
+
+
+def test_package_holds_the_handler_and_the_same_files_as_the_bucket(on, root) -> None:
+    code = on.mocks.one("aws:lambda/function:Function").inputs["code"]
+    assert isinstance(code, pulumi.AssetArchive)
+    assets = code.assets
+    for module in ("agent_mcp/lambda_handler.py", "agent_mcp/http.py", "content_builder/client.py"):
+        assert module in assets
+    assert not [k for k in assets if "__pycache__" in k or k.endswith(".pyc")]
+    site = {
+        k.removeprefix("site/"): v.text.encode() for k, v in assets.items() if k.startswith("site/")
+    }
+    bucket = {
+        str(p.relative_to(root / "dist-on")): p.read_bytes()
+        for p in (root / "dist-on").rglob("*")
+        if p.is_file() and not p.name.startswith(".")
+    }
+    assert site == {k: v for k, v in bucket.items() if k in site}
+    assert set(site) >= {"api/v1/mcp.json", "api/v1/content/index.json", ".well-known/service.json"}
+
+
+def test_function_url_is_public_and_both_permissions_are_granted(on) -> None:
+    url = on.mocks.one("aws:lambda/functionUrl:FunctionUrl").inputs
+    assert url["authorizationType"] == "NONE"  # OAC would need x-amz-content-sha256 on POST
+    permissions = {
+        p.inputs["action"]: p.inputs for p in on.mocks.of_type("aws:lambda/permission:Permission")
+    }
+    assert set(permissions) == {"lambda:InvokeFunctionUrl", "lambda:InvokeFunction"}
+    assert permissions["lambda:InvokeFunctionUrl"]["functionUrlAuthType"] == "NONE"
+    assert permissions["lambda:InvokeFunction"]["invokedViaFunctionUrl"] is True
+
+
+def test_distribution_origin_and_behaviour(on) -> None:
+    inputs = distribution(on)
+    origins = {o["originId"]: o for o in unsecret(inputs["origins"])}
+    origin = origins["mcp-function"]
+    assert origin["domainName"] == urlsplit(FUNCTION_URL).hostname
+    assert "originAccessControlId" not in origin
+    assert origin["customOriginConfig"]["originProtocolPolicy"] == "https-only"
+    assert origin["customOriginConfig"]["originSslProtocols"] == ["TLSv1.2"]
+    assert origin["customHeaders"] == [{"name": "x-origin-verify", "value": SECRET}]
+    behaviours = inputs["orderedCacheBehaviors"]
+    first = behaviours[0]
+    assert first["pathPattern"] == "/mcp" and first["targetOriginId"] == "mcp-function"
+    assert set(first["allowedMethods"]) == SEVEN_METHODS
+    assert first["cachePolicyId"] == CACHING_DISABLED
+    assert first["originRequestPolicyId"] == ALL_VIEWER_EXCEPT_HOST  # never Host to Lambda
+    assert first["viewerProtocolPolicy"] == "https-only"
+    default = inputs["defaultCacheBehavior"]
+    assert first["responseHeadersPolicyId"] == default["responseHeadersPolicyId"]
+
+
+def test_config_rules(root: Path) -> None:
+    with pytest.raises(ConfigError, match="custom domain"):
+        SiteConfig(region="eu-west-1", mcp=McpServerConfig(origin_secret=SECRET))
+    with pytest.raises(ConfigError, match="at least 32"):
+        McpServerConfig(origin_secret="short")
+    with pytest.raises(ConfigError, match="mcpReservedConcurrency"):
+        McpServerConfig(origin_secret=SECRET, reserved_concurrency=0)
+    with pytest.raises(ConfigError, match="make mcp-layer"):
+        run_program(config(root, layer_dir=root / "no-layer-here"))
+
+
+@pytest.mark.parametrize("name", ["Host", "X-Amz-Secret", "x-edge-origin", "Cookie"])
+def test_origin_header_cloudfront_refuses_is_refused_first(name: str) -> None:
+    from infra import mcp_function
+
+    with pytest.raises(ConfigError, match="CloudFront cannot add"):
+        mcp_function.check_origin_header(name)
+    assert mcp_function.check_origin_header("x-origin-verify") == "x-origin-verify"
+
+
+def test_package_size_limits(root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Lambda refuses a package over 250 MB unzipped or a direct upload over 50 MB zipped
+    (a 10,000-entry site is about 276 MB); the preview must say so first. The limits are
+    scaled down here, the rule is the same."""
+    from infra import mcp_function
+
+    files = {"/a.json": b"x" * 4000}
+    layer = root / "layer"
+    code = sum(
+        p.stat().st_size
+        for package in ("agent_mcp", "content_builder")
+        for p in (REPO / package).rglob("*")
+        if p.is_file()
+    )
+    baseline = code + sum(p.stat().st_size for p in layer.rglob("*") if p.is_file())
+    monkeypatch.setattr(mcp_function, "UNZIPPED_LIMIT", baseline + 4000)
+    with pytest.raises(ConfigError, match="unzipped"):
+        mcp_function.check_package_size(files, layer)
+    monkeypatch.setattr(mcp_function, "UNZIPPED_LIMIT", baseline + 4001)
+    monkeypatch.setattr(mcp_function, "ZIPPED_DIRECT_LIMIT", code + 100)
+    mcp_function.check_package_size(files, layer)  # 4,000 x's compress to a few bytes
+    noise = {"/b.bin": os.urandom(4000)}  # does not compress
+    with pytest.raises(ConfigError, match="zip"):
+        mcp_function.check_package_size(noise, layer)
+
+
+# --- the handler over real HTTP ----------------------------------------------------------
+
+
+class FunctionUrlEmulator(BaseHTTPRequestHandler):
+    """What a function URL does: HTTP request -> payload 2.0 event -> handler -> response."""
+
+    protocol_version = "HTTP/1.1"
+    origin_secret: str | None = SECRET  # what CloudFront adds; None: a direct caller
+
+    def _invoke(self) -> None:
+        body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        headers = {k.lower(): v for k, v in self.headers.items()}
+        if self.server.origin_secret is not None:  # type: ignore[attr-defined]
+            headers["x-origin-verify"] = self.server.origin_secret  # type: ignore[attr-defined]
+        event = {
+            "version": "2.0",
+            "rawPath": self.path.split("?")[0],
+            "headers": headers,
+            "requestContext": {"http": {"method": self.command}},
+            "body": body.decode() if body else None,
+            "isBase64Encoded": False,
+        }
+        result = lambda_handler.handler(event)
+        payload = result["body"].encode()
+        self.send_response(result["statusCode"])
+        for name, value in result["headers"].items():
+            if name != "content-length":
+                self.send_header(name, value)
+        self.send_header("Content-Length", str(len(payload)))
+        self.end_headers()
+        self.wfile.write(payload)
+
+    do_GET = do_POST = do_DELETE = do_PUT = do_OPTIONS = _invoke
+
+    def log_message(self, format: str, *args: object) -> None:
+        pass
+
+
+def emulator(secret: str | None) -> Iterator[str]:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), FunctionUrlEmulator)
+    server.origin_secret = secret  # type: ignore[attr-defined]
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/mcp"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+@pytest.fixture
+def packaged(on: ProgramRun, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, bytes]:
+    """The handler serving the files exactly as the function's archive holds them."""
+    code = on.mocks.one("aws:lambda/function:Function").inputs["code"]
+    files = {}
+    for key, asset in code.assets.items():
+        if key.startswith("site/"):
+            target = tmp_path / key
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(asset.text, "utf-8")
+            files["/" + key.removeprefix("site/")] = asset.text.encode()
+    monkeypatch.setattr(lambda_handler, "SOURCE", DirectoryFiles(tmp_path / "site"))
+    monkeypatch.setenv("MCP_ORIGIN_SECRET", SECRET)
+    return files
+
+
+def test_lambda_handler_serves_mcp_over_http(packaged: dict[str, bytes]) -> None:
+    index = json.loads(packaged[paths.CONTENT_INDEX])
+    faq = next(e["id"] for e in index["documents"] if e["content_type"] == "faq")
+
+    async def go(url: str, mode: str) -> None:
+        async with Client(url, mode=mode) as client:
+            tools = [t.name for t in (await client.list_tools()).tools]
+            assert {"get_faq", "search", "fetch"} <= set(tools)
+            result = await client.call_tool("get_faq", {"faq_id": faq})
+            assert result.content[0].text.encode() == packaged[paths.faq(faq)]
+
+    for url in emulator(SECRET):
+        run(go, url, "legacy")
+        run(go, url, "2026-07-28")
+        request = urllib.request.Request(url, method="GET")
+        with pytest.raises(urllib.error.HTTPError) as caught:
+            urllib.request.urlopen(request, timeout=10)
+        assert caught.value.code == 405 and caught.value.headers["Allow"] == "POST"
+
+
+@pytest.mark.parametrize("secret", [None, "wrong-secret-of-the-same-size-0123456"])
+def test_lambda_handler_refuses_requests_that_bypass_the_cdn(packaged, secret) -> None:
+    body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}).encode()
+    for url in emulator(secret):
+        request = urllib.request.Request(
+            url,
+            data=body,
+            method="POST",
+            headers={"Content-Type": "application/json", "Accept": "application/json"},
+        )
+        with pytest.raises(urllib.error.HTTPError) as caught:
+            urllib.request.urlopen(request, timeout=10)
+        assert caught.value.code == 403

@@ -1,0 +1,441 @@
+"""The live MCP server, driven by the official SDK's own client over real transports.
+
+The content is a generated site the tests own (benchmarks/sitegen.py), never site_data/.
+Every expectation is read from the published files of the same build: the tools and
+schemas from the static MCP manifest, the answers from the files themselves, byte for byte.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from contextlib import AbstractContextManager
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+import yaml
+from mcp import Client, StdioServerParameters
+from mcp.shared.exceptions import MCPError
+
+from agent_mcp.catalog import SEARCH_LIMIT
+from agent_mcp.sources import DirectoryFiles, MissingFile
+from benchmarks import sitegen
+from content_builder import paths
+from content_builder.build import plan
+from content_builder.client import rank
+from content_builder.models import SearchIndex
+from content_builder.search_eval import QUESTIONS_FILE
+from tests.conftest import REPO, SITE_DATA, SPEC_SITE, TEST_BASE_URL, running_server
+
+# Both eras the SDK speaks: the initialize handshake most clients use today, and the
+# current sessionless protocol.
+MODES = {"legacy": "2025-11-25", "2026-07-28": "2026-07-28"}
+CHATGPT_TOOLS = ["search", "fetch"]
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory: pytest.TempPathFactory) -> sitegen.GeneratedSite:
+    return sitegen.generate(tmp_path_factory.mktemp("mcp") / "site_data", 4)
+
+
+def published(site_dir: Path, base_url: str) -> dict[str, bytes]:
+    return {a.path: a.body for a in plan(site_dir, base_url).artifacts}
+
+
+def stdio_params(*args: str | Path) -> StdioServerParameters:
+    return StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "content_builder", "mcp", *map(str, args)],
+        cwd=str(REPO),
+    )
+
+
+def run(coroutine_function: Any, *args: Any) -> Any:
+    """anyio.run, leaving the thread with an event loop as it found it: asyncio.run
+    clears it, and Pulumi's mocks in a later test ask for the current loop."""
+    try:
+        return anyio.run(coroutine_function, *args)
+    finally:
+        asyncio.set_event_loop(asyncio.new_event_loop())
+
+
+async def expect_error(awaitable: Any) -> MCPError:
+    with pytest.raises(MCPError) as caught:
+        await awaitable
+    return caught.value
+
+
+async def exercise(server: Any, mode: str, files: dict[str, bytes], question: str, faq: str):
+    """Everything a client can do, checked against the published files."""
+    manifest = json.loads(files[paths.MCP_MANIFEST])
+    index = json.loads(files[paths.CONTENT_INDEX])
+    async with Client(server, mode=mode) as client:
+        assert client.protocol_version == MODES[mode]
+
+        # --- tools/list: the manifest's tools, verbatim, plus ChatGPT's two --------
+        listed = (await client.list_tools()).tools
+        assert [t.name for t in listed] == [t["name"] for t in manifest["tools"]] + CHATGPT_TOOLS
+        by_name = {t.name: t for t in listed}
+        for tool in manifest["tools"]:
+            assert by_name[tool["name"]].input_schema == tool["inputSchema"]
+            assert by_name[tool["name"]].description == tool["description"]
+        for tool in listed:
+            assert tool.annotations is not None and tool.annotations.read_only_hint is True
+            assert tool.annotations.destructive_hint is False
+
+        # --- every tool, every valid id: the published file's text, byte for byte ----
+        calls = 0
+        for tool in manifest["tools"]:
+            properties = tool["inputSchema"]["properties"]
+            path = tool["endpoint"].split(" ", 1)[1].removeprefix(index_base(files))
+            if not properties:
+                result = await client.call_tool(tool["name"], {})
+                assert result.is_error is False
+                assert result.content[0].text.encode("utf-8") == files[path]
+                calls += 1
+                extra = await expect_error(client.call_tool(tool["name"], {"id": "x"}))
+                assert "unexpected argument" in extra.message
+            for name, spec in properties.items():
+                for value in spec.get("enum", []):
+                    result = await client.call_tool(tool["name"], {name: value})
+                    expected = files[path.replace("{" + name + "}", value)]
+                    assert result.content[0].text.encode("utf-8") == expected
+                    assert result.structured_content == json.loads(expected)
+                    calls += 1
+                if "enum" in spec:
+                    error = await expect_error(client.call_tool(tool["name"], {name: "no-such"}))
+                    assert error.data["valid"] == spec["enum"]
+                    assert "no-such" in error.message
+                    for valid_id in spec["enum"]:
+                        assert valid_id in error.message
+                    missing = await expect_error(client.call_tool(tool["name"], {}))
+                    assert missing.data["valid"] == spec["enum"]
+        assert calls == 4 + len(index["documents"])  # four argument-free tools + every id
+
+        # search_content: the search index's own shape and entries, filtered and ranked
+        search_index = SearchIndex.model_validate_json(files[paths.SEARCH_INDEX])
+        result = await client.call_tool("search_content", {"query": question})
+        found = json.loads(result.content[0].text)
+        assert found["version"] == search_index.version
+        expected_ids = [h.id for h in rank(search_index, question)][:SEARCH_LIMIT]
+        assert [e["id"] for e in found["entries"]] == expected_ids
+        published_entries = {e.id: e.model_dump() for e in search_index.entries}
+        assert all(published_entries[e["id"]] == e for e in found["entries"])
+        await expect_error(client.call_tool("search_content", {}))
+        await expect_error(client.call_tool("search_content", {"query": ""}))
+        await expect_error(client.call_tool("search_content", {"query": "x", "limit": 3}))
+        unknown = await expect_error(client.call_tool("drop_tables", {}))
+        assert "get_faq" in unknown.message and unknown.data["valid"][-2:] == CHATGPT_TOOLS
+
+        # --- ChatGPT's search and fetch ---------------------------------------------
+        result = await client.call_tool("search", {"query": question})
+        assert len(result.content) == 1 and result.content[0].type == "text"
+        results = json.loads(result.content[0].text)["results"]
+        assert result.structured_content == {"results": results}
+        assert faq in [r["id"] for r in results[:3]]
+        entries = {e["id"]: e for e in index["documents"]}
+        for hit in results:
+            assert set(hit) == {"id", "title", "url"}
+            assert hit["url"] == entries[hit["id"]]["canonical_url"]
+        fetched = json.loads((await client.call_tool("fetch", {"id": faq})).content[0].text)
+        assert set(fetched) == {"id", "title", "text", "url", "metadata"}
+        assert fetched["text"].encode("utf-8") == files[paths.faq(faq)]
+        assert fetched["url"] == entries[faq]["canonical_url"]
+        assert fetched["metadata"]["api_url"] == entries[faq]["api_url"]
+        bad_fetch = await expect_error(client.call_tool("fetch", {"id": "nope"}))
+        assert bad_fetch.data["valid"] == list(entries)
+        await expect_error(client.call_tool("fetch", {}))
+        await expect_error(client.call_tool("search", {"query": 3}))
+
+        # --- resources: the manifest's seven and one per document and FAQ entry -------
+        resources = (await client.list_resources()).resources
+        uris = [str(r.uri) for r in resources]
+        assert uris[:7] == [r["uri"] for r in manifest["resources"]]
+        assert len(uris) == len(set(uris)) == 7 + len(index["documents"]) - 1  # site: listed once
+        for resource in resources:
+            read = (await client.read_resource(str(resource.uri))).contents
+            assert len(read) == 1 and read[0].mime_type == resource.mime_type
+            assert read[0].text.encode("utf-8") in files.values()
+        for static in manifest["resources"]:
+            read = (await client.read_resource(static["uri"])).contents[0]
+            path = static["endpoint"].split(" ", 1)[1].removeprefix(index_base(files))
+            assert read.text.encode("utf-8") == files[path]
+        for entry in index["documents"]:
+            kind = "faq" if entry["content_type"] == "faq" else "content"
+            read = await client.read_resource(f"{uris[0].split(':')[0]}://{kind}/{entry['id']}")
+            api_path = entry["api_url"].removeprefix(index_base(files))
+            assert read.contents[0].text.encode("utf-8") == files[api_path]
+        bad_uri = await expect_error(client.read_resource("nope://x"))
+        assert bad_uri.data["valid"] == uris
+
+
+def index_base(files: dict[str, bytes]) -> str:
+    """The base URL the files were built for, read from the published discovery link."""
+    manifest = json.loads(files[paths.MCP_MANIFEST])
+    endpoint = next(t for t in manifest["tools"] if t["name"] == "get_content_index")
+    return endpoint["endpoint"].split(" ", 1)[1].removesuffix(paths.CONTENT_INDEX)
+
+
+def question_for(files: dict[str, bytes], faq_id: str) -> str:
+    return json.loads(files[paths.faq(faq_id)])["question"]
+
+
+@pytest.mark.parametrize("mode", list(MODES))
+def test_stdio_server_with_the_sdk_client(site: sitegen.GeneratedSite, mode: str) -> None:
+    files = published(site.root, TEST_BASE_URL)
+    faq = site.faq_ids[1]
+    params = stdio_params("--site", site.root, "--base-url", TEST_BASE_URL)
+    run(exercise, params, mode, files, question_for(files, faq), faq)
+
+
+@pytest.fixture(scope="module")
+def http_server(site: sitegen.GeneratedSite) -> Iterator[Any]:
+    context: AbstractContextManager[Any] = running_server(site.root)
+    with context as server:
+        yield server
+
+
+@pytest.mark.parametrize("mode", [*MODES, "auto"])
+def test_streamable_http_at_serve_mcp(http_server: Any, site: sitegen.GeneratedSite, mode: str):
+    files = {path: a.body for path, a in http_server.edge.artifacts.items()}
+    faq = site.faq_ids[-1]
+    if mode == "auto":  # what the SDK does unasked: discover, and take the current version
+
+        async def negotiated() -> str:
+            async with Client(http_server.base_url + "/mcp") as client:
+                return client.protocol_version
+
+        assert run(negotiated) == "2026-07-28"
+        return
+    run(exercise, http_server.base_url + "/mcp", mode, files, question_for(files, faq), faq)
+
+
+@pytest.mark.parametrize("method", ["GET", "PUT", "DELETE", "PATCH", "OPTIONS", "HEAD"])
+def test_mcp_endpoint_refuses_every_method_but_post(http_server: Any, method: str) -> None:
+    request = urllib.request.Request(http_server.base_url + "/mcp", method=method)
+    with pytest.raises(urllib.error.HTTPError) as caught:
+        urllib.request.urlopen(request, timeout=10)
+    assert caught.value.code == 405
+    assert caught.value.headers["Allow"] == "POST"
+    # the CDN's response headers policy applies to /mcp too (as on the /mcp behaviour)
+    assert caught.value.headers.get_all("Access-Control-Allow-Origin") == ["*"]
+    assert caught.value.headers["X-Content-Type-Options"] == "nosniff"
+    assert caught.value.headers["Strict-Transport-Security"].startswith("max-age=")
+
+
+def test_mcp_endpoint_refuses_a_foreign_host_header(http_server: Any) -> None:
+    # DNS rebinding: a page on evil.example resolving to 127.0.0.1 must not reach the server.
+    body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}).encode()
+    request = urllib.request.Request(
+        http_server.base_url + "/mcp",
+        data=body,
+        method="POST",
+        headers={
+            "Host": "evil.example",
+            "Content-Type": "application/json",
+            "Accept": "application/json, text/event-stream",
+        },
+    )
+    with pytest.raises(urllib.error.HTTPError) as caught:
+        urllib.request.urlopen(request, timeout=10)
+    assert caught.value.code in (400, 403, 421)
+
+
+def test_stdio_from_a_deployment_over_http(http_server: Any, site: sitegen.GeneratedSite) -> None:
+    """`--from URL` reads a live deployment (here serve on 127.0.0.1) as an agent would."""
+    files = {path: a.body for path, a in http_server.edge.artifacts.items()}
+    document = site.document_ids[1]
+
+    async def go() -> None:
+        async with Client(stdio_params("--from", http_server.base_url), mode="legacy") as client:
+            result = await client.call_tool("get_content_document", {"document_id": document})
+            assert result.content[0].text.encode("utf-8") == files[paths.document(document)]
+            error = await expect_error(client.call_tool("get_faq", {"faq_id": "zz"}))
+            assert error.data["valid"] == list(site.faq_ids)
+
+    run(go)
+
+
+def test_stdio_refuses_a_url_that_is_not_an_agent_access_api(http_server: Any, cli) -> None:
+    result = cli("mcp", "--from", http_server.base_url + "/nothing-here")
+    assert result.code == 1
+    assert "is not an agent-access API" in result.err
+
+
+def test_directory_source_stays_inside_its_folder(tmp_path: Path) -> None:
+    (tmp_path / "site").mkdir()
+    (tmp_path / "site" / "a.json").write_bytes(b"{}")
+    (tmp_path / "secret.txt").write_bytes(b"no")
+    source = DirectoryFiles(tmp_path / "site")
+    assert source.read("/a.json") == b"{}"
+    for path in ("/../secret.txt", "/missing.json", "a.json", "/"):
+        with pytest.raises(MissingFile):
+            source.read(path)
+
+
+@pytest.mark.parametrize("site", [SPEC_SITE, SITE_DATA], ids=["spec-site", "site-data"])
+def test_search_ranks_as_the_client_does_on_the_search_evaluation(site: Path) -> None:
+    """On the real content and the search evaluation's questions: the server's `search`
+    answers the client's ranking (`content_builder.client.rank`), so it finds what the
+    evaluation measures the client finding. Relative, so it holds whatever the content."""
+    from agent_mcp.catalog import Catalog
+    from agent_mcp.server import create_server
+    from agent_mcp.sources import MemoryFiles
+
+    files = published(site, TEST_BASE_URL)
+    server = create_server(Catalog(MemoryFiles(files)))
+    search_index = SearchIndex.model_validate_json(files[paths.SEARCH_INDEX])
+    questions_file = site / QUESTIONS_FILE
+    if not questions_file.exists():
+        pytest.skip(f"{questions_file} does not exist: the owner asks no questions")
+    sets = yaml.safe_load(questions_file.read_text())
+    asked = [*sets.get("questions", []), *sets.get("held_out", [])]
+    assert asked, questions_file
+
+    async def go() -> None:
+        async with Client(server, mode="legacy") as client:
+            for item in asked:
+                result = await client.call_tool("search", {"query": item["q"]})
+                ids = [hit["id"] for hit in result.structured_content["results"]]
+                expected = [hit.id for hit in rank(search_index, item["q"])][:SEARCH_LIMIT]
+                assert ids == expected, item["q"]
+
+    run(go)
+
+
+def post(url: str, message: dict[str, Any], version: str | None = None) -> tuple[int, Any]:
+    """One raw JSON-RPC POST, as any client on the wire would send it (no SDK)."""
+    headers = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
+    if version:
+        headers["MCP-Protocol-Version"] = version
+    request = urllib.request.Request(
+        url, data=json.dumps(message).encode(), method="POST", headers=headers
+    )
+    with urllib.request.urlopen(request, timeout=10) as response:
+        assert response.headers["Content-Type"].startswith("application/json")
+        body = response.read()
+        return response.status, json.loads(body) if body else None
+
+
+@pytest.mark.parametrize("version", ["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"])
+def test_every_handshake_version_on_the_wire(http_server: Any, version: str) -> None:
+    """Clients in the field still open with older versions: each is answered in kind, and
+    the wire shapes (not the SDK's parsing of them) are the protocol's."""
+    url = http_server.base_url + "/mcp"
+    files = {path: a.body for path, a in http_server.edge.artifacts.items()}
+    manifest = json.loads(files[paths.MCP_MANIFEST])
+    status, answer = post(
+        url,
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": version,
+                "capabilities": {},
+                "clientInfo": {"name": "wire-test", "version": "1"},
+            },
+        },
+    )
+    assert status == 200 and answer["id"] == 1
+    assert answer["result"]["protocolVersion"] == version
+    assert answer["result"]["serverInfo"]["name"] == manifest["serverInfo"]["name"]
+    assert set(answer["result"]["capabilities"]) >= {"tools", "resources"}
+    status, _ = post(url, {"jsonrpc": "2.0", "method": "notifications/initialized"}, version)
+    assert status == 202
+
+    _, listed = post(url, {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}, version)
+    tools = {tool["name"]: tool for tool in listed["result"]["tools"]}
+    for tool in manifest["tools"]:
+        assert tools[tool["name"]]["inputSchema"] == tool["inputSchema"]
+        assert tools[tool["name"]]["annotations"]["readOnlyHint"] is True
+
+    faq_tool = next(t for t in manifest["tools"] if t["name"] == "get_faq")
+    valid = faq_tool["inputSchema"]["properties"]["faq_id"]["enum"]
+    _, error = post(
+        url,
+        {
+            "jsonrpc": "2.0",
+            "id": 3,
+            "method": "tools/call",
+            "params": {"name": "get_faq", "arguments": {"faq_id": "nope"}},
+        },
+        version,
+    )
+    assert "result" not in error and error["id"] == 3
+    assert error["error"]["code"] == -32602  # JSON-RPC invalid params
+    assert error["error"]["data"]["valid"] == valid
+
+    _, read = post(
+        url,
+        {
+            "jsonrpc": "2.0",
+            "id": 4,
+            "method": "resources/read",
+            "params": {"uri": manifest["resources"][0]["uri"]},
+        },
+        version,
+    )
+    (content,) = read["result"]["contents"]
+    assert content["uri"] == manifest["resources"][0]["uri"]
+    assert content["mimeType"] == manifest["resources"][0]["mimeType"]
+
+
+def test_a_rebuilt_site_is_served_at_mcp_at_once(tmp_path: Path) -> None:
+    """`serve --watch` swaps in a new build; /mcp answers from it on the next request."""
+    from content_builder.serve import load_edge
+
+    site = sitegen.generate(tmp_path / "site_data", 3)
+    document = site.document_ids[1]
+
+    async def text_of(url: str) -> str:
+        async with Client(url, mode="legacy") as client:
+            result = await client.call_tool("get_content_document", {"document_id": document})
+            return result.content[0].text
+
+    with running_server(site.root) as server:
+        url = server.base_url + "/mcp"
+        before = run(text_of, url)
+        sitegen.edit_document(site.root, document, "Zanzibar quokkas edit this page.")
+        server.edge = load_edge(site.root, server.base_url)  # what the watcher does
+        after = run(text_of, url)
+        assert "Zanzibar quokkas" not in before and "Zanzibar quokkas" in after
+        expected = server.edge.artifacts[paths.document(document)].body
+        assert after.encode("utf-8") == expected
+
+
+def test_the_server_follows_the_published_manifest_not_the_builder(
+    site: sitegen.GeneratedSite,
+) -> None:
+    """Tools and schemas come from /api/v1/mcp.json as published: a manifest generated
+    differently (an endpoint table, a later version) is served with no code change."""
+    from agent_mcp.catalog import Catalog
+    from agent_mcp.server import create_server
+    from agent_mcp.sources import MemoryFiles
+
+    files = published(site.root, TEST_BASE_URL)
+    manifest = json.loads(files[paths.MCP_MANIFEST])
+    manifest["tools"] = [t for t in manifest["tools"] if t["name"] != "get_architecture"]
+    faq_tool = next(t for t in manifest["tools"] if t["name"] == "get_faq")
+    faq_tool["inputSchema"]["additionalProperties"] = False
+    faq_tool["inputSchema"]["properties"]["faq_id"]["enum"] = [site.faq_ids[0]]
+    files[paths.MCP_MANIFEST] = json.dumps(manifest).encode()
+    server = create_server(Catalog(MemoryFiles(files)))
+
+    async def go() -> None:
+        async with Client(server, mode="legacy") as client:
+            tools = {t.name: t for t in (await client.list_tools()).tools}
+            assert "get_architecture" not in tools
+            assert tools["get_faq"].input_schema == faq_tool["inputSchema"]
+            error = await expect_error(client.call_tool("get_faq", {"faq_id": site.faq_ids[1]}))
+            assert error.data["valid"] == [site.faq_ids[0]]
+            with pytest.raises(MCPError):
+                await client.call_tool("get_architecture", {})
+
+    run(go)
