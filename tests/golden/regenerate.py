@@ -71,9 +71,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.site:
         regenerate_site()
     EXPECTED.write_text(build_digest(SITE), encoding="utf-8")
-    print(
-        f"wrote {EXPECTED.relative_to(Path.cwd()) if EXPECTED.is_relative_to(Path.cwd()) else EXPECTED}"
-    )
+    print(f"wrote {EXPECTED}")
     return 0
 
 
