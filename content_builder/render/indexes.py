@@ -58,11 +58,9 @@ def content_index(site: Site, catalog: Catalog) -> ContentIndex:
 COMMON_BODY_SHARE = 0.5
 
 
-def _terms(texts: list[str]) -> list[str]:
-    # URLs are links, not words: "https", "json" and the host would match every entry.
-    folded = [search_terms.fold(_URL.sub(" ", text)) for text in texts]
-    words = [word for text in folded for word in search_terms.words(text, folded=True)]
-    return words + sorted({c for text in folded for c in search_terms.compounds(text, folded=True)})
+def _terms(texts: list[str], tokenizer: search_terms.Tokenizer) -> list[str]:
+    words, compounds = tokenizer.terms(texts)
+    return words + sorted(compounds)
 
 
 @dataclass(frozen=True)
@@ -71,10 +69,12 @@ class _EntryTerms:
     body: frozenset[str]
 
 
-def _entry_terms(salient: list[str], body: list[str]) -> _EntryTerms:
+def _entry_terms(
+    salient: list[str], body: list[str], tokenizer: search_terms.Tokenizer
+) -> _EntryTerms:
     """Salient words (title, description, authored keywords, headings) with their stems
     and regular inflections; body words with their stems; acronyms both ways."""
-    salient_words, body_words = _terms(salient), _terms(body)
+    salient_words, body_words = _terms(salient, tokenizer), _terms(body, tokenizer)
     salient_terms: set[str] = set()
     for word in set(salient_words):
         base = search_terms.stem(word)
@@ -98,6 +98,8 @@ def _keywords(entries: list[_EntryTerms]) -> list[list[str]]:
 def search_index(site: Site, catalog: Catalog) -> SearchIndex:
     heads: list[tuple[str, str, str, str]] = []  # id, title, description, api_url
     terms: list[_EntryTerms] = []
+    # URLs are links, not words: "https", "json" and the host would match every entry.
+    tokenizer = search_terms.Tokenizer(drop=_URL)
     for loaded, document in catalog.documents:
         heads.append(
             (document.id, document.title, loaded.source.description,
@@ -105,13 +107,15 @@ def search_index(site: Site, catalog: Catalog) -> SearchIndex:
         )  # fmt: skip
         salient = [document.title, loaded.source.description, *loaded.source.keywords]
         terms.append(
-            _entry_terms([*salient, *document_headings(document)], document_text(document))
+            _entry_terms(
+                [*salient, *document_headings(document)], document_text(document), tokenizer
+            )
         )
     for loaded, faq in catalog.faqs:
         heads.append(
             (faq.id, faq.question, summarize(faq.answer), site.base_url + paths.faq(faq.id))
         )
-        terms.append(_entry_terms([faq.question, *loaded.source.keywords], [faq.answer]))
+        terms.append(_entry_terms([faq.question, *loaded.source.keywords], [faq.answer], tokenizer))
     entries = [
         SearchEntry(id=entry_id, title=title, description=description, api_url=api_url,
                     keywords=keywords)
