@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Callable
+from dataclasses import dataclass
 from functools import lru_cache
 
 _SPLIT = re.compile(r"[^0-9a-z]+")
@@ -108,21 +110,34 @@ def _tokens_around(text: str, pattern: re.Pattern[str]) -> list[str]:
     return list(found.values())
 
 
+@dataclass
+class Tokens:
+    """What a tokenizer found in a group of texts: each text's raw tokens (in order,
+    noise included), and the group's distinct terms and compounds."""
+
+    tokens: list[list[str]]
+    words: set[str]
+    compounds: set[str]
+
+
 class Tokenizer:
     """`words` and `compounds` of many texts, with the per-word work done once per word.
 
     A site's vocabulary is small and its word count is not: at 10,000 entries the index
-    sees about 13 million tokens but only tens of thousands of distinct ones. Splitting
-    and lowercasing stay whole-text operations (in C); folding a non-ASCII token and
-    deciding whether a token is a term are cached. Every rule works within one
-    whitespace-separated token, so the result is exactly `words(fold(text))` and
-    `compounds(text)`. `drop` removes spans (such as URLs) that never cross whitespace.
+    sees about 13 million tokens but only tens of thousands of distinct ones. Splitting,
+    lowercasing and de-duplicating stay whole-text operations (in C); folding a non-ASCII
+    token, deciding whether a token is a term and stemming are done once per distinct
+    token. Every rule works within one whitespace-separated token, so the results are
+    exactly those of `words(fold(text))`, `compounds(text)` and `stem(word)`. `drop`
+    removes spans (such as URLs) that never cross whitespace.
     """
 
     def __init__(self, drop: re.Pattern[str] | None = None) -> None:
         self._drop = drop
         self._folded: dict[str, str] = {}
-        self._is_term: dict[str, bool] = {}
+        self._seen: set[str] = set()
+        self._noise: set[str] = set()
+        self._stems: dict[str, str] = {}
 
     def _fold(self, text: str) -> str:
         if text.isascii():
@@ -136,22 +151,43 @@ class Tokenizer:
             folded.append(found)
         return " ".join(folded)
 
-    def terms(self, texts: list[str]) -> tuple[list[str], set[str]]:
-        """The words of `texts` in order (as `words`) and their compounds (as `compounds`)."""
-        keep, words_found, compounds_found = self._is_term, [], set()
+    def scan(self, texts: list[str]) -> Tokens:
+        tokens_found: list[list[str]] = []
+        words_found: set[str] = set()
+        compounds_found: set[str] = set()
         for text in texts:
             folded = self._fold(self._drop.sub(" ", text) if self._drop else text)
             if folded.isascii():
                 tokens = folded.translate(_NON_TERM_TO_SPACE).split()
             else:
                 tokens = _SPLIT.split(folded)
-            for token in set(tokens).difference(keep):
-                keep[token] = _is_term(token)
-            words_found += [token for token in tokens if keep[token]]
+            tokens_found.append(tokens)
+            distinct = set(tokens)
+            for token in distinct - self._seen:
+                self._seen.add(token)
+                if not _is_term(token):
+                    self._noise.add(token)
+            words_found |= distinct - self._noise
             for candidate in _tokens_around(folded, _INNER_JOINER):
                 if (joined := _compound(candidate)) is not None:
                     compounds_found.add(joined)
-        return words_found, compounds_found
+        return Tokens(tokens_found, words_found, compounds_found)
+
+    def ordered(self, found: Tokens) -> list[str]:
+        """The group's words in order, then its compounds sorted (what `acronym_terms`
+        reads phrases from)."""
+        noise = self._noise
+        words_in_order = [
+            token for tokens in found.tokens for token in tokens if token not in noise
+        ]
+        return words_in_order + sorted(found.compounds)
+
+    def stems(self, words: set[str]) -> set[str]:
+        """`stem(word)` for every word."""
+        known = self._stems
+        for word in words - known.keys():
+            known[word] = stem(word)
+        return {known[word] for word in words}
 
 
 # After dropping -ing/-ed, these endings had a silent "e": creat(ing) -> create.
@@ -239,9 +275,10 @@ ACRONYMS: dict[str, tuple[str, ...]] = {
 }
 
 
-def acronym_terms(found: set[str], text_words: list[str]) -> set[str]:
+def acronym_terms(found: set[str], text_words: list[str] | Callable[[], list[str]]) -> set[str]:
     """The acronyms whose expansion appears as a phrase, and the expansions of the acronyms
-    that appear (plural acronyms such as "llms" count)."""
+    that appear (plural acronyms such as "llms" count). `found` holds every word of
+    `text_words` (which may be given as a function, called only when a phrase is possible)."""
     extra: set[str] = set()
     joined: str | None = None
     for acronym, expansion in ACRONYMS.items():
@@ -250,7 +287,8 @@ def acronym_terms(found: set[str], text_words: list[str]) -> set[str]:
         # The phrase test only where every word of it is there (`found` holds them all).
         if all(word in found for word in expansion):
             if joined is None:
-                joined = " " + " ".join(text_words) + " "
+                in_order = text_words() if callable(text_words) else text_words
+                joined = " " + " ".join(in_order) + " "
             if " " + " ".join(expansion) + " " in joined:
                 extra |= {acronym, acronym + "s"}
     return extra

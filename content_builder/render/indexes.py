@@ -58,11 +58,6 @@ def content_index(site: Site, catalog: Catalog) -> ContentIndex:
 COMMON_BODY_SHARE = 0.5
 
 
-def _terms(texts: list[str], tokenizer: search_terms.Tokenizer) -> list[str]:
-    words, compounds = tokenizer.terms(texts)
-    return words + sorted(compounds)
-
-
 @dataclass(frozen=True)
 class _EntryTerms:
     salient: frozenset[str]
@@ -74,25 +69,30 @@ def _entry_terms(
 ) -> _EntryTerms:
     """Salient words (title, description, authored keywords, headings) with their stems
     and regular inflections; body words with their stems; acronyms both ways."""
-    salient_words, body_words = _terms(salient, tokenizer), _terms(body, tokenizer)
-    salient_terms: set[str] = set()
-    for word in set(salient_words):
+    salient_found, body_found = tokenizer.scan(salient), tokenizer.scan(body)
+    salient_words = salient_found.words | salient_found.compounds
+    body_words = body_found.words | body_found.compounds
+    salient_terms: set[str] = set(salient_words)
+    for word in salient_words:
         base = search_terms.stem(word)
-        salient_terms |= {word, base} | search_terms.inflections(base)
-    body_terms = {form for word in set(body_words) for form in (word, search_terms.stem(word))}
+        salient_terms.add(base)
+        salient_terms |= search_terms.inflections(base)
+    body_terms = body_words | tokenizer.stems(body_words)
     salient_terms |= search_terms.acronym_terms(
-        salient_terms | body_terms, salient_words + body_words
+        salient_terms | body_terms,
+        lambda: tokenizer.ordered(salient_found) + tokenizer.ordered(body_found),
     )
     return _EntryTerms(frozenset(salient_terms), frozenset(body_terms - salient_terms))
 
 
 def _keywords(entries: list[_EntryTerms]) -> list[list[str]]:
-    frequency = Counter(term for entry in entries for term in entry.salient | entry.body)
+    frequency: Counter[str] = Counter()
+    for entry in entries:  # salient and body are disjoint: together, each term once
+        frequency.update(entry.salient)
+        frequency.update(entry.body)
     limit = COMMON_BODY_SHARE * len(entries)
-    return [
-        sorted(entry.salient | {term for term in entry.body if frequency[term] <= limit})
-        for entry in entries
-    ]
+    common = {term for term, count in frequency.items() if count > limit}
+    return [sorted(entry.salient | (entry.body - common)) for entry in entries]
 
 
 def search_index(site: Site, catalog: Catalog) -> SearchIndex:
