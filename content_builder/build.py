@@ -11,7 +11,6 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from content_builder import paths
 from content_builder.artifacts import Artifact, json_body, text_body
@@ -19,7 +18,12 @@ from content_builder.errors import Problem, SiteDataError
 from content_builder.loader import LOCK_FILE, Site, display_path, load_site
 from content_builder.lock import Lock, LockChange, lock_body, read_lock, resolve
 from content_builder.render.discovery import discovery_document
-from content_builder.render.documents import build_catalog, tracked, unversioned_documents
+from content_builder.render.documents import (
+    Catalog,
+    build_catalog,
+    tracked,
+    unversioned_documents,
+)
 from content_builder.render.errors import not_found
 from content_builder.render.indexes import content_index, search_index
 from content_builder.render.llms import llms_full_txt, llms_txt
@@ -37,11 +41,12 @@ class Plan:
     lock_changes: list[LockChange]
 
 
-def render(
-    site: Site, lock: Lock, unversioned: list[dict[str, Any]] | None = None
-) -> list[Artifact]:
+def render(site: Site, lock: Lock) -> list[Artifact]:
     """Every published file, leaves first, entry points last."""
-    catalog = build_catalog(site, lock, unversioned)
+    return render_catalog(site, build_catalog(site, lock))
+
+
+def render_catalog(site: Site, catalog: Catalog) -> list[Artifact]:
     manifest = json_body(mcp_manifest(site, catalog))
     return [
         *(
@@ -108,7 +113,10 @@ def _plan(site_dir: Path, base_url: str | None, frozen: bool) -> Plan:
     lock, changes = resolve(old_lock, tracked(site, unversioned))
     if frozen and changes:
         raise stale_lock_error(site, changes)
-    artifacts = render(site, lock, unversioned)
+    catalog = build_catalog(site, lock, unversioned)
+    del unversioned  # not held while the aggregates render: the build's peak memory
+    artifacts = render_catalog(site, catalog)
+    del catalog
     check_authored_links(site, frozenset(a.path for a in artifacts))
     check_artifacts(site, artifacts)
     return Plan(site, artifacts, lock, changes)
