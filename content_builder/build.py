@@ -12,6 +12,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from pydantic import BaseModel
+
 from content_builder import paths
 from content_builder.artifacts import Artifact, json_body, text_body
 from content_builder.errors import Problem, SiteDataError
@@ -57,8 +59,8 @@ def render_catalog(site: Site, catalog: Catalog) -> list[Artifact]:
         Artifact(paths.ARCHITECTURE, json_body(site.architecture), site.architecture_file),
         Artifact(paths.ON_SITE_AGENT, json_body(site.on_site_agent), site.on_site_agent_file),
         Artifact(paths.NOT_FOUND, json_body(not_found(site))),
-        Artifact(paths.CONTENT_INDEX, json_body(content_index(site, catalog))),
-        Artifact(paths.SEARCH_INDEX, json_body(search_index(site, catalog))),
+        Artifact(paths.CONTENT_INDEX, compact_json_body(content_index(site, catalog))),
+        Artifact(paths.SEARCH_INDEX, compact_json_body(search_index(site, catalog))),
         Artifact(paths.LLMS_FULL_TXT, text_body(llms_full_txt(site, catalog))),
         Artifact(paths.MCP_MANIFEST, manifest),
         Artifact(paths.MCP_WELL_KNOWN, manifest),
@@ -66,6 +68,15 @@ def render_catalog(site: Site, catalog: Catalog) -> list[Artifact]:
         Artifact(paths.discovery(site.config.brand), json_body(discovery_document(site, catalog))),
         Artifact(paths.LLMS_TXT, text_body(llms_txt(site, catalog))),
     ]
+
+
+#: The aggregates that grow with the site are published without indentation: at 10,000
+#: entries indentation was 43 % of search-index.json (83.5 MB -> 47.9 MB) and took
+#: index.json over CloudFront's 10,000,000-byte limit for compression (11.3 MB -> 9.95 MB).
+def compact_json_body(value: BaseModel) -> bytes:
+    """JSON without whitespace (`json.dumps(data, ensure_ascii=False,
+    separators=(",", ":"))`, tested), model field order, trailing newline."""
+    return value.model_dump_json(exclude_none=True).encode("utf-8") + b"\n"
 
 
 def stale_lock_error(site: Site, changes: list[LockChange]) -> SiteDataError:
