@@ -9,9 +9,11 @@ neither dist/ nor the lock.
 from __future__ import annotations
 
 import errno
+import os
 import socket
 import sys
 import threading
+import time
 import traceback
 from collections.abc import Callable
 from http import HTTPStatus
@@ -129,12 +131,35 @@ Fingerprint = tuple[tuple[str, int, int], ...]
 
 
 def fingerprint(site_dir: Path) -> Fingerprint:
-    return tuple(
-        (str(path), stat.st_mtime_ns, stat.st_size)
-        for path in sorted(site_dir.rglob("*"))
-        if path.is_file() and not path.name.startswith(".")
-        for stat in (path.stat(),)
-    )
+    """(path, mtime, size) of every file under `site_dir` but dot-files, in path order.
+
+    One `os.scandir` walk (no Path objects, no sort of Paths): the watcher takes this
+    every poll, and at 20,000 files the rglob version cost 64 % of a core while idle.
+    Symlinked folders are not entered (as rglob did); symlinked files are followed.
+    """
+    found: list[tuple[str, int, int]] = []
+    pending = [str(site_dir)]
+    while pending:
+        try:
+            entries = list(os.scandir(pending.pop()))
+        except OSError:  # removed while we walked: the next poll sees the new state
+            continue
+        for entry in entries:
+            try:
+                if entry.is_dir(follow_symlinks=False):
+                    pending.append(entry.path)
+                elif entry.is_file() and not entry.name.startswith("."):
+                    stat = entry.stat()
+                    found.append((entry.path, stat.st_mtime_ns, stat.st_size))
+            except OSError:
+                continue
+    found.sort()
+    return tuple(found)
+
+
+#: The watcher waits at least this many times as long as its last scan took, so that
+#: polling stays under 2 % of a core however large site_data grows.
+IDLE_FACTOR = 50
 
 
 def watch(
@@ -152,11 +177,14 @@ def watch(
     loaded, so that an edit made while it loaded is not missed.
     """
     seen = built_from if built_from is not None else fingerprint(site_dir)
-    while not stop.wait(interval):
+    wait = interval
+    while not stop.wait(wait):
         # Nothing may end this loop but `stop`: a watcher that dies on one bad edit
         # leaves a server that silently serves stale content for the rest of the session.
         try:
+            started = time.perf_counter()
             current = fingerprint(site_dir)
+            wait = max(interval, IDLE_FACTOR * (time.perf_counter() - started))
             if current == seen:
                 continue
             seen = current

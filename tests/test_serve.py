@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import http.client
+import itertools
 import json
 import re
 import selectors
@@ -830,6 +831,7 @@ def test_watch_survives_an_unexpected_error_and_keeps_watching(
 
     faq_file = site_copy / "faq" / "q01-difference.yaml"
     original = faq_file.read_text()
+    built_from = fingerprint(site_copy)  # before the edit, as serve() takes it
     running = start_server(site_copy)
     monkeypatch.setattr(serve_module, "load_edge", flaky_load_edge)
     stop = threading.Event()
@@ -837,7 +839,7 @@ def test_watch_survives_an_unexpected_error_and_keeps_watching(
     watcher = threading.Thread(
         target=watch,
         args=(running.server, site_copy, running.base_url, stop),
-        kwargs={"interval": 0.05, "report": reports.append},
+        kwargs={"interval": 0.05, "report": reports.append, "built_from": built_from},
         daemon=True,
     )
     watcher.start()
@@ -859,6 +861,37 @@ def test_watch_survives_an_unexpected_error_and_keeps_watching(
         stop.set()
         watcher.join(5)
         running.stop()
+
+
+def test_an_idle_watcher_polls_in_proportion_to_the_cost_of_a_scan(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A scan that takes 20 ms is repeated at most every second (IDLE_FACTOR = 50): the
+    watcher of a large site_data stays under 2 % of a core while nothing changes."""
+    from content_builder import serve as serve_module
+
+    scans: list[float] = []
+
+    def slow_fingerprint(site_dir: Path) -> tuple[()]:
+        scans.append(time.monotonic())
+        time.sleep(0.02)
+        return ()
+
+    monkeypatch.setattr(serve_module, "fingerprint", slow_fingerprint)
+    stop = threading.Event()
+    watcher = threading.Thread(
+        target=watch,
+        args=(None, Path("unused"), "http://unused", stop),
+        kwargs={"interval": 0.01, "report": lambda message: None, "built_from": ()},
+        daemon=True,
+    )
+    watcher.start()
+    time.sleep(1.5)
+    stop.set()
+    watcher.join(5)
+    assert 1 <= len(scans) <= 3, f"{len(scans)} scans in 1.5 s"
+    gaps = [later - earlier for earlier, later in itertools.pairwise(scans)]
+    assert all(gap >= 0.9 for gap in gaps), gaps
 
 
 # --------------------------------------------------------------------------- port in use
