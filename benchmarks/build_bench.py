@@ -29,6 +29,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+import pydantic_core
+
 REPO = Path(__file__).resolve().parents[1]
 
 #: Functions that build.py looks up in its own namespace: wrapping them there times the
@@ -115,36 +117,45 @@ def worker_build(site: Path, out: Path) -> dict[str, Any]:
     }
 
 
-def _floor_objects(dist: Path) -> list[tuple[Path, Any]]:
-    """(relative path, object) for every file of a build output; text files as str."""
-    items: list[tuple[Path, Any]] = []
+def _floor_objects(dist: Path) -> list[tuple[Path, Any, bool]]:
+    """(relative path, object, compact?) for every file of a build output; text files as
+    str. A JSON file is compact when it holds no line break but the final one."""
+    items: list[tuple[Path, Any, bool]] = []
     for path in sorted(p for p in dist.rglob("*") if p.is_file()):
         relative = path.relative_to(dist)
         raw = path.read_bytes()
-        items.append((relative, json.loads(raw) if path.suffix == ".json" else raw.decode()))
+        if path.suffix == ".json":
+            items.append((relative, json.loads(raw), b"\n" not in raw.rstrip(b"\n")))
+        else:
+            items.append((relative, raw.decode(), False))
     return items
 
 
-def _dumps(relative: Path, value: Any) -> bytes:
+def _dumps(relative: Path, value: Any, compact: bool) -> bytes:
+    """The fastest serializer available to the build (pydantic-core, as the build uses;
+    the same bytes as `json.dumps(..., ensure_ascii=False)` with indent=2 or compact
+    separators, checked below), not the standard library's pure-Python indenting encoder."""
     if isinstance(value, str):
         return value.encode("utf-8")
     if relative.name == "manifest.json":  # the writer keeps it ASCII
         return (json.dumps(value, indent=2) + "\n").encode("utf-8")
-    return (json.dumps(value, ensure_ascii=False, indent=2) + "\n").encode("utf-8")
+    if compact:
+        return pydantic_core.to_json(value) + b"\n"
+    return pydantic_core.to_json(value, indent=2) + b"\n"
 
 
 def worker_floor(dist: Path, out: Path) -> dict[str, Any]:
     items = _floor_objects(dist)
     baseline = peak_rss_kb()
     start = time.perf_counter()
-    for folder in sorted({out / relative.parent for relative, _ in items}):
+    for folder in sorted({out / relative.parent for relative, _, _ in items}):
         folder.mkdir(parents=True, exist_ok=True)
-    for relative, value in items:
-        (out / relative).write_bytes(_dumps(relative, value))
+    for relative, value, compact in items:
+        (out / relative).write_bytes(_dumps(relative, value, compact))
     seconds = time.perf_counter() - start
     mismatched = [
         str(relative)
-        for relative, _ in items
+        for relative, _, _ in items
         if hashlib.sha256((out / relative).read_bytes()).digest()
         != hashlib.sha256((dist / relative).read_bytes()).digest()
     ]
