@@ -17,9 +17,11 @@ PIP := $(BIN)/python -m pip install --quiet --disable-pip-version-check -c const
 WANT_VERSION := $(shell $(PYTHON) -c 'import sys; print(sys.version_info[:2])' 2>/dev/null)
 HAVE_VERSION := $(shell $(BIN)/python -c 'import sys; print(sys.version_info[:2])' 2>/dev/null)
 ifneq ($(wildcard $(VENV)),)
+ifneq ($(WANT_VERSION),)
 ifneq ($(WANT_VERSION),$(HAVE_VERSION))
 $(info .venv was made by another Python ($(or $(HAVE_VERSION),not runnable)), not $(PYTHON) $(WANT_VERSION): recreating it)
 $(shell rm -rf $(VENV))
+endif
 endif
 endif
 

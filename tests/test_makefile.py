@@ -93,3 +93,19 @@ def test_a_good_venv_is_kept(tmp_path: Path) -> None:
     result = _dry_run(project, "serve")
     assert "recreating" not in result.stdout and "-m venv" not in result.stdout, result.stdout
     assert (project / ".venv" / ".installed-serve").exists()
+
+
+def test_a_missing_python_never_deletes_a_working_venv(tmp_path: Path) -> None:
+    """Without $(PYTHON) there is nothing to compare with: the .venv is left alone."""
+    project = _project(tmp_path)
+    _venv_with(project, _same_python_script())
+    result = subprocess.run(
+        ["make", "-n", "serve", "PYTHON=/nonexistent/python3"],
+        cwd=project,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "MAKEFLAGS": ""},
+    )
+    assert "recreating" not in result.stdout, result.stdout
+    assert (project / ".venv" / ".installed-serve").exists()
