@@ -38,6 +38,7 @@ REPO = Path(__file__).resolve().parents[1]
 PHASES = (
     ("load_site", "load + validate YAML"),
     ("read_lock", "lock"),
+    ("unversioned_documents", "render documents"),
     ("tracked", "lock"),
     ("resolve", "lock"),
     ("build_catalog", "render documents"),
@@ -49,6 +50,7 @@ PHASES = (
     ("openapi_document", "render mcp/openapi/discovery"),
     ("discovery_document", "render mcp/openapi/discovery"),
     ("json_body", "serialize"),
+    ("compact_json_body", "serialize"),
     ("text_body", "serialize"),
     ("check_authored_links", "check links"),
     ("check_artifacts", "check links"),
@@ -113,6 +115,7 @@ def worker_build(site: Path, out: Path) -> dict[str, Any]:
         "baseline_rss_kb": baseline,
         "files": files,
         "bytes": size,
+        "search_index_bytes": (out / "api/v1/content/search-index.json").stat().st_size,
         "entries": len(result.site.documents) + len(result.site.faqs),
     }
 
@@ -209,6 +212,7 @@ class BuildResult:
     peak_rss_mb: float
     baseline_rss_mb: float
     phases: dict[str, float]  # of the median run
+    search_index_bytes: int = 0
 
     @property
     def ratio(self) -> float:
@@ -250,6 +254,7 @@ def measure(site: Path, n: int, work: Path, repeats: int) -> BuildResult:
         peak_rss_mb=max(run["peak_rss_kb"] for run in builds) / 1024,
         baseline_rss_mb=min(run["baseline_rss_kb"] for run in builds) / 1024,
         phases=median["phases"],
+        search_index_bytes=median.get("search_index_bytes", 0),
     )
 
 
