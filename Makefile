@@ -1,36 +1,71 @@
 # Every target bootstraps .venv itself: on a fresh machine `make test` is all it takes.
+# Two installs: serving and building need only the runtime (pydantic, PyYAML) and the
+# MCP server `serve` answers at /mcp (the `mcp` extra); tests, lint, benchmarks and
+# deployment add the `dev` extra (Pulumi, boto3, moto, ...).
+# Both resolve through constraints.txt, so every machine and CI get the same versions.
 PYTHON ?= python3
+PORT ?= 8000
 VENV := .venv
 BIN := $(VENV)/bin
-STAMP := $(VENV)/.installed
+SERVE_STAMP := $(VENV)/.installed-serve
+DEV_STAMP := $(VENV)/.installed-dev
+PIP := $(BIN)/python -m pip install --quiet --disable-pip-version-check -c constraints.txt
 
-.PHONY: serve build check test lint preview up clean bench mcp-layer
+.PHONY: serve build check test lint preview up clean bench lock mcp-layer
 
-$(STAMP): pyproject.toml
+# A .venv made by another Python (another minor version, or one since removed) cannot
+# be repaired in place: start it over, whatever the stamps say.
+WANT_VERSION := $(shell $(PYTHON) -c 'import sys; print(sys.version_info[:2])' 2>/dev/null)
+HAVE_VERSION := $(shell $(BIN)/python -c 'import sys; print(sys.version_info[:2])' 2>/dev/null)
+ifneq ($(wildcard $(VENV)),)
+ifneq ($(WANT_VERSION),)
+ifneq ($(WANT_VERSION),$(HAVE_VERSION))
+$(info .venv was made by another Python ($(or $(HAVE_VERSION),not runnable)), not $(PYTHON) $(WANT_VERSION): recreating it)
+$(shell rm -rf $(VENV))
+endif
+endif
+endif
+
+$(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
-	touch $(STAMP)
 
-# Builds in memory and serves the whole API with the CDN's headers on 127.0.0.1:8000.
-serve: $(STAMP)
-	$(BIN)/python -m content_builder serve --host 127.0.0.1 --port 8000 --watch
+$(SERVE_STAMP): pyproject.toml constraints.txt | $(BIN)/python
+	$(PIP) -e '.[mcp]'
+	touch $@
 
-build: $(STAMP)
+$(DEV_STAMP): pyproject.toml constraints.txt | $(BIN)/python
+	$(PIP) -e '.[dev]'
+	touch $@ $(SERVE_STAMP)
+
+# Builds in memory and serves the whole API with the CDN's headers on 127.0.0.1:$(PORT).
+serve: $(SERVE_STAMP)
+	$(BIN)/python -m content_builder serve --host 127.0.0.1 --port $(PORT) --watch
+
+build: $(SERVE_STAMP)
 	$(BIN)/python -m content_builder build
 
-check: $(STAMP)
+check: $(SERVE_STAMP)
 	$(BIN)/python -m content_builder check --frozen
 
-lint: $(STAMP)
+lint: $(DEV_STAMP)
 	$(BIN)/ruff check .
 
-test: $(STAMP)
+test: $(DEV_STAMP)
 	$(BIN)/ruff check .
 	# GitHub Actions security lint, offline (no GitHub API); every finding fixed (docs/decisions.md).
 	$(BIN)/zizmor --offline --persona=auditor .github/workflows
 	$(BIN)/python -m content_builder check --frozen
 	$(BIN)/python -m pytest -q
+
+# constraints.txt: the versions `pip install -e '.[dev]'` resolves today, for every extra.
+# Rewrite it on purpose (a new dependency, an upgrade) and commit it with the change.
+lock:
+	rm -rf .venv-lock
+	$(PYTHON) -m venv .venv-lock
+	.venv-lock/bin/python -m pip install --quiet --disable-pip-version-check -e '.[dev]'
+	{ echo "# pip constraints for every extra: regenerate with \`make lock\` (see Makefile)."; \
+	  .venv-lock/bin/python -m pip freeze --exclude-editable | grep -v '^agent-access'; } > constraints.txt
+	rm -rf .venv-lock
 
 # Benchmarks (benchmarks/README.md): build and publish cost at N = 100, 1,000, 10,000,
 # the publisher against `aws s3 sync` on a local moto server. Not part of `make test`,
@@ -44,24 +79,24 @@ $(AWSCLI_STAMP):
 	$(AWSCLI_VENV)/bin/python -m pip install --quiet awscli
 	touch $(AWSCLI_STAMP)
 
-bench: $(STAMP) $(AWSCLI_STAMP)
+bench: $(DEV_STAMP) $(AWSCLI_STAMP)
 	$(BIN)/python -m benchmarks.run
 
 # Deployment (needs the Pulumi CLI and AWS credentials; see README, Deploy). The program
 # builds the site itself, with the frozen lock.
-preview: $(STAMP)
+preview: $(DEV_STAMP)
 	pulumi preview --diff
 
 # verify retries for up to 15 minutes: the CDN serves old copies until the publish's
 # invalidation completes.
-up: $(STAMP)
+up: $(DEV_STAMP)
 	pulumi up
 	$(BIN)/python -m content_builder verify "$$(pulumi stack output base_url)" --expect-from dist --retry-for 900
 
 # The Lambda layer for `mcpServer: true` (infra/mcp_function.py): the mcp SDK and its
 # dependencies as wheels for the function's runtime (python3.12, x86_64), not this machine's.
 MCP_LAYER := build/mcp-lambda-layer
-mcp-layer: $(STAMP)
+mcp-layer: | $(BIN)/python
 	rm -rf $(MCP_LAYER)
 	$(BIN)/python -m pip install --quiet --target $(MCP_LAYER)/python \
 		--platform manylinux2014_x86_64 --implementation cp --python-version 3.12 \

@@ -29,6 +29,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+import pydantic_core
+
 REPO = Path(__file__).resolve().parents[1]
 
 #: Functions that build.py looks up in its own namespace: wrapping them there times the
@@ -36,6 +38,7 @@ REPO = Path(__file__).resolve().parents[1]
 PHASES = (
     ("load_site", "load + validate YAML"),
     ("read_lock", "lock"),
+    ("unversioned_documents", "render documents"),
     ("tracked", "lock"),
     ("resolve", "lock"),
     ("build_catalog", "render documents"),
@@ -47,6 +50,7 @@ PHASES = (
     ("openapi_document", "render mcp/openapi/discovery"),
     ("discovery_document", "render mcp/openapi/discovery"),
     ("json_body", "serialize"),
+    ("compact_json_body", "serialize"),
     ("text_body", "serialize"),
     ("check_authored_links", "check links"),
     ("check_artifacts", "check links"),
@@ -111,40 +115,50 @@ def worker_build(site: Path, out: Path) -> dict[str, Any]:
         "baseline_rss_kb": baseline,
         "files": files,
         "bytes": size,
+        "search_index_bytes": (out / "api/v1/content/search-index.json").stat().st_size,
         "entries": len(result.site.documents) + len(result.site.faqs),
     }
 
 
-def _floor_objects(dist: Path) -> list[tuple[Path, Any]]:
-    """(relative path, object) for every file of a build output; text files as str."""
-    items: list[tuple[Path, Any]] = []
+def _floor_objects(dist: Path) -> list[tuple[Path, Any, bool]]:
+    """(relative path, object, compact?) for every file of a build output; text files as
+    str. A JSON file is compact when it holds no line break but the final one."""
+    items: list[tuple[Path, Any, bool]] = []
     for path in sorted(p for p in dist.rglob("*") if p.is_file()):
         relative = path.relative_to(dist)
         raw = path.read_bytes()
-        items.append((relative, json.loads(raw) if path.suffix == ".json" else raw.decode()))
+        if path.suffix == ".json":
+            items.append((relative, json.loads(raw), b"\n" not in raw.rstrip(b"\n")))
+        else:
+            items.append((relative, raw.decode(), False))
     return items
 
 
-def _dumps(relative: Path, value: Any) -> bytes:
+def _dumps(relative: Path, value: Any, compact: bool) -> bytes:
+    """The fastest serializer available to the build (pydantic-core, as the build uses;
+    the same bytes as `json.dumps(..., ensure_ascii=False)` with indent=2 or compact
+    separators, checked below), not the standard library's pure-Python indenting encoder."""
     if isinstance(value, str):
         return value.encode("utf-8")
     if relative.name == "manifest.json":  # the writer keeps it ASCII
         return (json.dumps(value, indent=2) + "\n").encode("utf-8")
-    return (json.dumps(value, ensure_ascii=False, indent=2) + "\n").encode("utf-8")
+    if compact:
+        return pydantic_core.to_json(value) + b"\n"
+    return pydantic_core.to_json(value, indent=2) + b"\n"
 
 
 def worker_floor(dist: Path, out: Path) -> dict[str, Any]:
     items = _floor_objects(dist)
     baseline = peak_rss_kb()
     start = time.perf_counter()
-    for folder in sorted({out / relative.parent for relative, _ in items}):
+    for folder in sorted({out / relative.parent for relative, _, _ in items}):
         folder.mkdir(parents=True, exist_ok=True)
-    for relative, value in items:
-        (out / relative).write_bytes(_dumps(relative, value))
+    for relative, value, compact in items:
+        (out / relative).write_bytes(_dumps(relative, value, compact))
     seconds = time.perf_counter() - start
     mismatched = [
         str(relative)
-        for relative, _ in items
+        for relative, _, _ in items
         if hashlib.sha256((out / relative).read_bytes()).digest()
         != hashlib.sha256((dist / relative).read_bytes()).digest()
     ]
@@ -198,6 +212,7 @@ class BuildResult:
     peak_rss_mb: float
     baseline_rss_mb: float
     phases: dict[str, float]  # of the median run
+    search_index_bytes: int = 0
 
     @property
     def ratio(self) -> float:
@@ -239,6 +254,7 @@ def measure(site: Path, n: int, work: Path, repeats: int) -> BuildResult:
         peak_rss_mb=max(run["peak_rss_kb"] for run in builds) / 1024,
         baseline_rss_mb=min(run["baseline_rss_kb"] for run in builds) / 1024,
         phases=median["phases"],
+        search_index_bytes=median.get("search_index_bytes", 0),
     )
 
 

@@ -30,6 +30,10 @@ BEGIN = "<!-- results:begin (written by `make bench`; edits here are overwritten
 END = "<!-- results:end -->"
 REPEATS = {100: 5, 1000: 3}  # larger N: 2 runs
 RATIO_TARGET = 2.0
+#: Issue 11: a build at N = 10,000 under 13 s here; CloudFront compresses files up to
+#: 10,000,000 bytes only, so the search index must stay under that to reach agents gzipped.
+BUILD_10K_SECONDS = 13.0
+COMPRESSIBLE_BYTES = 10_000_000
 FLATNESS_TARGET = 1.5
 
 
@@ -105,6 +109,20 @@ def targets(results: dict[str, Any]) -> list[tuple[str, str, bool]]:
         f"{largest['ratio']:.1f}",
         largest["ratio"] <= RATIO_TARGET,
     ))  # fmt: skip
+    if 10000 in builds:
+        seconds = builds[10000]["build_seconds"]
+        rows.append((
+            f"build at N = 10,000 under {BUILD_10K_SECONDS:.0f} s",
+            f"{seconds:.1f} s",
+            seconds < BUILD_10K_SECONDS,
+        ))  # fmt: skip
+    if largest.get("search_index_bytes"):
+        size = largest["search_index_bytes"]
+        rows.append((
+            f"search-index.json under {COMPRESSIBLE_BYTES:,} bytes at N = {largest['n']:,}",
+            f"{size:,} bytes ({size / largest['entries']:.0f} per entry)",
+            size < COMPRESSIBLE_BYTES,
+        ))  # fmt: skip
     if 1000 in builds and len(builds) > 1:
         low, high = builds[1000], largest
         spread = high["ms_per_entry"] / low["ms_per_entry"]

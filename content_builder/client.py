@@ -84,26 +84,53 @@ def query_words(query: str) -> list[str]:
     return list(dict.fromkeys(search_terms.words(query)))
 
 
-def rank(index: SearchIndex, query: str) -> list[SearchHit]:
+@dataclass(frozen=True)
+class _Prepared:
+    entry: SearchEntry
+    keywords: frozenset[str]
+    keyword_families: frozenset[str]
+    title_families: frozenset[str]
+
+
+class RankedIndex:
+    """A search index with each entry's keyword families worked out once, so that a
+    query costs one pass of set look-ups (the families do not depend on the query)."""
+
+    def __init__(self, index: SearchIndex) -> None:
+        self.index = index
+        self._entries = [
+            _Prepared(
+                entry,
+                frozenset(entry.keywords),
+                frozenset(search_terms.family(keyword) for keyword in entry.keywords),
+                frozenset(search_terms.family(w) for w in search_terms.words(entry.title)),
+            )
+            for entry in index.entries
+        ]
+
+    def rank(self, query: str) -> list[SearchHit]:
+        words = query_words(query)
+        families = {word: search_terms.family(word) for word in words}
+        hits = []
+        for position, prepared in enumerate(self._entries):
+            keywords, keyword_families = prepared.keywords, prepared.keyword_families
+            matched = tuple(w for w in words if w in keywords or families[w] in keyword_families)
+            if matched:
+                in_title = sum(families[w] in prepared.title_families for w in matched)
+                hits.append((position, SearchHit(prepared.entry, len(matched), in_title, matched)))
+        hits.sort(key=lambda pair: (-pair[1].score, -pair[1].title_matches, pair[0]))
+        return [hit for _, hit in hits]
+
+
+def rank(index: SearchIndex | RankedIndex, query: str) -> list[SearchHit]:
     """Entries matching at least one query word, best first.
 
     A word matches an entry when it is one of the entry's keywords or shares its word
     family (stem) with one: "caches" finds "cache", "deploying" finds "deploy".
     Ranked by distinct words matched, then words matched in the title, then index order.
     """
-    words = query_words(query)
-    families = {word: search_terms.family(word) for word in words}
-    hits = []
-    for entry in index.entries:
-        keywords = set(entry.keywords)
-        keyword_families = {search_terms.family(keyword) for keyword in keywords}
-        matched = tuple(w for w in words if w in keywords or families[w] in keyword_families)
-        if matched:
-            title_families = {search_terms.family(w) for w in search_terms.words(entry.title)}
-            in_title = sum(families[w] in title_families for w in matched)
-            hits.append(SearchHit(entry, len(matched), in_title, matched))
-    order = {entry.id: position for position, entry in enumerate(index.entries)}
-    return sorted(hits, key=lambda h: (-h.score, -h.title_matches, order[h.id]))
+    ranked = index if isinstance(index, RankedIndex) else RankedIndex(index)
+    return ranked.rank(query)
 
 
 @dataclass
@@ -113,6 +140,9 @@ class AgentClient:
     discovery_path: str | None = None  # found through llms.txt when not given
     requests: dict[int, int] = field(default_factory=dict)  # status -> count, for the curious
     _cache: dict[str, tuple[str, Fetched]] = field(default_factory=dict, repr=False)
+    # url -> (ETag, parsed value): an unchanged file (a 304, or the same ETag) is not
+    # parsed and validated again; at 10,000 entries the search index takes seconds to.
+    _parsed: dict[str, tuple[str, Any]] = field(default_factory=dict, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def __post_init__(self) -> None:
@@ -163,8 +193,33 @@ class AgentClient:
         except ValueError as error:
             raise ClientError(url, 200, f"not JSON ({error})") from error
 
+    def _parse_once(self, url: str, key: str, parse: Any) -> Any:
+        """`parse(body)` of the file at `url`, reused while its ETag stays the same."""
+        response = self.fetch(url)
+        tag = response.header("ETag")
+        with self._lock:
+            cached = self._parsed.get(f"{key} {url}")
+        if cached and tag is not None and cached[0] == tag:
+            return cached[1]
+        value = parse(response.body, url)
+        if tag is not None:
+            with self._lock:
+                self._parsed[f"{key} {url}"] = (tag, value)
+        return value
+
+    @staticmethod
+    def _json(body: bytes, url: str) -> Any:
+        try:
+            return json.loads(body)
+        except ValueError as error:
+            raise ClientError(url, 200, f"not JSON ({error})") from error
+
     def get_model(self, url: str, model: type[M]) -> M:
-        return model.model_validate(self.get_json(url))
+        """The file as a validated model; the same object while its ETag is unchanged
+        (treat it as read-only)."""
+        return self._parse_once(
+            url, model.__name__, lambda body, at: model.model_validate(self._json(body, at))
+        )
 
     def url(self, path: str) -> str:
         return self.base_url + path
@@ -189,10 +244,18 @@ class AgentClient:
         return self.get_model(self.url(paths.CONTENT_INDEX), ContentIndex)
 
     def search_index(self) -> SearchIndex:
-        return self.get_model(self.url(paths.SEARCH_INDEX), SearchIndex)
+        return self.ranked_index().index
+
+    def ranked_index(self) -> RankedIndex:
+        """The search index, parsed and prepared for ranking once per ETag."""
+        return self._parse_once(
+            self.url(paths.SEARCH_INDEX),
+            RankedIndex.__name__,
+            lambda body, at: RankedIndex(SearchIndex.model_validate(self._json(body, at))),
+        )
 
     def search(self, query: str, limit: int | None = None) -> list[SearchHit]:
-        hits = rank(self.search_index(), query)
+        hits = self.ranked_index().rank(query)
         return hits[:limit] if limit is not None else hits
 
     def get_document(self, document_id: str) -> ContentDocument:

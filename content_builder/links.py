@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Iterator
+from functools import lru_cache
 from urllib.parse import urlsplit
 
 from content_builder import paths
@@ -33,6 +34,9 @@ def urls(text: str) -> Iterator[str]:
         yield match.group(0).rstrip(_TRAILING)
 
 
+# Memoized: a build checks the same few thousand URLs hundreds of thousands of times,
+# more than urlsplit's own small cache holds.
+@lru_cache(maxsize=1 << 16)
 def api_path(url: str, base_url: str) -> str | None:
     """The path of `url` when it points into the API at `base_url`, else None."""
     target, origin = urlsplit(url), urlsplit(base_url)

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Callable
+from dataclasses import dataclass
 from functools import lru_cache
 
 _SPLIT = re.compile(r"[^0-9a-z]+")
@@ -66,20 +68,126 @@ _EDGE_PUNCTUATION = ".,;:!?()[]{}<>\"'`*"
 def compounds(text: str, folded: bool = False) -> set[str]:
     """Hyphenated and dotted words written as one: "SHA-256" -> "sha256", "on-site" ->
     "onsite", "llms.txt" -> "llmstxt", since people type them both ways."""
-    found: set[str] = set()
-    for token in (text if folded else fold(text)).split():
-        token = token.strip(_EDGE_PUNCTUATION)
-        if not _JOINERS.search(token):
+    found = (_compound(token) for token in (text if folded else fold(text)).split())
+    return {joined for joined in found if joined is not None}
+
+
+def _compound(token: str) -> str | None:
+    """One folded, whitespace-free token written as one word, when it is a compound."""
+    token = token.strip(_EDGE_PUNCTUATION)
+    if not _JOINERS.search(token):
+        return None
+    parts = _JOINERS.split(token)
+    joined = "".join(parts)
+    if (
+        all(part.isascii() and part.isalnum() for part in parts)
+        and len(joined) <= 24
+        and not joined.isdigit()
+    ):
+        return joined
+    return None
+
+
+# Every compound holds a joiner between two letters or digits: texts without one are skipped.
+_INNER_JOINER = re.compile(r"[0-9A-Za-z][-./][0-9A-Za-z]")
+# _SPLIT as a translation, for ASCII text: str.translate + str.split beat a regex split 2x.
+_NON_TERM_TO_SPACE = str.maketrans({chr(c): " " for c in range(128) if _SPLIT.match(chr(c))})
+
+
+def _tokens_around(text: str, pattern: re.Pattern[str]) -> list[str]:
+    """The whitespace-separated tokens of `text` that hold a match of `pattern`."""
+    found: dict[int, str] = {}
+    for match in pattern.finditer(text):
+        start = match.start()
+        while start > 0 and not text[start - 1].isspace():
+            start -= 1
+        if start in found:
             continue
-        parts = _JOINERS.split(token)
-        joined = "".join(parts)
-        if (
-            all(part.isascii() and part.isalnum() for part in parts)
-            and len(joined) <= 24
-            and not joined.isdigit()
-        ):
-            found.add(joined)
-    return found
+        end = match.end()
+        while end < len(text) and not text[end].isspace():
+            end += 1
+        found[start] = text[start:end]
+    return list(found.values())
+
+
+@dataclass
+class Tokens:
+    """What a tokenizer found in a group of texts: each text's raw tokens (in order,
+    noise included), and the group's distinct terms and compounds."""
+
+    tokens: list[list[str]]
+    words: set[str]
+    compounds: set[str]
+
+
+class Tokenizer:
+    """`words` and `compounds` of many texts, with the per-word work done once per word.
+
+    A site's vocabulary is small and its word count is not: at 10,000 entries the index
+    sees about 13 million tokens but only tens of thousands of distinct ones. Splitting,
+    lowercasing and de-duplicating stay whole-text operations (in C); folding a non-ASCII
+    token, deciding whether a token is a term and stemming are done once per distinct
+    token. Every rule works within one whitespace-separated token, so the results are
+    exactly those of `words(fold(text))`, `compounds(text)` and `stem(word)`. `drop`
+    removes spans (such as URLs) that never cross whitespace.
+    """
+
+    def __init__(self, drop: re.Pattern[str] | None = None) -> None:
+        self._drop = drop
+        self._folded: dict[str, str] = {}
+        self._seen: set[str] = set()
+        self._noise: set[str] = set()
+        self._stems: dict[str, str] = {}
+
+    def _fold(self, text: str) -> str:
+        if text.isascii():
+            return text.lower()
+        cache = self._folded
+        folded = []
+        for token in text.split():
+            found = cache.get(token)
+            if found is None:
+                found = cache[token] = fold(token)
+            folded.append(found)
+        return " ".join(folded)
+
+    def scan(self, texts: list[str]) -> Tokens:
+        tokens_found: list[list[str]] = []
+        words_found: set[str] = set()
+        compounds_found: set[str] = set()
+        for text in texts:
+            folded = self._fold(self._drop.sub(" ", text) if self._drop else text)
+            if folded.isascii():
+                tokens = folded.translate(_NON_TERM_TO_SPACE).split()
+            else:
+                tokens = _SPLIT.split(folded)
+            tokens_found.append(tokens)
+            distinct = set(tokens)
+            for token in distinct - self._seen:
+                self._seen.add(token)
+                if not _is_term(token):
+                    self._noise.add(token)
+            words_found |= distinct - self._noise
+            for candidate in _tokens_around(folded, _INNER_JOINER):
+                if (joined := _compound(candidate)) is not None:
+                    compounds_found.add(joined)
+        return Tokens(tokens_found, words_found, compounds_found)
+
+    def ordered(self, found: Tokens) -> list[str]:
+        """The group's words in order, then its compounds sorted (what `acronym_terms`
+        reads phrases from)."""
+        noise = self._noise
+        words_in_order = [
+            token for tokens in found.tokens for token in tokens if token not in noise
+        ]
+        return words_in_order + sorted(found.compounds)
+
+    def stems(self, words: set[str]) -> set[str]:
+        """`stem(word)` for every word."""
+        known = self._stems
+        for word in words - known.keys():
+            known[word] = stem(word)
+        return {known[word] for word in words}
 
 
 # After dropping -ing/-ed, these endings had a silent "e": creat(ing) -> create.
@@ -167,14 +275,20 @@ ACRONYMS: dict[str, tuple[str, ...]] = {
 }
 
 
-def acronym_terms(found: set[str], text_words: list[str]) -> set[str]:
+def acronym_terms(found: set[str], text_words: list[str] | Callable[[], list[str]]) -> set[str]:
     """The acronyms whose expansion appears as a phrase, and the expansions of the acronyms
-    that appear (plural acronyms such as "llms" count)."""
+    that appear (plural acronyms such as "llms" count). `found` holds every word of
+    `text_words` (which may be given as a function, called only when a phrase is possible)."""
     extra: set[str] = set()
-    joined = " " + " ".join(text_words) + " "
+    joined: str | None = None
     for acronym, expansion in ACRONYMS.items():
         if acronym in found or acronym + "s" in found:
             extra |= set(expansion)
-        if " " + " ".join(expansion) + " " in joined:
-            extra |= {acronym, acronym + "s"}
+        # The phrase test only where every word of it is there (`found` holds them all).
+        if all(word in found for word in expansion):
+            if joined is None:
+                in_order = text_words() if callable(text_words) else text_words
+                joined = " " + " ".join(in_order) + " "
+            if " " + " ".join(expansion) + " " in joined:
+                extra |= {acronym, acronym + "s"}
     return extra

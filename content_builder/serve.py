@@ -8,8 +8,13 @@ neither dist/ nor the lock.
 
 from __future__ import annotations
 
+import errno
+import os
+import socket
 import sys
 import threading
+import time
+import traceback
 from collections.abc import Callable
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -50,6 +55,16 @@ class EdgeServer(ThreadingHTTPServer):
 class EdgeRequestHandler(BaseHTTPRequestHandler):
     server: EdgeServer
     protocol_version = "HTTP/1.1"
+    # A buffered writer: the status line, headers and body leave in one send when they
+    # fit (http.server flushes after each request), and TCP_NODELAY (setup) sends what
+    # does not fit at once. Unbuffered, headers and body went out in two writes and
+    # Nagle's algorithm held the second one until the client's delayed ACK: ~40 ms per
+    # keep-alive request on loopback.
+    wbufsize = 64 * 1024
+
+    def setup(self) -> None:
+        super().setup()
+        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
     def version_string(self) -> str:
         return "agent-access-serve"
@@ -133,12 +148,35 @@ Fingerprint = tuple[tuple[str, int, int], ...]
 
 
 def fingerprint(site_dir: Path) -> Fingerprint:
-    return tuple(
-        (str(path), stat.st_mtime_ns, stat.st_size)
-        for path in sorted(site_dir.rglob("*"))
-        if path.is_file() and not path.name.startswith(".")
-        for stat in (path.stat(),)
-    )
+    """(path, mtime, size) of every file under `site_dir` but dot-files, in path order.
+
+    One `os.scandir` walk (no Path objects, no sort of Paths): the watcher takes this
+    every poll, and at 20,000 files the rglob version cost 64 % of a core while idle.
+    Symlinked folders are not entered (as rglob did); symlinked files are followed.
+    """
+    found: list[tuple[str, int, int]] = []
+    pending = [str(site_dir)]
+    while pending:
+        try:
+            entries = list(os.scandir(pending.pop()))
+        except OSError:  # removed while we walked: the next poll sees the new state
+            continue
+        for entry in entries:
+            try:
+                if entry.is_dir(follow_symlinks=False):
+                    pending.append(entry.path)
+                elif entry.is_file() and not entry.name.startswith("."):
+                    stat = entry.stat()
+                    found.append((entry.path, stat.st_mtime_ns, stat.st_size))
+            except OSError:
+                continue
+    found.sort()
+    return tuple(found)
+
+
+#: The watcher waits at least this many times as long as its last scan took, so that
+#: polling stays under 2 % of a core however large site_data grows.
+IDLE_FACTOR = 50
 
 
 def watch(
@@ -156,16 +194,27 @@ def watch(
     loaded, so that an edit made while it loaded is not missed.
     """
     seen = built_from if built_from is not None else fingerprint(site_dir)
-    while not stop.wait(interval):
-        current = fingerprint(site_dir)
-        if current == seen:
-            continue
-        seen = current
+    wait = interval
+    while not stop.wait(wait):
+        # Nothing may end this loop but `stop`: a watcher that dies on one bad edit
+        # leaves a server that silently serves stale content for the rest of the session.
         try:
+            started = time.perf_counter()
+            current = fingerprint(site_dir)
+            wait = max(interval, IDLE_FACTOR * (time.perf_counter() - started))
+            if current == seen:
+                continue
+            seen = current
             server.edge = load_edge(site_dir, base_url)
             report("rebuilt: serving the new content")
         except SiteDataError as error:
             report(f"rebuild failed, still serving the last good build:\n{error}")
+        except Exception as error:  # a bug or an unforeseen input: report it, keep watching
+            where = "".join(traceback.format_exception(error)).rstrip()
+            report(
+                f"rebuild failed with an unexpected error, still serving the last good "
+                f"build (please report it):\n{where}"
+            )
 
 
 def serve(
@@ -176,7 +225,17 @@ def serve(
     watch_changes: bool = False,
     ready: Callable[[EdgeServer], None] | None = None,
 ) -> int:
-    server = EdgeServer((host, port))
+    try:
+        server = EdgeServer((host, port))
+    except OSError as error:
+        if error.errno == errno.EADDRINUSE:
+            reason = f"port {port} on {host} is already in use (another `serve`?)"
+            hint = "choose another with --port N (`make serve PORT=N`), or 0 for any free port"
+        else:
+            reason = f"cannot listen on {host}:{port}: {error.strerror or error}"
+            hint = "check --host and --port"
+        print(f"error: {reason}; {hint}", file=sys.stderr)
+        return 1
     effective_base = (base_url or server.base_url).rstrip("/")
     built_from = fingerprint(site_dir)
     try:

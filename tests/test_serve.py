@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import http.client
+import itertools
 import json
 import re
 import selectors
@@ -837,6 +838,125 @@ def test_watch_rebuilds_and_keeps_the_last_good_build(site_copy: Path) -> None:
         stop.set()
         watcher.join(5)
         running.stop()
+
+
+def test_watch_survives_an_unexpected_error_and_keeps_watching(
+    site_copy: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Any exception in a rebuild (a loader bug, an impossible date it did not foresee) is
+    reported and the watcher keeps watching: the next good edit is served."""
+    from content_builder import serve as serve_module
+
+    real_load_edge = serve_module.load_edge
+    calls: list[int] = []
+
+    def flaky_load_edge(site_dir: Path, base_url: str) -> Any:
+        calls.append(1)
+        if len(calls) == 1:
+            raise ValueError("day is out of range for month")  # what date(2025, 2, 30) says
+        return real_load_edge(site_dir, base_url)
+
+    faq_file = site_copy / "faq" / "q01-difference.yaml"
+    original = faq_file.read_text()
+    built_from = fingerprint(site_copy)  # before the edit, as serve() takes it
+    running = start_server(site_copy)
+    monkeypatch.setattr(serve_module, "load_edge", flaky_load_edge)
+    stop = threading.Event()
+    reports: list[str] = []
+    watcher = threading.Thread(
+        target=watch,
+        args=(running.server, site_copy, running.base_url, stop),
+        kwargs={"interval": 0.05, "report": reports.append, "built_from": built_from},
+        daemon=True,
+    )
+    watcher.start()
+    try:
+        faq_file.write_text(original + "\n# first edit\n")
+        assert wait_for(lambda: any("unexpected error" in r for r in reports)), reports
+        assert "day is out of range for month" in reports[0], reports
+        assert watcher.is_alive(), "the watcher died on an unexpected error"
+        assert get(running.port, FAQ_PATH)[0] == 200  # the last good build still answers
+
+        faq_file.write_text(original.replace("A sitemap tells a crawler", "SECOND-EDIT"))
+
+        def shows_edit() -> bool:
+            status, body = get(running.port, FAQ_PATH)
+            return status == 200 and "SECOND-EDIT" in json.loads(body)["answer"]
+
+        assert wait_for(shows_edit), f"the watcher stopped watching; reports: {reports}"
+    finally:
+        stop.set()
+        watcher.join(5)
+        running.stop()
+
+
+def test_an_idle_watcher_polls_in_proportion_to_the_cost_of_a_scan(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A scan that takes 20 ms is repeated at most every second (IDLE_FACTOR = 50): the
+    watcher of a large site_data stays under 2 % of a core while nothing changes."""
+    from content_builder import serve as serve_module
+
+    scans: list[float] = []
+
+    def slow_fingerprint(site_dir: Path) -> tuple[()]:
+        scans.append(time.monotonic())
+        time.sleep(0.02)
+        return ()
+
+    monkeypatch.setattr(serve_module, "fingerprint", slow_fingerprint)
+    stop = threading.Event()
+    watcher = threading.Thread(
+        target=watch,
+        args=(None, Path("unused"), "http://unused", stop),
+        kwargs={"interval": 0.01, "report": lambda message: None, "built_from": ()},
+        daemon=True,
+    )
+    watcher.start()
+    time.sleep(1.5)
+    stop.set()
+    watcher.join(5)
+    assert 1 <= len(scans) <= 3, f"{len(scans)} scans in 1.5 s"
+    gaps = [later - earlier for earlier, later in itertools.pairwise(scans)]
+    assert all(gap >= 0.9 for gap in gaps), gaps
+
+
+# --------------------------------------------------------------------------- port in use
+
+
+def test_serve_on_a_busy_port_says_so_without_a_traceback() -> None:
+    from tests.conftest import run_cli
+
+    with socket.socket() as busy:
+        busy.bind((HOST, 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        result = run_cli("serve", "--site", SITE_DATA, "--port", str(port))
+    assert result.code == 1
+    assert f"port {port} on {HOST} is already in use" in result.err, result.err
+    assert "--port" in result.err and "PORT=" in result.err, result.err
+    assert "Traceback" not in result.err + result.out
+
+
+# --------------------------------------------------------------------------- latency
+
+
+def test_keep_alive_requests_are_not_held_back_by_nagle(live: Running) -> None:
+    """Headers and body in one write (and TCP_NODELAY): a keep-alive request is answered
+    in well under the ~40 ms that Nagle's algorithm plus a delayed ACK cost per request."""
+    conn = http.client.HTTPConnection(HOST, live.port, timeout=5)
+    timings = []
+    try:
+        for _ in range(25):
+            started = time.perf_counter()
+            conn.request("GET", FAQ_PATH)
+            response = conn.getresponse()
+            assert response.status == 200 and response.read()
+            timings.append(time.perf_counter() - started)
+    finally:
+        conn.close()
+    timings.sort()
+    assert timings[len(timings) // 2] < 0.02, f"median {timings[len(timings) // 2] * 1000:.1f} ms"
 
 
 # --------------------------------------------------------------------------- load

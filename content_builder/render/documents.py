@@ -81,11 +81,19 @@ def faq_entry(faq: LoadedFaq) -> FAQEntry:
     return FAQEntry(id=faq.source.id, question=faq.source.question, answer=faq.source.answer)
 
 
-def tracked(site: Site) -> list[Tracked]:
+def unversioned_documents(site: Site) -> list[dict[str, Any]]:
+    """Every document as a client reads it, minus updated_at and metadata, in site order:
+    rendered once per build, for both the lock (`tracked`) and the catalog."""
+    return [_unversioned(site, document) for document in site.documents]
+
+
+def tracked(site: Site, unversioned: list[dict[str, Any]] | None = None) -> list[Tracked]:
     """Everything the lock records, documents first, in publication order."""
+    if unversioned is None:
+        unversioned = unversioned_documents(site)
     items = [
-        Tracked(d.id, source_hash(site, _unversioned(site, d)), d.source.version, d.file)
-        for d in site.documents
+        Tracked(d.id, source_hash(site, data), d.source.version, d.file)
+        for d, data in zip(site.documents, unversioned, strict=True)
     ]
     items += [
         Tracked(f.id, source_hash(site, faq_entry(f).model_dump(mode="json")), None, f.file)
@@ -94,8 +102,11 @@ def tracked(site: Site) -> list[Tracked]:
     return items
 
 
-def content_document(site: Site, document: LoadedDocument, lock: Lock) -> ContentDocument:
-    data = _unversioned(site, document)
+def content_document(
+    site: Site, document: LoadedDocument, lock: Lock, data: dict[str, Any] | None = None
+) -> ContentDocument:
+    if data is None:
+        data = _unversioned(site, document)
     entry = lock[document.id]
     return ContentDocument.model_validate(
         {
@@ -117,9 +128,16 @@ class Catalog:
     lock: Lock
 
 
-def build_catalog(site: Site, lock: Lock) -> Catalog:
+def build_catalog(
+    site: Site, lock: Lock, unversioned: list[dict[str, Any]] | None = None
+) -> Catalog:
+    if unversioned is None:
+        unversioned = unversioned_documents(site)
     return Catalog(
-        documents=tuple((d, content_document(site, d, lock)) for d in site.documents),
+        documents=tuple(
+            (d, content_document(site, d, lock, data))
+            for d, data in zip(site.documents, unversioned, strict=True)
+        ),
         faqs=tuple((f, faq_entry(f)) for f in site.faqs),
         lock=lock,
     )

@@ -58,46 +58,48 @@ def content_index(site: Site, catalog: Catalog) -> ContentIndex:
 COMMON_BODY_SHARE = 0.5
 
 
-def _terms(texts: list[str]) -> list[str]:
-    # URLs are links, not words: "https", "json" and the host would match every entry.
-    folded = [search_terms.fold(_URL.sub(" ", text)) for text in texts]
-    words = [word for text in folded for word in search_terms.words(text, folded=True)]
-    return words + sorted({c for text in folded for c in search_terms.compounds(text, folded=True)})
-
-
 @dataclass(frozen=True)
 class _EntryTerms:
     salient: frozenset[str]
     body: frozenset[str]
 
 
-def _entry_terms(salient: list[str], body: list[str]) -> _EntryTerms:
+def _entry_terms(
+    salient: list[str], body: list[str], tokenizer: search_terms.Tokenizer
+) -> _EntryTerms:
     """Salient words (title, description, authored keywords, headings) with their stems
     and regular inflections; body words with their stems; acronyms both ways."""
-    salient_words, body_words = _terms(salient), _terms(body)
-    salient_terms: set[str] = set()
-    for word in set(salient_words):
+    salient_found, body_found = tokenizer.scan(salient), tokenizer.scan(body)
+    salient_words = salient_found.words | salient_found.compounds
+    body_words = body_found.words | body_found.compounds
+    salient_terms: set[str] = set(salient_words)
+    for word in salient_words:
         base = search_terms.stem(word)
-        salient_terms |= {word, base} | search_terms.inflections(base)
-    body_terms = {form for word in set(body_words) for form in (word, search_terms.stem(word))}
+        salient_terms.add(base)
+        salient_terms |= search_terms.inflections(base)
+    body_terms = body_words | tokenizer.stems(body_words)
     salient_terms |= search_terms.acronym_terms(
-        salient_terms | body_terms, salient_words + body_words
+        salient_terms | body_terms,
+        lambda: tokenizer.ordered(salient_found) + tokenizer.ordered(body_found),
     )
     return _EntryTerms(frozenset(salient_terms), frozenset(body_terms - salient_terms))
 
 
 def _keywords(entries: list[_EntryTerms]) -> list[list[str]]:
-    frequency = Counter(term for entry in entries for term in entry.salient | entry.body)
+    frequency: Counter[str] = Counter()
+    for entry in entries:  # salient and body are disjoint: together, each term once
+        frequency.update(entry.salient)
+        frequency.update(entry.body)
     limit = COMMON_BODY_SHARE * len(entries)
-    return [
-        sorted(entry.salient | {term for term in entry.body if frequency[term] <= limit})
-        for entry in entries
-    ]
+    common = {term for term, count in frequency.items() if count > limit}
+    return [sorted(entry.salient | (entry.body - common)) for entry in entries]
 
 
 def search_index(site: Site, catalog: Catalog) -> SearchIndex:
     heads: list[tuple[str, str, str, str]] = []  # id, title, description, api_url
     terms: list[_EntryTerms] = []
+    # URLs are links, not words: "https", "json" and the host would match every entry.
+    tokenizer = search_terms.Tokenizer(drop=_URL)
     for loaded, document in catalog.documents:
         heads.append(
             (document.id, document.title, loaded.source.description,
@@ -105,13 +107,15 @@ def search_index(site: Site, catalog: Catalog) -> SearchIndex:
         )  # fmt: skip
         salient = [document.title, loaded.source.description, *loaded.source.keywords]
         terms.append(
-            _entry_terms([*salient, *document_headings(document)], document_text(document))
+            _entry_terms(
+                [*salient, *document_headings(document)], document_text(document), tokenizer
+            )
         )
     for loaded, faq in catalog.faqs:
         heads.append(
             (faq.id, faq.question, summarize(faq.answer), site.base_url + paths.faq(faq.id))
         )
-        terms.append(_entry_terms([faq.question, *loaded.source.keywords], [faq.answer]))
+        terms.append(_entry_terms([faq.question, *loaded.source.keywords], [faq.answer], tokenizer))
     entries = [
         SearchEntry(id=entry_id, title=title, description=description, api_url=api_url,
                     keywords=keywords)

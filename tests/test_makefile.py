@@ -1,0 +1,111 @@
+"""The Makefile's bootstrap: `make -n` (dry run) in a copy of the repository's build files.
+
+A dry run still evaluates the Makefile, so these check what a target would do without
+installing anything: the port a `make serve PORT=N` passes, and that a .venv made by
+another Python is started over instead of being used as it is.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import REPO
+
+pytestmark = pytest.mark.skipif(shutil.which("make") is None, reason="needs make")
+
+
+def _project(tmp_path: Path) -> Path:
+    for name in ("Makefile", "pyproject.toml", "constraints.txt"):
+        shutil.copy(REPO / name, tmp_path / name)
+    return tmp_path
+
+
+def _venv_with(project: Path, python: str) -> None:
+    """A .venv whose bin/python is `python` (a script), with up-to-date stamps."""
+    bin_dir = project / ".venv" / "bin"
+    bin_dir.mkdir(parents=True)
+    (bin_dir / "python").write_text(python)
+    (bin_dir / "python").chmod(0o755)
+    for stamp in (".installed-serve", ".installed-dev"):
+        (project / ".venv" / stamp).touch()
+
+
+def _dry_run(project: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        ["make", "-n", *args, f"PYTHON={sys.executable}"],
+        cwd=project,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "MAKEFLAGS": ""},
+    )
+
+
+def _same_python_script() -> str:
+    return f'#!/bin/sh\nexec "{sys.executable}" "$@"\n'
+
+
+def test_make_serve_takes_a_port(tmp_path: Path) -> None:
+    project = _project(tmp_path)
+    _venv_with(project, _same_python_script())
+    default, chosen = _dry_run(project, "serve"), _dry_run(project, "serve", "PORT=8123")
+    assert "--port 8000" in default.stdout, default
+    assert "--port 8123" in chosen.stdout, chosen
+    assert "pip install" not in chosen.stdout  # stamps fresh: nothing to install
+
+
+def test_serve_installs_only_the_runtime(tmp_path: Path) -> None:
+    project = _project(tmp_path)
+    result = _dry_run(project, "serve")
+    installs = [line for line in result.stdout.splitlines() if "pip install" in line]
+    assert installs and all("[dev]" not in line for line in installs), result.stdout
+    assert all("-c constraints.txt" in line for line in installs), result.stdout
+    test = _dry_run(project, "test")
+    assert any("pip install" in line and "[dev]" in line for line in test.stdout.splitlines())
+
+
+@pytest.mark.parametrize(
+    "python",
+    [
+        '#!/bin/sh\necho "(3, 8)"\n',  # a venv made by an older Python
+        "#!/bin/sh\nexit 127\n",  # its Python removed since (a dangling interpreter)
+    ],
+    ids=["other-version", "not-runnable"],
+)
+def test_a_venv_made_by_another_python_is_started_over(tmp_path: Path, python: str) -> None:
+    project = _project(tmp_path)
+    _venv_with(project, python)
+    result = _dry_run(project, "serve")
+    assert "recreating it" in result.stdout, result
+    assert "-m venv .venv" in result.stdout, result.stdout
+    assert "pip install" in result.stdout, result.stdout
+
+
+def test_a_good_venv_is_kept(tmp_path: Path) -> None:
+    project = _project(tmp_path)
+    _venv_with(project, _same_python_script())
+    result = _dry_run(project, "serve")
+    assert "recreating" not in result.stdout and "-m venv" not in result.stdout, result.stdout
+    assert (project / ".venv" / ".installed-serve").exists()
+
+
+def test_a_missing_python_never_deletes_a_working_venv(tmp_path: Path) -> None:
+    """Without $(PYTHON) there is nothing to compare with: the .venv is left alone."""
+    project = _project(tmp_path)
+    _venv_with(project, _same_python_script())
+    result = subprocess.run(
+        ["make", "-n", "serve", "PYTHON=/nonexistent/python3"],
+        cwd=project,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "MAKEFLAGS": ""},
+    )
+    assert "recreating" not in result.stdout, result.stdout
+    assert (project / ".venv" / ".installed-serve").exists()
