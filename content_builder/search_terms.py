@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
@@ -181,6 +182,22 @@ class Tokenizer:
             token for tokens in found.tokens for token in tokens if token not in noise
         ]
         return words_in_order + sorted(found.compounds)
+
+    def counts(self, found: Tokens) -> dict[str, int]:
+        """How often each of the group's words occurs, and each compound once."""
+        counted = Counter(token for tokens in found.tokens for token in tokens)
+        noise = self._noise
+        result = {token: count for token, count in counted.items() if token not in noise}
+        for joined in found.compounds:
+            result.setdefault(joined, 1)
+        return result
+
+    def stem(self, word: str) -> str:
+        """`stem(word)`, remembered."""
+        found = self._stems.get(word)
+        if found is None:
+            found = self._stems[word] = stem(word)
+        return found
 
     def stems(self, words: set[str]) -> set[str]:
         """`stem(word)` for every word."""
