@@ -185,9 +185,12 @@ class Tokenizer:
 
     def counts(self, found: Tokens) -> dict[str, int]:
         """How often each of the group's words occurs, and each compound once."""
-        counted = Counter(token for tokens in found.tokens for token in tokens)
-        noise = self._noise
-        result = {token: count for token, count in counted.items() if token not in noise}
+        counted: Counter[str] = Counter()
+        for tokens in found.tokens:
+            counted.update(tokens)  # a list: counted in C
+        for token in self._noise.intersection(counted):
+            del counted[token]
+        result = dict(counted)
         for joined in found.compounds:
             result.setdefault(joined, 1)
         return result
@@ -198,6 +201,15 @@ class Tokenizer:
         if found is None:
             found = self._stems[word] = stem(word)
         return found
+
+    def add_stem_counts(self, counts: dict[str, int]) -> None:
+        """Count each word's occurrences for its stem too ("deploying" -> "deploy")."""
+        known = self._stems
+        for word in counts.keys() - known.keys():
+            known[word] = stem(word)
+        for word, count in [(w, c) for w, c in counts.items() if known[w] != w]:
+            base = known[word]
+            counts[base] = counts.get(base, 0) + count
 
     def stems(self, words: set[str]) -> set[str]:
         """`stem(word)` for every word."""

@@ -102,10 +102,7 @@ def _entry_terms(
         inflections |= search_terms.inflections(base)
     body_counts = tokenizer.counts(body_found)
     body_words = set(body_counts)
-    for word, count in list(body_counts.items()):
-        base = tokenizer.stem(word)
-        if base != word:
-            body_counts[base] = body_counts.get(base, 0) + count
+    tokenizer.add_stem_counts(body_counts)
     stems |= search_terms.acronym_terms(
         salient_words | stems | inflections | body_words,
         lambda: (
@@ -119,9 +116,15 @@ def _entry_terms(
         title=frozenset(title_words),
         salient=frozenset(salient_words - title_words),
         stems=frozenset(stems),
-        body={t: c for t, c in body_counts.items() if t not in salient_words and t not in stems},
+        body=_without(body_counts, salient_words | stems),
         inflections=frozenset(inflections - salient_words - stems - body_counts.keys()),
     )
+
+
+def _without(counts: dict[str, int], terms: set[str]) -> dict[str, int]:
+    for term in terms.intersection(counts):
+        del counts[term]
+    return counts
 
 
 def _keywords(entries: list[_EntryTerms], fixed_bytes: int) -> list[list[str]]:
