@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from content_builder import paths, search_terms
@@ -70,6 +71,10 @@ SEARCH_INDEX_BYTES = 9_500_000
 KEYWORD_BYTES_PER_ENTRY = 1_000
 
 
+#: A keyword has at least two characters (search_terms drops shorter words).
+SHORTEST_KEYWORD_COST = 5
+
+
 def keyword_cost(term: str) -> int:
     """Bytes a keyword adds to compact JSON: the term, two quotes and a comma (ASCII)."""
     return len(term) + 3
@@ -127,6 +132,22 @@ def _without(counts: dict[str, int], terms: set[str]) -> dict[str, int]:
     return counts
 
 
+def _ranked_groups(
+    entry: _EntryTerms, idf: dict[str, float], common: set[str]
+) -> Iterator[list[str]]:
+    """The entry's candidates, most telling first, one group at a time (lazily: most
+    entries of a large site have spent their budget before the body is reached)."""
+
+    def by_idf(term: str) -> tuple[float, str]:
+        return -idf[term], term
+
+    body = entry.body
+    yield sorted(entry.salient, key=by_idf)
+    yield sorted(entry.stems, key=by_idf)
+    yield sorted(body.keys() - common, key=lambda term: (-body[term] * idf[term], term))
+    yield sorted(entry.inflections, key=by_idf)
+
+
 def _keywords(entries: list[_EntryTerms], fixed_bytes: int) -> list[list[str]]:
     """Each entry's keywords: its title words, then as many more as its byte budget
     holds, most telling first: salient words, then their other forms, then body words,
@@ -144,6 +165,7 @@ def _keywords(entries: list[_EntryTerms], fixed_bytes: int) -> list[list[str]]:
         frequency.update(entry.inflections)
     total = len(entries)
     limit = COMMON_BODY_SHARE * total
+    common = {term for term, count in frequency.items() if count > limit}
     idf = {term: math.log((1 + total) / count) for term, count in frequency.items()}
     title_costs = [sum(keyword_cost(term) for term in entry.title) for entry in entries]
     share = (SEARCH_INDEX_BYTES - fixed_bytes - sum(title_costs)) // max(total, 1)
@@ -152,16 +174,9 @@ def _keywords(entries: list[_EntryTerms], fixed_bytes: int) -> list[list[str]]:
         kept = set(entry.title)
         spent = 0
         budget = max(0, min(KEYWORD_BYTES_PER_ENTRY - title_cost, share))
-        groups = [
-            sorted(entry.salient, key=lambda t: (-idf[t], t)),
-            sorted(entry.stems, key=lambda t: (-idf[t], t)),
-            sorted(
-                (t for t in entry.body if frequency[t] <= limit),
-                key=lambda t: (-entry.body[t] * idf[t], t),
-            ),
-            sorted(entry.inflections, key=lambda t: (-idf[t], t)),
-        ]
-        for group in groups:
+        for group in _ranked_groups(entry, idf, common):
+            if budget - spent < SHORTEST_KEYWORD_COST:
+                break  # nothing more fits: the rest is not even ranked
             for term in group:
                 cost = keyword_cost(term)
                 if spent + cost <= budget:
