@@ -211,13 +211,6 @@ class Tokenizer:
             base = known[word]
             counts[base] = counts.get(base, 0) + count
 
-    def stems(self, words: set[str]) -> set[str]:
-        """`stem(word)` for every word."""
-        known = self._stems
-        for word in words - known.keys():
-            known[word] = stem(word)
-        return {known[word] for word in words}
-
 
 # After dropping -ing/-ed, these endings had a silent "e": creat(ing) -> create.
 _RESTORE_E = ("at", "bl", "iz", "v")
