@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
@@ -182,12 +183,33 @@ class Tokenizer:
         ]
         return words_in_order + sorted(found.compounds)
 
-    def stems(self, words: set[str]) -> set[str]:
-        """`stem(word)` for every word."""
+    def counts(self, found: Tokens) -> dict[str, int]:
+        """How often each of the group's words occurs, and each compound once."""
+        counted: Counter[str] = Counter()
+        for tokens in found.tokens:
+            counted.update(tokens)  # a list: counted in C
+        for token in self._noise.intersection(counted):
+            del counted[token]
+        result = dict(counted)
+        for joined in found.compounds:
+            result.setdefault(joined, 1)
+        return result
+
+    def stem(self, word: str) -> str:
+        """`stem(word)`, remembered."""
+        found = self._stems.get(word)
+        if found is None:
+            found = self._stems[word] = stem(word)
+        return found
+
+    def add_stem_counts(self, counts: dict[str, int]) -> None:
+        """Count each word's occurrences for its stem too ("deploying" -> "deploy")."""
         known = self._stems
-        for word in words - known.keys():
+        for word in counts.keys() - known.keys():
             known[word] = stem(word)
-        return {known[word] for word in words}
+        for word, count in [(w, c) for w, c in counts.items() if known[w] != w]:
+            base = known[word]
+            counts[base] = counts.get(base, 0) + count
 
 
 # After dropping -ing/-ed, these endings had a silent "e": creat(ing) -> create.

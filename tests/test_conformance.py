@@ -219,10 +219,9 @@ def test_naive_client_finds_the_right_entry(built: Path, query: str, expected: s
 def test_surface_form_and_stem_are_both_published(built: Path) -> None:
     entries = read_json(built, "/api/v1/content/search-index.json")["entries"]
     how = next(e for e in entries if e["id"] == "how-it-works")
-    # "Deploy on-site agent", "deployment", "endpoints": the words and their stems.
-    assert {"deployment", "deploy", "endpoints", "endpoint", "agents", "agent"} <= set(
-        how["keywords"]
-    )
+    # "Deploy on-site agent", "deployment", "endpoints": the words and their stems. (Under
+    # the keyword budget, generated forms such as "agents" for "agent" rank last.)
+    assert {"deployment", "deploy", "endpoints", "endpoint", "agent"} <= set(how["keywords"])
 
 
 SPEC_TOOLS = {

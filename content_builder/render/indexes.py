@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import math
 import re
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from content_builder import paths, search_terms
@@ -57,42 +59,131 @@ def content_index(site: Site, catalog: Catalog) -> ContentIndex:
 #: makes long documents win every tie: it is kept only where it is salient.
 COMMON_BODY_SHARE = 0.5
 
+#: CloudFront compresses only files of 1,000 to 10,000,000 bytes (docs/decisions.md): an
+#: index above that reaches agents uncompressed. The whole index is kept under this,
+#: with room for an entry whose title words alone exceed its share.
+SEARCH_INDEX_BYTES = 9_500_000
+
+#: The most one entry's keywords take in the published JSON, however small the site
+#: (title words excepted): the smallest multiple of 200 bytes at which the owner's
+#: `questions` set met the floors with the project client at least as good as the naive
+#: one (held_out confirmed it); today's unpruned entries take about 2,400.
+KEYWORD_BYTES_PER_ENTRY = 1_000
+
+
+#: A keyword has at least two characters (search_terms drops shorter words).
+SHORTEST_KEYWORD_COST = 5
+
+
+def keyword_cost(term: str) -> int:
+    """Bytes a keyword adds to compact JSON: the term, two quotes and a comma (ASCII)."""
+    return len(term) + 3
+
 
 @dataclass(frozen=True)
 class _EntryTerms:
-    salient: frozenset[str]
-    body: frozenset[str]
+    title: frozenset[str]  # the title's words: always published
+    salient: frozenset[str]  # description, authored keywords, headings
+    stems: frozenset[str]  # stems of the salient words, acronyms both ways
+    body: dict[str, int]  # body word (or stem) -> occurrences in the entry
+    inflections: frozenset[str]  # regular forms of the salient words' stems
 
 
 def _entry_terms(
-    salient: list[str], body: list[str], tokenizer: search_terms.Tokenizer
+    title: list[str], salient: list[str], body: list[str], tokenizer: search_terms.Tokenizer
 ) -> _EntryTerms:
-    """Salient words (title, description, authored keywords, headings) with their stems
-    and regular inflections; body words with their stems; acronyms both ways."""
+    """An entry's candidate keywords by salience: title words; other salient words (title,
+    description, authored keywords, headings); their stems, regular inflections and
+    acronyms both ways; body words and stems with their counts."""
+    title_found = tokenizer.scan(title)
     salient_found, body_found = tokenizer.scan(salient), tokenizer.scan(body)
-    salient_words = salient_found.words | salient_found.compounds
-    body_words = body_found.words | body_found.compounds
-    salient_terms: set[str] = set(salient_words)
+    title_words = title_found.words | title_found.compounds
+    salient_words = salient_found.words | salient_found.compounds | title_words
+    stems: set[str] = set()
+    inflections: set[str] = set()
     for word in salient_words:
-        base = search_terms.stem(word)
-        salient_terms.add(base)
-        salient_terms |= search_terms.inflections(base)
-    body_terms = body_words | tokenizer.stems(body_words)
-    salient_terms |= search_terms.acronym_terms(
-        salient_terms | body_terms,
-        lambda: tokenizer.ordered(salient_found) + tokenizer.ordered(body_found),
+        base = tokenizer.stem(word)
+        stems.add(base)
+        inflections |= search_terms.inflections(base)
+    body_counts = tokenizer.counts(body_found)
+    body_words = set(body_counts)
+    tokenizer.add_stem_counts(body_counts)
+    stems |= search_terms.acronym_terms(
+        salient_words | stems | inflections | body_words,
+        lambda: (
+            tokenizer.ordered(title_found)
+            + tokenizer.ordered(salient_found)
+            + tokenizer.ordered(body_found)
+        ),
     )
-    return _EntryTerms(frozenset(salient_terms), frozenset(body_terms - salient_terms))
+    stems -= salient_words
+    return _EntryTerms(
+        title=frozenset(title_words),
+        salient=frozenset(salient_words - title_words),
+        stems=frozenset(stems),
+        body=_without(body_counts, salient_words | stems),
+        inflections=frozenset(inflections - salient_words - stems - body_counts.keys()),
+    )
 
 
-def _keywords(entries: list[_EntryTerms]) -> list[list[str]]:
+def _without(counts: dict[str, int], terms: set[str]) -> dict[str, int]:
+    for term in terms.intersection(counts):
+        del counts[term]
+    return counts
+
+
+def _ranked_groups(
+    entry: _EntryTerms, idf: dict[str, float], common: set[str]
+) -> Iterator[list[str]]:
+    """The entry's candidates, most telling first, one group at a time (lazily: most
+    entries of a large site have spent their budget before the body is reached)."""
+
+    def by_idf(term: str) -> tuple[float, str]:
+        return -idf[term], term
+
+    body = entry.body
+    yield sorted(entry.salient, key=by_idf)
+    yield sorted(entry.stems, key=by_idf)
+    yield sorted(body.keys() - common, key=lambda term: (-body[term] * idf[term], term))
+    yield sorted(entry.inflections, key=by_idf)
+
+
+def _keywords(entries: list[_EntryTerms], fixed_bytes: int) -> list[list[str]]:
+    """Each entry's keywords: its title words, then as many more as its byte budget
+    holds, most telling first: salient words, then their other forms, then body words,
+    each group ranked by tf-idf (a word in few entries tells more than a common one).
+
+    The budget is the smaller of KEYWORD_BYTES_PER_ENTRY and an equal share of what
+    SEARCH_INDEX_BYTES leaves after `fixed_bytes` (the index without keywords) and
+    every title's words, so a large site's index stays under the limit."""
     frequency: Counter[str] = Counter()
-    for entry in entries:  # salient and body are disjoint: together, each term once
+    for entry in entries:  # the groups are disjoint: together, each term once
+        frequency.update(entry.title)
         frequency.update(entry.salient)
-        frequency.update(entry.body)
-    limit = COMMON_BODY_SHARE * len(entries)
+        frequency.update(entry.stems)
+        frequency.update(entry.body.keys())
+        frequency.update(entry.inflections)
+    total = len(entries)
+    limit = COMMON_BODY_SHARE * total
     common = {term for term, count in frequency.items() if count > limit}
-    return [sorted(entry.salient | (entry.body - common)) for entry in entries]
+    idf = {term: math.log((1 + total) / count) for term, count in frequency.items()}
+    title_costs = [sum(keyword_cost(term) for term in entry.title) for entry in entries]
+    share = (SEARCH_INDEX_BYTES - fixed_bytes - sum(title_costs)) // max(total, 1)
+    published = []
+    for entry, title_cost in zip(entries, title_costs, strict=True):
+        kept = set(entry.title)
+        spent = 0
+        budget = max(0, min(KEYWORD_BYTES_PER_ENTRY - title_cost, share))
+        for group in _ranked_groups(entry, idf, common):
+            if budget - spent < SHORTEST_KEYWORD_COST:
+                break  # nothing more fits: the rest is not even ranked
+            for term in group:
+                cost = keyword_cost(term)
+                if spent + cost <= budget:
+                    kept.add(term)
+                    spent += cost
+        published.append(sorted(kept))
+    return published
 
 
 def search_index(site: Site, catalog: Catalog) -> SearchIndex:
@@ -105,22 +196,31 @@ def search_index(site: Site, catalog: Catalog) -> SearchIndex:
             (document.id, document.title, loaded.source.description,
              site.base_url + paths.document(document.id))
         )  # fmt: skip
-        salient = [document.title, loaded.source.description, *loaded.source.keywords]
+        salient = [loaded.source.description, *loaded.source.keywords]
         terms.append(
             _entry_terms(
-                [*salient, *document_headings(document)], document_text(document), tokenizer
+                [document.title],
+                [*salient, *document_headings(document)],
+                document_text(document),
+                tokenizer,
             )
         )
     for loaded, faq in catalog.faqs:
         heads.append(
             (faq.id, faq.question, summarize(faq.answer), site.base_url + paths.faq(faq.id))
         )
-        terms.append(_entry_terms([faq.question, *loaded.source.keywords], [faq.answer], tokenizer))
-    entries = [
-        SearchEntry(id=entry_id, title=title, description=description, api_url=api_url,
-                    keywords=keywords)
-        for (entry_id, title, description, api_url), keywords in zip(
-            heads, _keywords(terms), strict=True
+        terms.append(
+            _entry_terms([faq.question], list(loaded.source.keywords), [faq.answer], tokenizer)
         )
+    bare = [
+        SearchEntry(id=entry_id, title=title, description=description, api_url=api_url,
+                    keywords=[])
+        for entry_id, title, description, api_url in heads
     ]  # fmt: skip
+    fixed_bytes = len(SearchIndex(version=site.config.api_version, entries=bare)
+                      .model_dump_json().encode("utf-8")) + 1  # fmt: skip
+    entries = [
+        entry.model_copy(update={"keywords": keywords})
+        for entry, keywords in zip(bare, _keywords(terms, fixed_bytes), strict=True)
+    ]
     return SearchIndex(version=site.config.api_version, entries=entries)
