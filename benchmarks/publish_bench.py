@@ -45,7 +45,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from content_builder import routes
+from agent_contract import routes
 
 REPO = Path(__file__).resolve().parents[1]
 AWSCLI_VENV = REPO / "benchmarks" / ".venv-awscli"

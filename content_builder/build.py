@@ -14,8 +14,8 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from content_builder import paths
-from content_builder.artifacts import Artifact, json_body, text_body
+from agent_contract import paths
+from agent_contract.artifacts import Artifact, json_body, text_body
 from content_builder.errors import Problem, SiteDataError
 from content_builder.loader import LOCK_FILE, Site, display_path, load_site
 from content_builder.lock import (

@@ -7,11 +7,12 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from content_builder import paths, search_eval
+from agent_client.verify import verify
+from agent_contract import paths
+from agent_edge.serve import serve
+from content_builder import search_eval
 from content_builder.build import build, plan
 from content_builder.errors import SiteDataError
-from content_builder.serve import serve
-from content_builder.verify import verify
 from content_builder.writer import FileReport
 
 DEFAULT_SITE = Path("site_data")

@@ -16,7 +16,8 @@ from typing import Any
 import pulumi
 import pulumi_aws as aws
 
-from content_builder.routes import ERROR_CACHE, HEADER_POLICY, ROUTE_RULES
+from agent_contract import manifest as build_manifest
+from agent_contract.routes import ERROR_CACHE, HEADER_POLICY, ROUTE_RULES
 from infra import mcp_function, publisher
 from infra.config import SiteConfig
 from infra.site_content import SiteContent
@@ -376,7 +377,7 @@ class AgentSite(pulumi.ComponentResource):
             if config.base_url
             else distribution.domain_name.apply(lambda domain: f"https://{domain}")
         )
-        files = base_url.apply(lambda url: publisher.encode_files(build(url)))
+        files = base_url.apply(lambda url: build_manifest.encode_files(build(url)))
         content = SiteContent(
             f"{name}-files",
             bucket=bucket.bucket,
@@ -393,7 +394,7 @@ class AgentSite(pulumi.ComponentResource):
         self.files = content.files
         self.last_publish = content.last_publish
         self.file_count = content.files.apply(lambda encoded: len(encoded or {}))
-        self.files_digest = content.files.apply(publisher.files_digest)
+        self.files_digest = content.files.apply(build_manifest.files_digest)
         self.publish_summary = content.last_publish.apply(publisher.publish_summary)
         self.register_outputs(
             {

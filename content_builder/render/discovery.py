@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from content_builder import paths
-from content_builder.loader import Site
-from content_builder.models import (
+from agent_contract import paths
+from agent_contract.models import (
     DiscoveryAccess,
     DiscoveryContent,
     DiscoveryDocument,
@@ -14,10 +13,11 @@ from content_builder.models import (
     McpProtocol,
     OpenApiProtocol,
 )
+from agent_contract.routes import HEADER_POLICY
+from content_builder.loader import Site
 from content_builder.render.documents import Catalog
 from content_builder.render.mcp import MCP_VERSION
 from content_builder.render.openapi import OPENAPI_VERSION
-from content_builder.routes import HEADER_POLICY
 
 
 def discovery_document(

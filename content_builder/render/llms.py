@@ -8,9 +8,9 @@ notes may not span lines, or the parser silently mangles them.
 
 from __future__ import annotations
 
-from content_builder import paths
+from agent_contract import paths
+from agent_contract.models import FeatureContent
 from content_builder.loader import Site
-from content_builder.models import FeatureContent
 from content_builder.render.documents import Catalog, summarize
 from content_builder.render.indexes import faq_canonical_url
 

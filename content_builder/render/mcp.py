@@ -8,9 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from content_builder import paths
-from content_builder.loader import Site
-from content_builder.models import (
+from agent_contract import paths
+from agent_contract.models import (
     McpCapabilities,
     McpInputSchema,
     McpManifest,
@@ -18,6 +17,7 @@ from content_builder.models import (
     McpServerInfo,
     McpTool,
 )
+from content_builder.loader import Site
 from content_builder.render.documents import Catalog
 
 MCP_VERSION = "2024-11-05"

@@ -6,9 +6,8 @@ from typing import Any
 
 from pydantic.json_schema import models_json_schema
 
-from content_builder import paths
-from content_builder.loader import Site
-from content_builder.models import (
+from agent_contract import paths
+from agent_contract.models import (
     RESPONSE_MODELS,
     ArchitectureDocument,
     ContentDocument,
@@ -21,6 +20,7 @@ from content_builder.models import (
     Resource,
     SearchIndex,
 )
+from content_builder.loader import Site
 from content_builder.render.documents import Catalog
 
 OPENAPI_VERSION = "3.1.0"

@@ -23,9 +23,11 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ValidationError
 
-from content_builder import links, paths
-from content_builder.client import AgentClient, ClientError, Fetched, rank
-from content_builder.models import (
+from agent_client.client import AgentClient, ClientError, Fetched, rank
+from agent_contract import links, paths
+from agent_contract.hashing import content_hash
+from agent_contract.manifest import MANIFEST_NAME, read_manifest
+from agent_contract.models import (
     ArchitectureDocument,
     ContentDocument,
     ContentIndex,
@@ -36,9 +38,7 @@ from content_builder.models import (
     OnSiteAgentStatus,
     SearchIndex,
 )
-from content_builder.render.documents import content_hash
-from content_builder.routes import HEADER_POLICY, NoRouteRule, rule_for
-from content_builder.writer import MANIFEST_NAME
+from agent_contract.routes import HEADER_POLICY, NoRouteRule, rule_for
 
 _PROBE_ORIGIN = "https://agent.example"
 _MISSING_PATH = "/api/v1/verify-probe-does-not-exist.json"
@@ -384,10 +384,10 @@ class Verifier:
         self.report.check("GET" in allowed, subject, f"allows GET (got {allowed!r})")
 
     def check_expected(self, folder: Path) -> None:
-        try:
-            manifest = json.loads((folder / MANIFEST_NAME).read_text(encoding="utf-8"))
-        except (OSError, ValueError) as error:
-            self.report.check(False, str(folder), f"cannot read {MANIFEST_NAME}: {error}")
+        manifest = read_manifest(folder)
+        if manifest is None:
+            problem = "missing, unreadable or not a build manifest"
+            self.report.check(False, str(folder), f"cannot read {MANIFEST_NAME}: {problem}")
             return
         self.report.check(
             manifest.get("base_url") == self.base_url,

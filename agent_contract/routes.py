@@ -100,7 +100,7 @@ def rule_for(path: str) -> RouteRule:
     for rule in ROUTE_RULES:
         if rule.matches(path):
             return rule
-    raise NoRouteRule(f"no route rule covers {path!r}; add one to content_builder/routes.py")
+    raise NoRouteRule(f"no route rule covers {path!r}; add one to agent_contract/routes.py")
 
 
 @dataclass(frozen=True)
