@@ -21,21 +21,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from pydantic import BaseModel, ValidationError
+from pydantic import ValidationError
 
 from agent_client.client import AgentClient, ClientError, Fetched, rank
 from agent_contract import links, paths
+from agent_contract.endpoints import model_for
 from agent_contract.hashing import content_hash
 from agent_contract.manifest import MANIFEST_NAME, read_manifest
 from agent_contract.models import (
-    ArchitectureDocument,
     ContentDocument,
-    ContentIndex,
     DiscoveryDocument,
     ErrorResponse,
-    FAQEntry,
     McpManifest,
-    OnSiteAgentStatus,
     SearchIndex,
 )
 from agent_contract.routes import HEADER_POLICY, NoRouteRule, rule_for
@@ -76,26 +73,6 @@ class Report:
             f"{len(self.failures)} failed"
         )
         return "\n".join(lines)
-
-
-def model_for(path: str, discovery_path: str) -> type[BaseModel] | None:
-    exact: dict[str, type[BaseModel]] = {
-        discovery_path: DiscoveryDocument,
-        paths.CONTENT_INDEX: ContentIndex,
-        paths.SEARCH_INDEX: SearchIndex,
-        paths.MCP_MANIFEST: McpManifest,
-        paths.MCP_WELL_KNOWN: McpManifest,
-        paths.ARCHITECTURE: ArchitectureDocument,
-        paths.ON_SITE_AGENT: OnSiteAgentStatus,
-        paths.NOT_FOUND: ErrorResponse,
-    }
-    if path in exact:
-        return exact[path]
-    if path.startswith(paths.API_PREFIX + "/content/"):
-        return ContentDocument
-    if path.startswith(paths.API_PREFIX + "/faq/"):
-        return FAQEntry
-    return None
 
 
 class Verifier:

@@ -334,17 +334,3 @@ class ErrorDetail(Resource):
 
 class ErrorResponse(Resource):
     error: ErrorDetail
-
-
-#: Every model that appears as a response body, in the order OpenAPI lists them.
-RESPONSE_MODELS: tuple[type[Resource], ...] = (
-    DiscoveryDocument,
-    ContentIndex,
-    SearchIndex,
-    ContentDocument,
-    FAQEntry,
-    ArchitectureDocument,
-    OnSiteAgentStatus,
-    McpManifest,
-    ErrorResponse,
-)

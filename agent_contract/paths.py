@@ -1,29 +1,31 @@
-"""Every URL path the API publishes, in one place (the spec's endpoint table)."""
+"""Every URL path the API publishes, by name: read from the endpoint table (endpoints.py)."""
 
 from __future__ import annotations
 
-API_PREFIX = "/api/v1"
-CONTENT_INDEX = f"{API_PREFIX}/content/index.json"
-SEARCH_INDEX = f"{API_PREFIX}/content/search-index.json"
-ARCHITECTURE = f"{API_PREFIX}/architecture.json"
-ON_SITE_AGENT = f"{API_PREFIX}/on-site-agent.json"
-MCP_MANIFEST = f"{API_PREFIX}/mcp.json"
-MCP_WELL_KNOWN = "/.well-known/mcp.json"
-OPENAPI = f"{API_PREFIX}/openapi.json"
-LLMS_TXT = "/llms.txt"
-LLMS_FULL_TXT = "/llms-full.txt"
-NOT_FOUND = "/errors/404.json"
+from agent_contract.endpoints import API_PREFIX, ENDPOINT
 
-DOCUMENT_TEMPLATE = f"{API_PREFIX}/content/{{document_id}}.json"
-FAQ_TEMPLATE = f"{API_PREFIX}/faq/{{faq_id}}.json"
+__all__ = ["API_PREFIX"]
+
+CONTENT_INDEX = ENDPOINT["content_index"].path
+SEARCH_INDEX = ENDPOINT["search_index"].path
+ARCHITECTURE = ENDPOINT["architecture"].path
+ON_SITE_AGENT = ENDPOINT["on_site_agent"].path
+MCP_MANIFEST = ENDPOINT["mcp_manifest"].path
+MCP_WELL_KNOWN = ENDPOINT["mcp_well_known"].path
+OPENAPI = ENDPOINT["openapi"].path
+LLMS_TXT = ENDPOINT["llms_txt"].path
+LLMS_FULL_TXT = ENDPOINT["llms_full_txt"].path
+NOT_FOUND = ENDPOINT["not_found"].path
+
+DOCUMENT_TEMPLATE = ENDPOINT["document"].path
+FAQ_TEMPLATE = ENDPOINT["faq"].path
 
 #: The file CloudFront and `serve` answer for `/` (CloudFront's default root object).
 ROOT_OBJECT = LLMS_TXT
 
 
 def discovery(brand: str) -> str:
-    # The spec's /.well-known/service.json carries the brand in its name.
-    return f"/.well-known/{brand}.json"
+    return ENDPOINT["discovery"].resolve(brand)
 
 
 def document(document_id: str) -> str:

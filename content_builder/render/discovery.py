@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from agent_contract import paths
+from agent_contract.endpoints import ENDPOINTS
 from agent_contract.models import (
     DiscoveryAccess,
     DiscoveryContent,
@@ -32,16 +33,11 @@ def discovery_document(
         website=site.config.website,
         api_version=site.config.api_version,
         interfaces=DiscoveryInterfaces(
-            discovery=url(paths.discovery(site.config.brand)),
-            content_index=url(paths.CONTENT_INDEX),
-            search_index=url(paths.SEARCH_INDEX),
-            mcp_manifest=url(paths.MCP_MANIFEST),
-            mcp_well_known=url(paths.MCP_WELL_KNOWN),
-            openapi=url(paths.OPENAPI),
-            architecture=url(paths.ARCHITECTURE),
-            on_site_agent=url(paths.ON_SITE_AGENT),
-            llms_txt=url(paths.LLMS_TXT),
-            llms_full_txt=url(paths.LLMS_FULL_TXT),
+            **{
+                endpoint.key: url(endpoint.resolve(site.config.brand))
+                for endpoint in ENDPOINTS
+                if endpoint.in_discovery
+            }
         ),
         content=DiscoveryContent(
             language=site.config.language,

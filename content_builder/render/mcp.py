@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from agent_contract import paths
+from agent_contract.endpoints import Endpoint, mcp_resources
 from agent_contract.models import (
     McpCapabilities,
     McpInputSchema,
@@ -22,8 +23,6 @@ from content_builder.render.documents import Catalog
 
 MCP_VERSION = "2024-11-05"
 SERVER_VERSION = "1.0.0"
-JSON_MIME = "application/json"
-TEXT_MIME = "text/plain"
 
 
 def _inputs(**properties: dict[str, Any]) -> McpInputSchema:
@@ -115,67 +114,24 @@ def _tools(site: Site, catalog: Catalog) -> list[McpTool]:
 
 def _resources(site: Site) -> list[McpResource]:
     brand = site.config.brand
-    table = (
-        (
-            "discovery",
-            "Discovery Document",
-            JSON_MIME,
-            paths.discovery(brand),
-            "The canonical entry point, listing every interface.",
-        ),
-        (
-            "content/index",
-            "Content Index",
-            JSON_MIME,
-            paths.CONTENT_INDEX,
-            "Every document and FAQ entry with its api_url and updated_at.",
-        ),
-        (
-            "content/site",
-            "Site Overview",
-            JSON_MIME,
-            paths.document("site"),
-            f"What {site.config.name} is and does.",
-        ),
-        (
-            "content/search-index",
-            "Search Index",
-            JSON_MIME,
-            paths.SEARCH_INDEX,
-            "Pre-tokenized keywords of every document and FAQ entry, for client-side search.",
-        ),
-        (
-            "openapi",
-            "OpenAPI Specification",
-            JSON_MIME,
-            paths.OPENAPI,
-            "OpenAPI 3.1 description of every endpoint.",
-        ),
-        (
-            "architecture",
-            "Architecture Specification",
-            JSON_MIME,
-            paths.ARCHITECTURE,
-            "The typed data layer, supported protocols and integration details.",
-        ),
-        (
-            "llms-full",
-            "Full Content (plaintext)",
-            TEXT_MIME,
-            paths.LLMS_FULL_TXT,
-            "Every document and FAQ entry as plain text.",
-        ),
-    )
     return [
         McpResource(
-            uri=f"{brand}://{name}",
-            name=title,
-            description=description,
-            mimeType=mime,
-            endpoint=f"GET {site.base_url}{path}",
+            uri=f"{brand}://{endpoint.mcp.name}",
+            name=endpoint.mcp.title,
+            description=endpoint.mcp.description.format(name=site.config.name),
+            mimeType=endpoint.media_type,
+            endpoint=f"GET {site.base_url}{_instance(endpoint, brand)}",
         )
-        for name, title, mime, path, description in table
+        for endpoint in mcp_resources()
+        if endpoint.mcp
     ]
+
+
+def _instance(endpoint: Endpoint, brand: str) -> str:
+    path = endpoint.resolve(brand)
+    if endpoint.parameter and endpoint.mcp and endpoint.mcp.instance:
+        return path.format(**{endpoint.parameter.name: endpoint.mcp.instance})
+    return path
 
 
 def mcp_manifest(site: Site, catalog: Catalog) -> McpManifest:
