@@ -13,20 +13,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import Enum
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
-from agent_contract.models import (
-    ArchitectureDocument,
-    ContentDocument,
-    ContentIndex,
-    DiscoveryDocument,
-    ErrorResponse,
-    FAQEntry,
-    McpManifest,
-    OnSiteAgentStatus,
-    Resource,
-    SearchIndex,
-)
+if TYPE_CHECKING:
+    from agent_contract.models import Resource
+
 
 API_PREFIX = "/api/v1"
 JSON_MEDIA = "application/json"
@@ -74,14 +65,25 @@ class Endpoint:
     key: str  # also the discovery document's `interfaces` field, when it lists the row
     path: str  # a path, or a template with {brand} or the parameter's variable
     kind: Kind
-    model: type[Resource] | None  # None: not one of our models (text, the OpenAPI document)
+    model_name: str | None  # a class of models.py; None: text, or the OpenAPI document
     media_type: str  # as OpenAPI and the MCP manifest show it
     operation_id: str
     summary: str
     llms: LlmsListing | None = None
     mcp: McpListing | None = None
-    in_discovery: bool = False
+    discovery: int | None = None  # position in the discovery document's `interfaces`
     parameter: Parameter | None = None
+
+    @property
+    def model(self) -> type[Resource] | None:
+        # Read from models.py when asked: models.py reads the discovery rows from this table.
+        from agent_contract import models
+
+        return getattr(models, self.model_name) if self.model_name else None
+
+    @property
+    def in_discovery(self) -> bool:
+        return self.discovery is not None
 
     def resolve(self, brand: str) -> str:
         """The path with the site's brand filled in (a template keeps its variable)."""
@@ -102,7 +104,7 @@ ENDPOINTS: tuple[Endpoint, ...] = (
         "discovery",
         "/.well-known/{brand}.json",  # the spec's /.well-known/service.json, branded
         Kind.PER_SITE,
-        DiscoveryDocument,
+        "DiscoveryDocument",
         JSON_MEDIA,
         "getDiscovery",
         "Discovery document: the entry point listing every interface",
@@ -118,24 +120,24 @@ ENDPOINTS: tuple[Endpoint, ...] = (
             "Discovery Document",
             "The canonical entry point, listing every interface.",
         ),
-        in_discovery=True,
+        discovery=1,
     ),
     Endpoint(
         "mcp_well_known",
         "/.well-known/mcp.json",
         Kind.FIXED,
-        McpManifest,
+        "McpManifest",
         JSON_MEDIA,
         "getMcpWellKnown",
         "MCP manifest at the well-known location",
         llms=LlmsListing("Interfaces", 5, "MCP manifest, well-known location", "the same manifest"),
-        in_discovery=True,
+        discovery=5,
     ),
     Endpoint(
         "content_index",
         f"{API_PREFIX}/content/index.json",
         Kind.FIXED,
-        ContentIndex,
+        "ContentIndex",
         JSON_MEDIA,
         "getContentIndex",
         "Every document and FAQ entry",
@@ -151,13 +153,13 @@ ENDPOINTS: tuple[Endpoint, ...] = (
             "Content Index",
             "Every document and FAQ entry with its api_url and updated_at.",
         ),
-        in_discovery=True,
+        discovery=2,
     ),
     Endpoint(
         "search_index",
         f"{API_PREFIX}/content/search-index.json",
         Kind.FIXED,
-        SearchIndex,
+        "SearchIndex",
         JSON_MEDIA,
         "getSearchIndex",
         "Keywords of every entry, for client-side search",
@@ -173,13 +175,13 @@ ENDPOINTS: tuple[Endpoint, ...] = (
             "Search Index",
             "Pre-tokenized keywords of every document and FAQ entry, for client-side search.",
         ),
-        in_discovery=True,
+        discovery=3,
     ),
     Endpoint(
         "document",
         f"{API_PREFIX}/content/{{document_id}}.json",
         Kind.PER_ENTRY,
-        ContentDocument,
+        "ContentDocument",
         JSON_MEDIA,
         "getContentDocument",
         "One content document",
@@ -192,7 +194,7 @@ ENDPOINTS: tuple[Endpoint, ...] = (
         "faq",
         f"{API_PREFIX}/faq/{{faq_id}}.json",
         Kind.PER_ENTRY,
-        FAQEntry,
+        "FAQEntry",
         JSON_MEDIA,
         "getFaq",
         "One FAQ entry",
@@ -202,7 +204,7 @@ ENDPOINTS: tuple[Endpoint, ...] = (
         "architecture",
         f"{API_PREFIX}/architecture.json",
         Kind.FIXED,
-        ArchitectureDocument,
+        "ArchitectureDocument",
         JSON_MEDIA,
         "getArchitecture",
         "Typed data layer architecture and protocols",
@@ -218,24 +220,24 @@ ENDPOINTS: tuple[Endpoint, ...] = (
             "Architecture Specification",
             "The typed data layer, supported protocols and integration details.",
         ),
-        in_discovery=True,
+        discovery=7,
     ),
     Endpoint(
         "on_site_agent",
         f"{API_PREFIX}/on-site-agent.json",
         Kind.FIXED,
-        OnSiteAgentStatus,
+        "OnSiteAgentStatus",
         JSON_MEDIA,
         "getOnSiteAgent",
         "Status and configuration of the on-site agent",
         llms=LlmsListing("Interfaces", 8, "On-site agent", "status and configuration"),
-        in_discovery=True,
+        discovery=8,
     ),
     Endpoint(
         "mcp_manifest",
         f"{API_PREFIX}/mcp.json",
         Kind.FIXED,
-        McpManifest,
+        "McpManifest",
         JSON_MEDIA,
         "getMcpManifest",
         "MCP-shaped manifest",
@@ -245,7 +247,7 @@ ENDPOINTS: tuple[Endpoint, ...] = (
             "MCP manifest",
             "tools and resources in the Model Context Protocol shape (static, HTTP GET)",
         ),
-        in_discovery=True,
+        discovery=4,
     ),
     Endpoint(
         "openapi",
@@ -259,7 +261,7 @@ ENDPOINTS: tuple[Endpoint, ...] = (
         mcp=McpListing(
             5, "openapi", "OpenAPI Specification", "OpenAPI 3.1 description of every endpoint."
         ),
-        in_discovery=True,
+        discovery=6,
     ),
     Endpoint(
         "llms_txt",
@@ -269,7 +271,7 @@ ENDPOINTS: tuple[Endpoint, ...] = (
         TEXT_MEDIA,
         "getLlmsTxt",
         "Plain-text guide for agents (llms.txt)",
-        in_discovery=True,
+        discovery=9,
     ),
     Endpoint(
         "llms_full_txt",
@@ -288,13 +290,13 @@ ENDPOINTS: tuple[Endpoint, ...] = (
             "Full Content (plaintext)",
             "Every document and FAQ entry as plain text.",
         ),
-        in_discovery=True,
+        discovery=10,
     ),
     Endpoint(
         "not_found",
         "/errors/404.json",
         Kind.FIXED,
-        ErrorResponse,
+        "ErrorResponse",
         JSON_MEDIA,
         "getNotFoundBody",
         "The body every unknown path answers with",
@@ -332,3 +334,8 @@ def model_for(path: str, discovery_path: str) -> type[Resource] | None:
 def response_models() -> tuple[type[Resource], ...]:
     """Every model a response may carry, once each: the OpenAPI components."""
     return tuple(dict.fromkeys(e.model for e in ENDPOINTS if e.model is not None))
+
+
+def discovery_interfaces() -> list[Endpoint]:
+    """The rows the discovery document's `interfaces` links, in its order."""
+    return sorted((e for e in ENDPOINTS if e.discovery), key=lambda e: e.discovery or 0)

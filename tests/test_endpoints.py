@@ -24,7 +24,7 @@ from agent_contract.endpoints import (
     McpListing,
     model_for,
 )
-from agent_contract.models import DiscoveryInterfaces, FAQEntry
+from agent_contract.models import DiscoveryInterfaces
 from agent_contract.routes import rule_for
 from content_builder.build import Plan, plan
 from content_builder.render.endpoints import RENDERERS
@@ -117,13 +117,13 @@ def test_a_row_nothing_renders_or_lists_is_reported_by_every_interface(planned: 
         "ghost",
         "/api/v1/ghost.json",
         Kind.FIXED,
-        FAQEntry,
+        "FAQEntry",
         "application/json",
         "getGhost",
         "A row without a renderer",
         llms=LlmsListing("Interfaces", 99, "Ghost", "nowhere"),
         mcp=McpListing(99, "ghost", "Ghost", "Nowhere."),
-        in_discovery=True,
+        discovery=99,
     )
     problems = coverage_problems(planned, [*ENDPOINTS, ghost])
     assert problems == [

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from agent_contract import paths
-from agent_contract.endpoints import ENDPOINTS
+from agent_contract.endpoints import discovery_interfaces
 from agent_contract.models import (
     DiscoveryAccess,
     DiscoveryContent,
@@ -35,8 +35,7 @@ def discovery_document(
         interfaces=DiscoveryInterfaces(
             **{
                 endpoint.key: url(endpoint.resolve(site.config.brand))
-                for endpoint in ENDPOINTS
-                if endpoint.in_discovery
+                for endpoint in discovery_interfaces()
             }
         ),
         content=DiscoveryContent(
