@@ -45,10 +45,6 @@ class Response:
     headers: tuple[tuple[str, str], ...]
     body: bytes  # empty for HEAD, 204 and 304; Content-Length still describes the file
 
-    def header(self, name: str) -> str | None:
-        values = [value for key, value in self.headers if key.lower() == name.lower()]
-        return values[0] if values else None
-
 
 def etag(artifact: Artifact) -> str:
     return f'"{artifact.sha256}"'

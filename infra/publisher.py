@@ -55,6 +55,7 @@ UPLOAD_WORKERS = 8
 INVALIDATION_RETRY_BUDGET = 900.0
 INVALIDATION_MAX_DELAY = 60.0
 
+
 class PublishError(Exception):
     pass
 
