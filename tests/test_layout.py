@@ -22,11 +22,23 @@ PROJECT = ("agent_contract", "content_builder", "agent_edge", "agent_client", "a
 AWS = ("boto3", "botocore", "pulumi", "pulumi_aws")
 
 
-def imports_of(source: str, module: str) -> set[str]:
-    """Every module `source` imports, as dotted names (`from a import b` counts a and a.b)."""
+def _nodes(tree: ast.AST, top_level: bool) -> Iterable[ast.AST]:
+    """Every node, or with `top_level` those that run on import (not in a function)."""
+    if not top_level:
+        yield from ast.walk(tree)
+        return
+    for node in ast.iter_child_nodes(tree):
+        if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            yield node
+            yield from _nodes(node, top_level)
+
+
+def imports_of(source: str, module: str, top_level: bool = False) -> set[str]:
+    """Every module `source` imports, as dotted names (`from a import b` counts a and a.b);
+    with `top_level`, only the imports that run when the module is imported."""
     package = module.rsplit(".", 1)[0]
     found: set[str] = set()
-    for node in ast.walk(ast.parse(source)):
+    for node in _nodes(ast.parse(source), top_level):
         if isinstance(node, ast.Import):
             found.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
@@ -191,3 +203,19 @@ def test_a_provider_pickled_before_the_layout_change_still_loads_and_works() -> 
                            {**props, "files": {"/api/v1/a.json": "1" + entry[1:]}})  # fmt: skip
     moved = provider.diff("b-content", props, {**props, "region": "us-east-1"})
     assert (same.changes, edited.changes, moved.replaces) == (False, True, ["region"])
+
+
+def test_the_mcp_lambda_package_holds_everything_its_handler_imports() -> None:
+    """infra/mcp_function.py packages only PACKAGES: importing the handler must reach
+    nothing else. (Inside a function, agent_mcp.sources reaches the build's plan() for
+    `--site`, which the Lambda, reading packaged files, never calls.)"""
+    from infra.mcp_function import HANDLER, PACKAGES
+
+    sources = project_sources()
+    graph = {name: imports_of(text, name, top_level=True) for name, text in sources.items()}
+    reached = closure(HANDLER.rsplit(".", 1)[0], graph)
+    outside = sorted(module for module in reached if not _under(module, PACKAGES))
+    assert "agent_contract.models" in reached and outside == []
+    everything = {name: imports_of(text, name) for name, text in sources.items()}
+    lazily = closure(HANDLER.rsplit(".", 1)[0], everything) - reached
+    assert "content_builder.build" in lazily  # the checker sees the function-level import

@@ -208,7 +208,7 @@ def test_package_size_limits(root: Path, monkeypatch: pytest.MonkeyPatch) -> Non
     layer = root / "layer"
     code = sum(
         p.stat().st_size
-        for package in ("agent_mcp", "content_builder")
+        for package in ("agent_mcp", "agent_contract", "agent_client")
         for p in (REPO / package).rglob("*")
         if p.is_file()
     )
