@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from agent_contract import paths
-from agent_contract.endpoints import Endpoint, mcp_resources
+from agent_contract.endpoints import ENDPOINT, Endpoint, mcp_resources
 from agent_contract.models import (
     McpCapabilities,
     McpInputSchema,
@@ -27,6 +27,25 @@ SERVER_VERSION = "1.0.0"
 
 def _inputs(**properties: dict[str, Any]) -> McpInputSchema:
     return McpInputSchema(type="object", properties=properties, required=sorted(properties))
+
+
+def _by_id(
+    site: Site, name: str, description: str, endpoint: Endpoint, what: str, ids: list[str]
+) -> McpTool:
+    """A tool that fetches one entry of a per-entry row, by an id the enum lists."""
+    assert endpoint.parameter is not None
+    schema = {
+        "type": "string",
+        "enum": ids,
+        "description": f"Id of the {what}, as listed by the content index.",
+    }
+    return McpTool(
+        name=name,
+        description=description,
+        inputSchema=_inputs(**{endpoint.parameter.name: schema}),
+        endpoint=f"GET {site.base_url}{endpoint.path}",
+        returns=endpoint.model_name,
+    )
 
 
 def _tools(site: Site, catalog: Catalog) -> list[McpTool]:
@@ -64,31 +83,21 @@ def _tools(site: Site, catalog: Catalog) -> list[McpTool]:
             returns="SearchIndex; the client filters its entries by matching the query "
             "against keywords",
         ),
-        McpTool(
-            name="get_content_document",
-            description="Retrieve one content document in full by its id.",
-            inputSchema=_inputs(
-                document_id={
-                    "type": "string",
-                    "enum": document_ids,
-                    "description": "Id of the document, as listed by the content index.",
-                }
-            ),
-            endpoint=get(paths.DOCUMENT_TEMPLATE),
-            returns="ContentDocument",
+        _by_id(
+            site,
+            "get_content_document",
+            "Retrieve one content document in full by its id.",
+            ENDPOINT["document"],
+            "document",
+            document_ids,
         ),
-        McpTool(
-            name="get_faq",
-            description="Retrieve one frequently asked question and its answer by id.",
-            inputSchema=_inputs(
-                faq_id={
-                    "type": "string",
-                    "enum": faq_ids,
-                    "description": "Id of the FAQ entry, as listed by the content index.",
-                }
-            ),
-            endpoint=get(paths.FAQ_TEMPLATE),
-            returns="FAQEntry",
+        _by_id(
+            site,
+            "get_faq",
+            "Retrieve one frequently asked question and its answer by id.",
+            ENDPOINT["faq"],
+            "FAQ entry",
+            faq_ids,
         ),
         McpTool(
             name="get_architecture",
