@@ -219,3 +219,19 @@ def test_the_mcp_lambda_package_holds_everything_its_handler_imports() -> None:
     everything = {name: imports_of(text, name) for name, text in sources.items()}
     lazily = closure(HANDLER.rsplit(".", 1)[0], everything) - reached
     assert "content_builder.build" in lazily  # the checker sees the function-level import
+
+
+def test_the_readme_layout_names_every_package_and_module() -> None:
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    layout = readme.split("## Layout\n", 1)[1].split("\n## ", 1)[0]
+    listed = {line.split()[0] for line in layout.splitlines() if line[:1].isalpha()}
+    assert {f"{package}/" for package in PROJECT} <= listed
+    assert all((REPO / folder).is_dir() for folder in listed if folder.endswith("/"))
+    for package in PROJECT:
+        for module in (REPO / package).rglob("*.py"):
+            if module.stem in ("__init__", "__main__"):
+                continue
+            if module.parent == REPO / package:
+                assert f"{module.stem}.py" in layout, module
+            else:  # a subpackage (render/) is listed as a folder
+                assert f"{module.parent.name}/" in layout, module
