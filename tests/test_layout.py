@@ -10,8 +10,8 @@ from __future__ import annotations
 import ast
 import subprocess
 import sys
+import time
 from collections.abc import Iterable, Mapping
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -24,11 +24,16 @@ AWS = ("boto3", "botocore", "pulumi", "pulumi_aws")
 
 
 def _parse(source: str) -> ast.Module:
-    """ast.parse on a thread of its own: CPython 3.11.7 can raise "AST constructor
-    recursion depth mismatch" when a thread's recursion counters were left uneven by
-    earlier code (python/cpython#106905); a fresh thread starts with clean ones."""
-    with ThreadPoolExecutor(max_workers=1) as pool:
-        return pool.submit(ast.parse, source).result()
+    """ast.parse, again when CPython 3.11 raises its spurious "AST constructor recursion
+    depth mismatch": the counter lives in the interpreter-wide `_ast` state, so a parse
+    on another thread (a server or watcher an earlier test left running) can upset it
+    (python/cpython#106905, pytest-dev/pytest#10763). Parsing is pure: retrying is safe."""
+    for _ in range(4):
+        try:
+            return ast.parse(source)
+        except SystemError:
+            time.sleep(0.05)
+    return ast.parse(source)
 
 
 def _nodes(tree: ast.AST, top_level: bool) -> Iterable[ast.AST]:
