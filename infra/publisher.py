@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from agent_contract.manifest import Files, entry_signature
+from agent_contract.paths import ROOT_OBJECT
 from agent_contract.routes import PublishTier, rule_for
 
 #: Metadata key holding the file's sha256 on every object (x-amz-meta-sha256).
@@ -116,7 +117,7 @@ def invalidation_paths(paths: Iterable[str], limit: int = INVALIDATION_PATH_LIMI
     the default root object under `/`, not under `/llms.txt`.
     """
     exact = sorted(set(paths))
-    if "/llms.txt" in exact:
+    if ROOT_OBJECT in exact:
         exact = sorted({"/", *exact})
     if len(exact) <= limit:
         return exact
