@@ -49,9 +49,11 @@ check: $(SERVE_STAMP)
 
 lint: $(DEV_STAMP)
 	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
 
 test: $(DEV_STAMP)
 	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
 	# GitHub Actions security lint, offline (no GitHub API); every finding fixed (docs/decisions.md).
 	$(BIN)/zizmor --offline --persona=auditor .github/workflows
 	$(BIN)/python -m content_builder check --frozen

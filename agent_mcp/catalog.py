@@ -7,7 +7,7 @@ table, a later API version) is followed with no change here.
 
 Every answer is the published file's text, byte for byte, except `search_content`, whose
 static endpoint is the whole search index: the live tool does the filtering the manifest
-tells a client to do, with the client's own ranking (`content_builder.client.rank`), and
+tells a client to do, with the client's own ranking (`agent_client.client.rank`), and
 answers a search index holding only the best matching entries (at most ten), best first.
 """
 
@@ -21,10 +21,10 @@ from urllib.parse import urlsplit
 
 import jsonschema
 
+from agent_client.client import rank
+from agent_contract import paths
+from agent_contract.models import SearchIndex
 from agent_mcp.sources import FileSource, MissingFile
-from content_builder import paths
-from content_builder.client import rank
-from content_builder.models import SearchIndex
 
 #: How many results a search answers, best first: enough to choose from, and a tool
 #: result stays small in a context window (a broad query matches most of a large site).

@@ -122,6 +122,7 @@ def _median_seconds(action: Callable[[], Any], repeats: int) -> float:
 
 def plan_timings(files: dict[str, dict[str, Any]], repeats: int = 5) -> dict[str, Any]:
     """Median seconds of planning a publish of `files` (a build's manifest files)."""
+    from agent_contract import manifest as build_manifest
     from infra import publisher
     from infra.site_content import SiteContentProvider
 
@@ -137,10 +138,9 @@ def plan_timings(files: dict[str, dict[str, Any]], repeats: int = 5) -> dict[str
     props = {"bucket": "b", "region": REGION, "distribution_id": "D", "source_dir": "dist"}
 
     def encoded(files: dict[str, dict[str, Any]] | None) -> Any:
-        """The provider's `files` input: one string per file where the publisher has
-        `encode_files` (the SiteContent input since it stopped being a nested map)."""
-        encode = getattr(publisher, "encode_files", None)
-        return (encode(files) if encode else files) if files else {}
+        """The provider's `files` input: one string per file (the SiteContent input
+        since it stopped being a nested map)."""
+        return build_manifest.encode_files(files) if files else {}
 
     provider = SiteContentProvider()
     cases = {

@@ -45,7 +45,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from content_builder import routes
+from agent_contract import routes
 
 REPO = Path(__file__).resolve().parents[1]
 AWSCLI_VENV = REPO / "benchmarks" / ".venv-awscli"
@@ -75,7 +75,7 @@ AGGREGATES_OF_A_DOCUMENT = (
 )
 #: The route whose Cache-Control scenario (c) changes, and the new value.
 CHANGED_ROUTE = "/api/v1/faq/*.json"
-CHANGED_CACHE = routes.CacheClass("faq", 7200, routes.DAY, 600, routes.DAY)
+CHANGED_CACHE = routes.CacheClass(7200, routes.DAY, 600, routes.DAY)
 
 
 def aws_executable() -> Path | None:
@@ -246,9 +246,7 @@ class Cloud:
         self.s3.create_bucket(
             Bucket=bucket, CreateBucketConfiguration={"LocationConstraint": REGION}
         )
-        self.s3.put_bucket_versioning(
-            Bucket=bucket, VersioningConfiguration={"Status": "Enabled"}
-        )
+        self.s3.put_bucket_versioning(Bucket=bucket, VersioningConfiguration={"Status": "Enabled"})
         distribution = self.cloudfront.create_distribution(
             DistributionConfig=_distribution_config(name)
         )
@@ -339,9 +337,7 @@ class PublisherTool:
             self.target.distribution_id,
             dist,
         )
-        site.publish(
-            plan, publisher.caller_reference("bench", self.generation, plan.changed_paths)
-        )
+        site.publish(plan, publisher.caller_reference("bench", self.generation, plan.changed_paths))
         self.previous = files
 
 
@@ -524,9 +520,7 @@ class Site:
         with source_date_epoch(self.epoch):
             result, _ = build(self.root, self.dist, BASE_URL, frozen=frozen)
         files = manifest(result.artifacts, BASE_URL)["files"]
-        changed = sorted(
-            path for path, entry in files.items() if self.files.get(path) != entry
-        )
+        changed = sorted(path for path, entry in files.items() if self.files.get(path) != entry)
         self.files = files
         return Rebuilt(self.dist, files, changed)
 

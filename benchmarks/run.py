@@ -304,7 +304,12 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     shutil.rmtree(work / "build", ignore_errors=True)
     if args.publish_n:
         n = args.publish_n
-        _say(f"publish scenarios, N = {n:,} ({'publisher only' if args.publisher_only else 'publisher, aws s3 sync, aws s3 sync --size-only'})")  # noqa: E501
+        scenarios = (
+            "publisher only"
+            if args.publisher_only
+            else "publisher, aws s3 sync, aws s3 sync --size-only"
+        )
+        _say(f"publish scenarios, N = {n:,} ({scenarios})")
         root = work / f"publish-site-{n}"
         sitegen.generate(root, n)
         publish = publish_bench.run(root, n, work / "publish", not args.publisher_only)

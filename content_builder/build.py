@@ -12,10 +12,10 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from pydantic import BaseModel
-
-from content_builder import paths
-from content_builder.artifacts import Artifact, json_body, text_body
+from agent_contract import paths
+from agent_contract.artifacts import Artifact, json_body
+from agent_contract.endpoints import SINGLE_FILES
+from agent_contract.routes import rule_for
 from content_builder.errors import Problem, SiteDataError
 from content_builder.loader import LOCK_FILE, Site, display_path, load_site
 from content_builder.lock import (
@@ -26,18 +26,13 @@ from content_builder.lock import (
     read_lock,
     resolve,
 )
-from content_builder.render.discovery import discovery_document
 from content_builder.render.documents import (
     Catalog,
     build_catalog,
     tracked,
     unversioned_documents,
 )
-from content_builder.render.errors import not_found
-from content_builder.render.indexes import content_index, search_index
-from content_builder.render.llms import llms_full_txt, llms_txt
-from content_builder.render.mcp import mcp_manifest
-from content_builder.render.openapi import openapi_document
+from content_builder.render.endpoints import RENDERERS, RenderContext
 from content_builder.validate import check_artifacts, check_authored_links
 from content_builder.writer import FileReport, write_file_atomically, write_output
 
@@ -55,40 +50,27 @@ def render(site: Site, lock: Lock, mcp_endpoint: str | None = None) -> list[Arti
     return render_catalog(site, build_catalog(site, lock), mcp_endpoint)
 
 
-def render_catalog(
-    site: Site, catalog: Catalog, mcp_endpoint: str | None = None
-) -> list[Artifact]:
-    manifest = json_body(mcp_manifest(site, catalog))
+def render_catalog(site: Site, catalog: Catalog, mcp_endpoint: str | None = None) -> list[Artifact]:
+    """One file per document and FAQ entry, then one per single-file row of the endpoint
+    table, by publish tier: leaves first, entry points last."""
+    context = RenderContext(site, catalog, mcp_endpoint)
+    brand = site.config.brand
+    single = sorted(SINGLE_FILES, key=lambda endpoint: rule_for(endpoint.resolve(brand)).tier)
     return [
         *(
             Artifact(paths.document(document.id), json_body(document), loaded.file)
             for loaded, document in catalog.documents
         ),
         *(Artifact(paths.faq(faq.id), json_body(faq), loaded.file) for loaded, faq in catalog.faqs),
-        Artifact(paths.ARCHITECTURE, json_body(site.architecture), site.architecture_file),
-        Artifact(paths.ON_SITE_AGENT, json_body(site.on_site_agent), site.on_site_agent_file),
-        Artifact(paths.NOT_FOUND, json_body(not_found(site))),
-        Artifact(paths.CONTENT_INDEX, compact_json_body(content_index(site, catalog))),
-        Artifact(paths.SEARCH_INDEX, compact_json_body(search_index(site, catalog))),
-        Artifact(paths.LLMS_FULL_TXT, text_body(llms_full_txt(site, catalog))),
-        Artifact(paths.MCP_MANIFEST, manifest),
-        Artifact(paths.MCP_WELL_KNOWN, manifest),
-        Artifact(paths.OPENAPI, json_body(openapi_document(site, catalog))),
-        Artifact(
-            paths.discovery(site.config.brand),
-            json_body(discovery_document(site, catalog, mcp_endpoint)),
+        *(
+            Artifact(
+                endpoint.resolve(brand),
+                RENDERERS[endpoint.key].body(context),
+                RENDERERS[endpoint.key].source(site),
+            )
+            for endpoint in single
         ),
-        Artifact(paths.LLMS_TXT, text_body(llms_txt(site, catalog))),
     ]
-
-
-#: The aggregates that grow with the site are published without indentation: at 10,000
-#: entries indentation was 43 % of search-index.json (83.5 MB -> 47.9 MB) and took
-#: index.json over CloudFront's 10,000,000-byte limit for compression (11.3 MB -> 9.95 MB).
-def compact_json_body(value: BaseModel) -> bytes:
-    """JSON without whitespace (`json.dumps(data, ensure_ascii=False,
-    separators=(",", ":"))`, tested), model field order, trailing newline."""
-    return value.model_dump_json(exclude_none=True).encode("utf-8") + b"\n"
 
 
 def stale_lock_error(site: Site, changes: list[LockChange]) -> SiteDataError:

@@ -1,17 +1,21 @@
-"""Command line: `python -m content_builder build|check`."""
+"""Command line: `python -m content_builder build|check|serve|verify|mcp|search-eval`.
+
+One entry point for every party (the build, the local edge, the agent side, the MCP
+server); each subcommand is one handler in `HANDLERS`."""
 
 from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from content_builder import paths, search_eval
+from agent_client.verify import verify
+from agent_contract import paths
+from agent_edge.serve import serve
+from content_builder import search_eval
 from content_builder.build import build, plan
 from content_builder.errors import SiteDataError
-from content_builder.serve import serve
-from content_builder.verify import verify
 from content_builder.writer import FileReport
 
 DEFAULT_SITE = Path("site_data")
@@ -76,6 +80,9 @@ def _parser() -> argparse.ArgumentParser:
         "that answer them",
     )
     eval_cmd.add_argument("--misses", action="store_true", help="list questions not in the top 3")
+    if set(commands.choices) != set(HANDLERS):
+        unhandled = set(commands.choices) ^ set(HANDLERS)
+        raise AssertionError(f"subcommands without a handler, or handlers without one: {unhandled}")
     return parser
 
 
@@ -88,39 +95,66 @@ def format_report(rows: list[FileReport]) -> str:
     return "\n".join(lines)
 
 
+def run_build(args: argparse.Namespace) -> int:
+    result, rows = build(args.site, args.out, args.base_url, args.frozen)
+    print(format_report(rows))
+    for change in result.lock_changes:
+        print(f"lock: {change.id}: {change.reason}")
+    print(f"wrote {args.out} for {result.site.base_url}")
+    return 0
+
+
+def run_check(args: argparse.Namespace) -> int:
+    result = plan(args.site, frozen=args.frozen)
+    for change in result.lock_changes:
+        print(f"lock would change: {change.id}: {change.reason} (run build)")
+    body = next(a.body for a in result.artifacts if a.path == paths.SEARCH_INDEX)
+    quality = search_eval.site_search_quality(result.site, body)
+    print("\n".join(quality.lines))
+    if quality.problems:
+        raise SiteDataError(quality.problems)
+    print(f"ok: {len(result.artifacts)} files would be published")
+    return 0
+
+
+def run_serve(args: argparse.Namespace) -> int:
+    return serve(args.site, args.host, args.port, args.base_url, args.watch)
+
+
+def run_verify(args: argparse.Namespace) -> int:
+    report = verify(args.base_url, args.expect_from, args.timeout, args.retry_for)
+    print(report.render(args.verbose))
+    return 1 if report.failures else 0
+
+
+def run_mcp(args: argparse.Namespace) -> int:
+    from agent_mcp import cli as mcp_cli  # imports the `mcp` SDK only when run
+
+    return mcp_cli.run(args)
+
+
+def run_search_eval(args: argparse.Namespace) -> int:
+    print(search_eval.report(args.site, args.questions, args.misses))
+    return 0
+
+
+#: Every subcommand and its handler: a subcommand missing here fails at parse time
+#: (tests/test_cli.py), never falls through to another's.
+HANDLERS: dict[str, Callable[[argparse.Namespace], int]] = {
+    "build": run_build,
+    "check": run_check,
+    "serve": run_serve,
+    "verify": run_verify,
+    "mcp": run_mcp,
+    "search-eval": run_search_eval,
+}
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
-        if args.command == "build":
-            result, rows = build(args.site, args.out, args.base_url, args.frozen)
-            print(format_report(rows))
-            for change in result.lock_changes:
-                print(f"lock: {change.id}: {change.reason}")
-            print(f"wrote {args.out} for {result.site.base_url}")
-        elif args.command == "verify":
-            report = verify(args.base_url, args.expect_from, args.timeout, args.retry_for)
-            print(report.render(args.verbose))
-            return 1 if report.failures else 0
-        elif args.command == "search-eval":
-            print(search_eval.report(args.site, args.questions, args.misses))
-        elif args.command == "mcp":
-            from agent_mcp import cli as mcp_cli
-
-            return mcp_cli.run(args)
-        elif args.command == "serve":
-            return serve(args.site, args.host, args.port, args.base_url, args.watch)
-        else:
-            result = plan(args.site, frozen=args.frozen)
-            for change in result.lock_changes:
-                print(f"lock would change: {change.id}: {change.reason} (run build)")
-            body = next(a.body for a in result.artifacts if a.path == paths.SEARCH_INDEX)
-            quality = search_eval.site_search_quality(result.site, body)
-            print("\n".join(quality.lines))
-            if quality.problems:
-                raise SiteDataError(quality.problems)
-            print(f"ok: {len(result.artifacts)} files would be published")
+        return HANDLERS[args.command](args)
     except SiteDataError as error:
         for problem in error.problems:
             print(f"error: {problem}", file=sys.stderr)
         return 1
-    return 0

@@ -17,9 +17,9 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ValidationError
 
-from content_builder import links, paths
+from agent_contract import links, paths
+from agent_contract.models import ArchitectureDocument, OnSiteAgentStatus
 from content_builder.errors import Problem, SiteDataError
-from content_builder.models import ArchitectureDocument, OnSiteAgentStatus
 from content_builder.source import (
     CONTENT_SHAPES,
     DocumentSource,

@@ -213,16 +213,14 @@ class LockChange:
     reason: str
 
 
-def resolve(
-    old: Lock, tracked: list[Tracked], now: str | None = None
-) -> tuple[Lock, list[LockChange]]:
+def resolve(old: Lock, tracked: list[Tracked]) -> tuple[Lock, list[LockChange]]:
     """The lock this content needs, and why it differs from `old`.
 
-    `now` is evaluated lazily: a lock that needs no refresh never reads the clock.
+    The clock is read lazily: a lock that needs no refresh never reads it.
     """
     new: Lock = {}
     changes: list[LockChange] = []
-    stamp = now
+    stamp: str | None = None
     for item in tracked:
         previous = old.get(item.id)
         if previous is None:

@@ -9,7 +9,7 @@ Two clients are measured:
   the query, split it on non-alphanumerics, keep entries with at least one query word
   equal to one of their keywords, rank by the number of distinct words matched (ties:
   more of them in the title, then index order);
-- client: this project's agent client (`content_builder.client.rank`), which also drops
+- client: this project's agent client (`agent_client.client.rank`), which also drops
   stop words and tries each word's stem.
 
 A question is answered at k when any of its ids is among the first k results. MRR is the
@@ -26,11 +26,11 @@ from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
-from content_builder import paths
-from content_builder.client import rank as client_rank
+from agent_client.client import rank as client_rank
+from agent_contract import paths
+from agent_contract.models import SearchIndex
 from content_builder.errors import Problem, SiteDataError
 from content_builder.loader import Site, validate_model
-from content_builder.models import SearchIndex
 from content_builder.yaml_io import read_yaml_mapping
 
 _SPLIT = re.compile(r"[^0-9a-z]+")

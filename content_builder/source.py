@@ -13,7 +13,7 @@ from urllib.parse import urlsplit
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints
 
-from content_builder.models import ContentType, Url
+from agent_contract.models import ContentType, Url
 
 #: Ids become file names (/api/v1/faq/<id>.json): no `/`, no `..`, no upper case.
 ID_PATTERN = r"^[a-z0-9][a-z0-9-]*$"

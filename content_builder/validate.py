@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from content_builder import links, paths
-from content_builder.artifacts import Artifact
+from agent_contract import links, paths
+from agent_contract.artifacts import Artifact
 from content_builder.errors import Problem, SiteDataError
 from content_builder.loader import Site, located_strings
 from content_builder.yaml_io import with_lines

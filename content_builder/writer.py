@@ -8,7 +8,6 @@ what the publisher and `verify --expect-from` read.
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import tempfile
@@ -16,51 +15,27 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from content_builder.artifacts import Artifact
+from agent_contract.artifacts import Artifact
+from agent_contract.manifest import (
+    MANIFEST_NAME,
+    BuildManifest,
+    ManifestEntry,
+    build_manifest,
+    entry,
+    entry_signature,
+    manifest_body,
+    read_manifest,
+)
 from content_builder.errors import SiteDataError
 from content_builder.loader import display_path
 
-MANIFEST_NAME = "manifest.json"
+
+def _entry(artifact: Artifact) -> ManifestEntry:
+    return entry(artifact.sha256, artifact.size, artifact.media_type, artifact.cache_control)
 
 
-def _entry(artifact: Artifact) -> dict[str, Any]:
-    return {
-        "sha256": artifact.sha256,
-        "size": artifact.size,
-        "media_type": artifact.media_type,
-        "cache_control": artifact.cache_control,
-    }
-
-
-def manifest(artifacts: list[Artifact], base_url: str) -> dict[str, Any]:
-    return {
-        "base_url": base_url,
-        "files": {
-            artifact.path: _entry(artifact) for artifact in sorted(artifacts, key=lambda a: a.path)
-        },
-    }
-
-
-def entry_signature(entry: dict[str, Any]) -> tuple[Any, ...]:
-    """What makes a published file different: its bytes or either of its headers.
-    (The writer's change report and the publisher's upload plan both use it.)"""
-    return (entry.get("sha256"), entry.get("media_type"), entry.get("cache_control"))
-
-
-def is_build_manifest(data: Any) -> bool:
-    """Whether `data` is a manifest this writer wrote (not any manifest.json, such as a
-    web app's or a browser extension's)."""
-    if not isinstance(data, dict) or not isinstance(data.get("base_url"), str):
-        return False
-    files = data.get("files")
-    return isinstance(files, dict) and all(
-        isinstance(entry, dict) and {"sha256", "size", "media_type", "cache_control"} <= set(entry)
-        for entry in files.values()
-    )
-
-
-def manifest_body(artifacts: list[Artifact], base_url: str) -> bytes:
-    return (json.dumps(manifest(artifacts, base_url), indent=2) + "\n").encode("utf-8")
+def manifest(artifacts: list[Artifact], base_url: str) -> BuildManifest:
+    return build_manifest(base_url, {artifact.path: _entry(artifact) for artifact in artifacts})
 
 
 @dataclass(frozen=True)
@@ -68,15 +43,6 @@ class FileReport:
     path: str
     size: int
     status: str  # new | changed | unchanged | removed
-
-
-def read_manifest(out_dir: Path) -> dict[str, Any] | None:
-    """The build manifest in `out_dir`, or None when there is none (or not ours)."""
-    try:
-        data = json.loads((out_dir / MANIFEST_NAME).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    return data if is_build_manifest(data) else None
 
 
 def compare(artifacts: list[Artifact], previous: dict[str, Any] | None) -> list[FileReport]:
@@ -117,7 +83,7 @@ def write_output(artifacts: list[Artifact], out_dir: Path, base_url: str) -> lis
                 target.parent.mkdir(parents=True, exist_ok=True)
                 folders.add(target.parent)
             target.write_bytes(artifact.body)
-        (staging / MANIFEST_NAME).write_bytes(manifest_body(artifacts, base_url))
+        (staging / MANIFEST_NAME).write_bytes(manifest_body(manifest(artifacts, base_url)))
         _swap_in(staging, out_dir)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)

@@ -44,7 +44,7 @@ BASIC_EXECUTION_POLICY = "arn:aws:iam::aws:policy/service-role/AWSLambdaBasicExe
 UNZIPPED_LIMIT = 262_144_000  # "Unzipped size must be smaller than 262144000 bytes"
 ZIPPED_DIRECT_LIMIT = 50 * 1024 * 1024
 #: The packages the handler imports from this repository (the SDK comes in the layer).
-PACKAGES = ("agent_mcp", "content_builder")
+PACKAGES = ("agent_mcp", "agent_contract", "agent_client")
 
 
 #: Headers CloudFront refuses to add to origin requests (CloudFront Developer Guide, "Custom

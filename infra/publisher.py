@@ -23,8 +23,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from content_builder.routes import PublishTier, rule_for
-from content_builder.writer import entry_signature
+from agent_contract.manifest import Files, entry_signature
+from agent_contract.paths import ROOT_OBJECT
+from agent_contract.routes import PublishTier, rule_for
 
 #: Metadata key holding the file's sha256 on every object (x-amz-meta-sha256).
 SHA256_METADATA = "sha256"
@@ -55,46 +56,9 @@ UPLOAD_WORKERS = 8
 INVALIDATION_RETRY_BUDGET = 900.0
 INVALIDATION_MAX_DELAY = 60.0
 
-Files = Mapping[str, Mapping[str, Any]]  # path -> {sha256, size, media_type, cache_control}
-
 
 class PublishError(Exception):
     pass
-
-
-# The SiteContent input carries one string per file, not a nested map: the Pulumi SDK
-# turns every nested value into an Output of its own, which made a 20,000-file preview
-# take 27 s instead of 3 (benchmarks/README.md). A string still diffs file by file.
-_ENTRY_FIELDS = ("sha256", "size", "media_type", "cache_control")
-
-
-def encode_entry(entry: Mapping[str, Any]) -> str:
-    """`<sha256> <size> <media type>|<cache-control>`: one line a reviewer can read."""
-    return f"{entry['sha256']} {entry['size']} {entry['media_type']}|{entry['cache_control']}"
-
-
-def decode_entry(text: str) -> dict[str, Any]:
-    head, cache_control = text.split("|", 1)
-    sha256, size, media_type = head.split(" ", 2)
-    return {"sha256": sha256, "size": int(size), "media_type": media_type,
-            "cache_control": cache_control}  # fmt: skip
-
-
-def encode_files(files: Files) -> dict[str, str]:
-    return {path: encode_entry(entry) for path, entry in sorted(files.items())}
-
-
-def decode_files(encoded: Mapping[str, str] | None) -> dict[str, dict[str, Any]]:
-    return {path: decode_entry(text) for path, text in (encoded or {}).items()}
-
-
-def files_digest(encoded: Mapping[str, str] | None) -> str:
-    """One sha256 over every path and entry, in path order: a stack output that changes
-    exactly when the published set does, at any size."""
-    digest = hashlib.sha256()
-    for path, entry in sorted((encoded or {}).items()):
-        digest.update(f"{path}\t{entry}\n".encode())
-    return digest.hexdigest()
 
 
 def publish_summary(last: Mapping[str, Any] | None) -> dict[str, Any]:
@@ -153,7 +117,7 @@ def invalidation_paths(paths: Iterable[str], limit: int = INVALIDATION_PATH_LIMI
     the default root object under `/`, not under `/llms.txt`.
     """
     exact = sorted(set(paths))
-    if "/llms.txt" in exact:
+    if ROOT_OBJECT in exact:
         exact = sorted({"/", *exact})
     if len(exact) <= limit:
         return exact

@@ -1,22 +1,26 @@
 """AgentSite: the whole deployment as one ComponentResource.
 
-Resources are declared in the order they depend on each other: the private bucket and
-its settings, the CloudFront policies, the certificate (custom domain only), the
-distribution, the bucket policy that lets only that distribution read, DNS records,
-and last the published content. How the files are rendered is not this module's
-business: it receives a `build(base_url) -> manifest files` function.
+Resources are declared in the order they depend on each other, one named step each:
+the private bucket and its settings, the CloudFront policies, the MCP function (opt-in),
+the certificate (custom domain only), the distribution, the bucket policy that lets
+only that distribution read, DNS records, and last the published content. How the
+files are rendered is not this module's business: it receives a `build(base_url) ->
+manifest files` function.
 """
 
 from __future__ import annotations
 
 import json
+import posixpath
 from collections.abc import Callable
 from typing import Any
 
 import pulumi
 import pulumi_aws as aws
 
-from content_builder.routes import ERROR_CACHE, HEADER_POLICY, ROUTE_RULES
+from agent_contract import manifest as build_manifest
+from agent_contract import paths
+from agent_contract.routes import ERROR_CACHE, HEADER_POLICY, ROUTE_RULES
 from infra import mcp_function, publisher
 from infra.config import SiteConfig
 from infra.site_content import SiteContent
@@ -26,11 +30,12 @@ from infra.site_content import SiteContent
 #: bucket's CORS rule can answer preflights. Managed policy ids are global constants.
 MANAGED_CORS_S3_ORIGIN_POLICY_ID = "88a5eaf4-2fd4-4709-b370-b4c650ea3fcf"
 YEAR = 365 * 86400
-ERROR_PATH_PATTERN = "/errors/*"
-NOT_FOUND_PAGE = "/errors/404.json"
-ROOT_OBJECT = "llms.txt"
+#: The error bodies' folder, which gets its own short-lived cache behaviour.
+ERROR_PATH_PATTERN = posixpath.dirname(paths.NOT_FOUND) + "/*"
+#: CloudFront's default root object is a key, without the path's leading slash.
+ROOT_OBJECT = paths.ROOT_OBJECT.lstrip("/")
 METHODS = list(HEADER_POLICY.preflight_methods)  # GET, HEAD, OPTIONS
-CACHED_METHODS = ["GET", "HEAD"]  # preflights are not cached: S3 answers each one
+CACHED_METHODS = list(HEADER_POLICY.origin_methods)  # preflights are not cached: S3 answers each
 #: The Origin CloudFront adds to every request it sends to S3, so the bucket's CORS rule
 #: answers every request, with or without a viewer Origin, and every cached copy carries
 #: the CORS headers. "You can configure CloudFront to always add the Origin header to
@@ -99,6 +104,7 @@ class AgentSite(pulumi.ComponentResource):
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
         super().__init__("agent-access:index:AgentSite", name, None, opts)
+        self._name, self._config, self._build = name, config, build
         tags = aws.ProviderDefaultTagsArgs(tags=config.tags)
         # Every resource gets the stack's tags through the providers' default tags.
         provider = aws.Provider(
@@ -116,7 +122,23 @@ class AgentSite(pulumi.ComponentResource):
         )
         child = pulumi.ResourceOptions(parent=self, provider=provider)
 
-        # --- the private bucket -------------------------------------------------------
+        bucket, public_access = self._private_bucket(child)
+        headers_policy, caches, oac = self._policies(child)
+        mcp = self._mcp_function(headers_policy, child)
+        certificate_arn = self._certificate(us_east_1)
+        distribution = self._distribution(
+            bucket, oac, caches, headers_policy, mcp, certificate_arn, child
+        )
+        self._bucket_policy(bucket, public_access, distribution, child)
+        self._dns(distribution, child)
+        self._content(bucket, distribution)
+
+    def _private_bucket(
+        self, child: pulumi.ResourceOptions
+    ) -> tuple[aws.s3.Bucket, aws.s3.BucketPublicAccessBlock]:
+        """The bucket, private: no public access, owner-enforced, encrypted, versioned
+        with expiry, and the CORS rule that answers preflights."""
+        name, config = self._name, self._config
         bucket = aws.s3.Bucket(f"{name}-content", force_destroy=True, opts=child)
         public_access = aws.s3.BucketPublicAccessBlock(
             f"{name}-public-access",
@@ -193,8 +215,18 @@ class AgentSite(pulumi.ComponentResource):
             ],
             opts=child,
         )
+        return bucket, public_access
 
-        # --- CloudFront policies --------------------------------------------------
+    def _policies(
+        self, child: pulumi.ResourceOptions
+    ) -> tuple[
+        aws.cloudfront.ResponseHeadersPolicy,
+        tuple[aws.cloudfront.CachePolicy, aws.cloudfront.CachePolicy],
+        aws.cloudfront.OriginAccessControl,
+    ]:
+        """Origin access control, the cache policies (files, errors) and the response
+        headers policy (CORS, security headers)."""
+        name, config = self._name, self._config
         oac = aws.cloudfront.OriginAccessControl(
             f"{name}-oac",
             description="Signed requests from the agent-access distribution to its bucket",
@@ -256,20 +288,40 @@ class AgentSite(pulumi.ComponentResource):
             ),
             opts=child,
         )
+        return headers_policy, (default_cache, error_cache), oac
 
-        # The live MCP server at /mcp, opt-in (infra/mcp_function.py).
-        mcp = (
-            mcp_function.declare(f"{name}-mcp", config, headers_policy.id, child)
+    def _mcp_function(
+        self, headers_policy: aws.cloudfront.ResponseHeadersPolicy, child: pulumi.ResourceOptions
+    ) -> mcp_function.McpOrigin | None:
+        """The live MCP server at /mcp, opt-in (infra/mcp_function.py)."""
+        config = self._config
+        return (
+            mcp_function.declare(f"{self._name}-mcp", config, headers_policy.id, child)
             if config.mcp
             else None
         )
 
-        # --- certificate (custom domain only) -----------------------------------------
+    def _certificate(self, us_east_1: aws.Provider) -> pulumi.Input[str] | None:
+        """The ACM certificate for a custom domain: given, or requested and validated."""
+        name, config = self._name, self._config
         certificate_arn: pulumi.Input[str] | None = config.certificate_arn
         if config.domain and config.hosted_zone_id and not config.certificate_arn:
             certificate_arn = self._validated_certificate(name, config, us_east_1)
+        return certificate_arn
 
-        # --- the distribution -------------------------------------------------------
+    def _distribution(
+        self,
+        bucket: aws.s3.Bucket,
+        oac: aws.cloudfront.OriginAccessControl,
+        caches: tuple[aws.cloudfront.CachePolicy, aws.cloudfront.CachePolicy],
+        headers_policy: aws.cloudfront.ResponseHeadersPolicy,
+        mcp: mcp_function.McpOrigin | None,
+        certificate_arn: pulumi.Input[str] | None,
+        child: pulumi.ResourceOptions,
+    ) -> aws.cloudfront.Distribution:
+        """HTTPS only, the bucket as the origin, a short-lived behaviour for errors."""
+        name, config = self._name, self._config
+        default_cache, error_cache = caches
         origin_id = "content-bucket"
 
         def behaviour(cache_policy: aws.cloudfront.CachePolicy) -> dict[str, Any]:
@@ -321,7 +373,7 @@ class AgentSite(pulumi.ComponentResource):
                 aws.cloudfront.DistributionCustomErrorResponseArgs(
                     error_code=404,
                     response_code=404,
-                    response_page_path=NOT_FOUND_PAGE,
+                    response_page_path=paths.NOT_FOUND,
                     error_caching_min_ttl=ERROR_CACHE.edge_ttl,
                 )
             ],
@@ -339,7 +391,17 @@ class AgentSite(pulumi.ComponentResource):
             web_acl_id=config.web_acl_arn,
             opts=child,
         )
+        return distribution
 
+    def _bucket_policy(
+        self,
+        bucket: aws.s3.Bucket,
+        public_access: aws.s3.BucketPublicAccessBlock,
+        distribution: aws.cloudfront.Distribution,
+        child: pulumi.ResourceOptions,
+    ) -> None:
+        """Only this distribution may read the bucket."""
+        name = self._name
         aws.s3.BucketPolicy(
             f"{name}-policy",
             bucket=bucket.id,
@@ -353,6 +415,11 @@ class AgentSite(pulumi.ComponentResource):
             ),
         )
 
+    def _dns(
+        self, distribution: aws.cloudfront.Distribution, child: pulumi.ResourceOptions
+    ) -> None:
+        """Alias records for a custom domain in its hosted zone."""
+        name, config = self._name, self._config
         if config.domain and config.hosted_zone_id:
             for record_type in ("A", "AAAA"):
                 aws.route53.Record(
@@ -370,13 +437,16 @@ class AgentSite(pulumi.ComponentResource):
                     opts=child,
                 )
 
-        # --- the content ---------------------------------------------------------------
+    def _content(self, bucket: aws.s3.Bucket, distribution: aws.cloudfront.Distribution) -> None:
+        """The published files (SiteContent, whose provider is the publisher) and the
+        component's outputs."""
+        name, config, build = self._name, self._config, self._build
         base_url: pulumi.Output[str] = (
             pulumi.Output.from_input(config.base_url)
             if config.base_url
             else distribution.domain_name.apply(lambda domain: f"https://{domain}")
         )
-        files = base_url.apply(lambda url: publisher.encode_files(build(url)))
+        files = base_url.apply(lambda url: build_manifest.encode_files(build(url)))
         content = SiteContent(
             f"{name}-files",
             bucket=bucket.bucket,
@@ -393,7 +463,7 @@ class AgentSite(pulumi.ComponentResource):
         self.files = content.files
         self.last_publish = content.last_publish
         self.file_count = content.files.apply(lambda encoded: len(encoded or {}))
-        self.files_digest = content.files.apply(publisher.files_digest)
+        self.files_digest = content.files.apply(build_manifest.files_digest)
         self.publish_summary = content.last_publish.apply(publisher.publish_summary)
         self.register_outputs(
             {

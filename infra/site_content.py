@@ -15,6 +15,7 @@ import pulumi
 from pulumi.dynamic import CreateResult, DiffResult, ReadResult, ResourceProvider, UpdateResult
 from pulumi.runtime import rpc
 
+from agent_contract import manifest as build_manifest
 from infra import publisher
 
 #: Inputs whose change means the content lives somewhere else: publish afresh there.
@@ -26,7 +27,7 @@ def _is_unknown(value: Any) -> bool:
 
 
 def _files(props: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    return publisher.decode_files(props.get("files"))
+    return build_manifest.decode_files(props.get("files"))
 
 
 def _publisher(props: dict[str, Any]) -> publisher.Publisher:
@@ -79,7 +80,7 @@ class SiteContentProvider(ResourceProvider):
             # An empty id tells the engine the resource is gone (refresh drops it).
             return ReadResult("", {})
         observed = site.read_state(_files(props))
-        return ReadResult(id_, {**props, "files": publisher.encode_files(observed)})
+        return ReadResult(id_, {**props, "files": build_manifest.encode_files(observed)})
 
     def delete(self, _id: str, props: dict[str, Any]) -> None:
         site = _publisher(props)
@@ -90,7 +91,7 @@ class SiteContentProvider(ResourceProvider):
 class SiteContent(pulumi.dynamic.Resource, module="agent-access", name="SiteContent"):
     """The published files of one build, in one bucket, behind one distribution."""
 
-    files: pulumi.Output[dict[str, str]]  # path -> publisher.encode_entry(...)
+    files: pulumi.Output[dict[str, str]]  # path -> build_manifest.encode_entry(...)
     last_publish: pulumi.Output[dict[str, Any]]
 
     def __init__(

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from agent_edge.serve import EdgeServer, load_edge
 from content_builder.cli import main
-from content_builder.serve import EdgeServer, load_edge
 
 REPO = Path(__file__).resolve().parents[1]
 #: The site owner's content: only properties that hold for any site are tested on it.

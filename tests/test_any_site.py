@@ -19,9 +19,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from openapi_spec_validator import validate as validate_openapi
 
-from content_builder import links, models, paths
+from agent_contract import links, models, paths
+from agent_contract.routes import rule_for
 from content_builder.loader import LOCK_FILE, Site, load_site
-from content_builder.routes import rule_for
 from tests import sites
 from tests.conftest import SITE_DATA, TEST_BASE_URL, run_cli, tree_digest
 

@@ -771,6 +771,7 @@ def test_diff3_conflict_markers_are_merged_too(site_copy: Path, tmp_path: Path) 
 
 def test_a_real_git_merge_conflict_in_the_lock_is_merged(site_copy: Path, tmp_path: Path) -> None:
     """The lock as `git merge` leaves it: partial hunks inside the JSON."""
+
     def git(*args: str) -> None:
         subprocess.run(["git", "-C", str(site_copy), *args], check=False, capture_output=True)
 

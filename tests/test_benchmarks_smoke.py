@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 
+from agent_contract import paths
 from benchmarks import publish_bench, run, sitegen
-from content_builder import paths
 from content_builder.build import plan
 from content_builder.writer import manifest
 from infra import publisher

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from content_builder import client as client_module
-from content_builder.client import AgentClient, rank
-from content_builder.serve import load_edge
+from agent_client import client as client_module
+from agent_client.client import AgentClient, rank
+from agent_edge.serve import load_edge
 from tests.conftest import running_server
 
 

@@ -16,11 +16,11 @@ from pathlib import Path
 import pytest
 import yaml
 
-from content_builder.artifacts import Artifact
-from content_builder.client import AgentClient, ClientError
-from content_builder.edge import Edge, Response
-from content_builder.serve import EdgeServer, load_edge
-from content_builder.verify import verify
+from agent_client.client import AgentClient, ClientError
+from agent_client.verify import verify
+from agent_contract.artifacts import Artifact
+from agent_edge.edge import Edge, Response
+from agent_edge.serve import EdgeServer, load_edge
 from tests.conftest import SPEC_SITE, run_cli, running_server
 
 

@@ -22,8 +22,8 @@ import llms_txt
 import pytest
 from openapi_spec_validator import validate as validate_openapi
 
-from content_builder import models
-from content_builder.artifacts import canonical_json
+from agent_contract import models
+from agent_contract.hashing import canonical_json
 from tests import sites
 from tests.conftest import SPEC_SITE, TEST_BASE_URL, run_cli
 

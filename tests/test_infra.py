@@ -16,9 +16,10 @@ from pathlib import Path
 import pytest
 import yaml
 
+from agent_contract import manifest as build_manifest
+from agent_contract.manifest import decode_files
 from content_builder.errors import SiteDataError
 from infra.config import ConfigError, SiteConfig
-from infra.publisher import decode_files
 from tests.conftest import REPO
 from tests.conftest import SPEC_SITE as SITE_DATA  # pins the spec's files and brand
 from tests.pulumi_harness import (
@@ -397,8 +398,8 @@ def test_stack_outputs_stay_small_at_any_size(plain: ProgramRun, tmp_path: Path)
     big = {
         f"/api/v1/content/d{i:05}.json": "a" * 64 + " 1 application/json|x" for i in range(10_000)
     }
-    assert len(publisher.files_digest(big)) == 64
-    assert publisher.files_digest(big) != publisher.files_digest({**big, "/x": "y"})
+    assert len(build_manifest.files_digest(big)) == 64
+    assert build_manifest.files_digest(big) != build_manifest.files_digest({**big, "/x": "y"})
     last = {"uploaded": list(big), "deleted": [], "invalidated": ["/*"], "invalidation_id": "I1"}
     summary = publisher.publish_summary(last)
     assert summary == {"uploaded": 10_000, "deleted": 0, "invalidated": 1, "invalidation_id": "I1"}

@@ -22,10 +22,10 @@ import pulumi
 import pytest
 from mcp import Client
 
+from agent_contract import paths
 from agent_mcp import lambda_handler
 from agent_mcp.sources import DirectoryFiles
 from benchmarks import sitegen
-from content_builder import paths
 from content_builder.build import plan
 from infra.config import ConfigError, McpServerConfig, SiteConfig
 from tests.conftest import REPO
@@ -132,7 +132,7 @@ def test_package_holds_the_handler_and_the_same_files_as_the_bucket(on, root) ->
     code = on.mocks.one("aws:lambda/function:Function").inputs["code"]
     assert isinstance(code, pulumi.AssetArchive)
     assets = code.assets
-    for module in ("agent_mcp/lambda_handler.py", "agent_mcp/http.py", "content_builder/client.py"):
+    for module in ("agent_mcp/lambda_handler.py", "agent_mcp/http.py", "agent_client/client.py"):
         assert module in assets
     assert not [k for k in assets if "__pycache__" in k or k.endswith(".pyc")]
     site = {
@@ -208,7 +208,7 @@ def test_package_size_limits(root: Path, monkeypatch: pytest.MonkeyPatch) -> Non
     layer = root / "layer"
     code = sum(
         p.stat().st_size
-        for package in ("agent_mcp", "content_builder")
+        for package in ("agent_mcp", "agent_contract", "agent_client")
         for p in (REPO / package).rglob("*")
         if p.is_file()
     )

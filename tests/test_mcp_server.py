@@ -23,13 +23,13 @@ import yaml
 from mcp import Client, StdioServerParameters
 from mcp.shared.exceptions import MCPError
 
+from agent_client.client import rank
+from agent_contract import paths
+from agent_contract.models import SearchIndex
 from agent_mcp.catalog import SEARCH_LIMIT
 from agent_mcp.sources import DirectoryFiles, MissingFile
 from benchmarks import sitegen
-from content_builder import paths
 from content_builder.build import plan
-from content_builder.client import rank
-from content_builder.models import SearchIndex
 from content_builder.search_eval import QUESTIONS_FILE
 from tests.conftest import REPO, SITE_DATA, SPEC_SITE, TEST_BASE_URL, running_server
 
@@ -282,7 +282,7 @@ def test_directory_source_stays_inside_its_folder(tmp_path: Path) -> None:
 @pytest.mark.parametrize("site", [SPEC_SITE, SITE_DATA], ids=["spec-site", "site-data"])
 def test_search_ranks_as_the_client_does_on_the_search_evaluation(site: Path) -> None:
     """On the real content and the search evaluation's questions: the server's `search`
-    answers the client's ranking (`content_builder.client.rank`), so it finds what the
+    answers the client's ranking (`agent_client.client.rank`), so it finds what the
     evaluation measures the client finding. Relative, so it holds whatever the content."""
     from agent_mcp.catalog import Catalog
     from agent_mcp.server import create_server
@@ -389,7 +389,7 @@ def test_every_handshake_version_on_the_wire(http_server: Any, version: str) -> 
 
 def test_a_rebuilt_site_is_served_at_mcp_at_once(tmp_path: Path) -> None:
     """`serve --watch` swaps in a new build; /mcp answers from it on the next request."""
-    from content_builder.serve import load_edge
+    from agent_edge.serve import load_edge
 
     site = sitegen.generate(tmp_path / "site_data", 3)
     document = site.document_ids[1]

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from content_builder.serve import EdgeServer
+from agent_edge.serve import EdgeServer
 from tests.conftest import running_server
 
 OPENAPI_PATH = "/api/v1/openapi.json"

@@ -19,7 +19,8 @@ import pytest
 import yaml
 from moto import mock_aws
 
-from content_builder import links
+from agent_contract import links
+from agent_contract import manifest as build_manifest
 from content_builder.build import build
 from content_builder.writer import manifest
 from infra import publisher
@@ -88,7 +89,7 @@ class World:
         out = self.tmp / f"dist-{len(list(self.tmp.glob('dist-*')))}"
         result, _ = build(site or self.site, out, BASE_URL)
         files = manifest(result.artifacts, BASE_URL)["files"]
-        return {**self.props, "files": publisher.encode_files(files), "source_dir": str(out)}
+        return {**self.props, "files": build_manifest.encode_files(files), "source_dir": str(out)}
 
     def body(self, key: str) -> bytes:
         return self.s3.get_object(Bucket=self.bucket, Key=key)["Body"].read()
@@ -179,7 +180,7 @@ def edit_faq(site: Path, faq_id: str, extra: str) -> None:
 
 def test_create_uploads_every_file_with_its_headers(world: World) -> None:
     outs = create(world)
-    files = publisher.decode_files(world.props["files"])
+    files = build_manifest.decode_files(world.props["files"])
     assert world.object_keys() == {path.lstrip("/") for path in files}
     source = Path(world.props["source_dir"])
     for path, entry in files.items():
@@ -248,9 +249,9 @@ def test_one_edited_faq_uploads_it_and_its_aggregates_and_invalidates_exactly_th
 def test_a_cache_control_change_alone_reuploads(world: World) -> None:
     olds = create(world)
     news = json.loads(json.dumps(world.props))
-    entry = publisher.decode_entry(news["files"]["/errors/404.json"])
+    entry = build_manifest.decode_entry(news["files"]["/errors/404.json"])
     entry["cache_control"] = "public, max-age=30, s-maxage=30"
-    news["files"]["/errors/404.json"] = publisher.encode_entry(entry)
+    news["files"]["/errors/404.json"] = build_manifest.encode_entry(entry)
     world.recorder.reset()
     assert world.provider.diff(olds["__id"], olds, news).changes is True
     update(world, olds, news)
@@ -337,13 +338,13 @@ def test_read_reports_an_object_altered_out_of_band(world: World) -> None:
     )
     world.s3.delete_object(Bucket=world.bucket, Key="api/v1/faq/q05-insights.json")
     read = world.provider.read(outs["__id"], outs)
-    files = publisher.decode_files(read.outs["files"])
-    original = publisher.decode_entry(outs["files"]["/api/v1/faq/q02-endpoints.json"])
+    files = build_manifest.decode_files(read.outs["files"])
+    original = build_manifest.decode_entry(outs["files"]["/api/v1/faq/q02-endpoints.json"])
     assert files["/api/v1/faq/q02-endpoints.json"]["sha256"] != original["sha256"]
     assert files["/api/v1/faq/q02-endpoints.json"]["media_type"] == "text/html"
     assert "/api/v1/faq/q05-insights.json" not in files
     untouched = "/api/v1/faq/q01-difference.json"
-    assert files[untouched] == publisher.decode_entry(outs["files"][untouched])
+    assert files[untouched] == build_manifest.decode_entry(outs["files"][untouched])
 
     refreshed = {**read.outs, "__id": outs["__id"]}
     assert world.provider.diff(outs["__id"], refreshed, world.props).changes is True
@@ -467,7 +468,7 @@ def test_file_entries_survive_the_string_encoding() -> None:
         "media_type": "text/plain; charset=utf-8",
         "cache_control": "public, max-age=300, s-maxage=86400",
     }
-    text = publisher.encode_entry(entry)
+    text = build_manifest.encode_entry(entry)
     assert text == "ab" * 32 + " 1234 text/plain; charset=utf-8|public, max-age=300, s-maxage=86400"
-    assert publisher.decode_entry(text) == entry
-    assert publisher.decode_files(publisher.encode_files({"/x": entry})) == {"/x": entry}
+    assert build_manifest.decode_entry(text) == entry
+    assert build_manifest.decode_files(build_manifest.encode_files({"/x": entry})) == {"/x": entry}

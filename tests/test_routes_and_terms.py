@@ -7,9 +7,8 @@ import re
 
 import pytest
 
-from content_builder.artifacts import Artifact
-from content_builder.build import plan
-from content_builder.routes import (
+from agent_contract.artifacts import Artifact
+from agent_contract.routes import (
     AGGREGATE_CACHE,
     DOCUMENT_CACHE,
     ERROR_CACHE,
@@ -17,7 +16,8 @@ from content_builder.routes import (
     PublishTier,
     rule_for,
 )
-from content_builder.search_terms import fold, inflections, stem, words
+from agent_contract.search_terms import fold, inflections, stem, words
+from content_builder.build import plan
 from tests.conftest import SPEC_SITE as SITE_DATA  # pins the spec's files and brand
 
 

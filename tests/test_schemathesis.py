@@ -29,8 +29,8 @@ from schemathesis.specs.openapi.checks import (
     status_code_conformance,
 )
 
-from content_builder.edge import Edge, Response
-from content_builder.serve import EdgeServer
+from agent_edge.edge import Edge, Response
+from agent_edge.serve import EdgeServer
 from tests.conftest import running_server
 
 OPENAPI_PATH = "/api/v1/openapi.json"

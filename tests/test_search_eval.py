@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from content_builder import paths
+from agent_contract import paths
+from agent_contract.models import SearchEntry, SearchIndex
 from content_builder.build import plan
-from content_builder.models import SearchEntry, SearchIndex
 from content_builder.search_eval import (
     QUESTIONS_FILE,
     evaluate,

@@ -27,11 +27,11 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from content_builder import paths
-from content_builder.artifacts import Artifact
+from agent_contract import paths
+from agent_contract.artifacts import Artifact
+from agent_contract.routes import HEADER_POLICY, JSON, TEXT, rule_for
+from agent_edge.serve import EdgeServer, fingerprint, load_edge, serve, watch
 from content_builder.build import plan
-from content_builder.routes import HEADER_POLICY, JSON, TEXT, rule_for
-from content_builder.serve import EdgeServer, fingerprint, load_edge, serve, watch
 from tests.conftest import REPO, tree_digest
 from tests.conftest import SPEC_SITE as SITE_DATA  # pins the spec's files and brand
 
@@ -845,7 +845,7 @@ def test_watch_survives_an_unexpected_error_and_keeps_watching(
 ) -> None:
     """Any exception in a rebuild (a loader bug, an impossible date it did not foresee) is
     reported and the watcher keeps watching: the next good edit is served."""
-    from content_builder import serve as serve_module
+    from agent_edge import serve as serve_module
 
     real_load_edge = serve_module.load_edge
     calls: list[int] = []
@@ -895,7 +895,7 @@ def test_an_idle_watcher_polls_in_proportion_to_the_cost_of_a_scan(
 ) -> None:
     """A scan that takes 20 ms is repeated at most every second (IDLE_FACTOR = 50): the
     watcher of a large site_data stays under 2 % of a core while nothing changes."""
-    from content_builder import serve as serve_module
+    from agent_edge import serve as serve_module
 
     scans: list[float] = []
 

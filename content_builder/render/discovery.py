@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from content_builder import paths
-from content_builder.loader import Site
-from content_builder.models import (
+from agent_contract import paths
+from agent_contract.endpoints import discovery_interfaces
+from agent_contract.models import (
     DiscoveryAccess,
     DiscoveryContent,
     DiscoveryDocument,
@@ -14,10 +14,11 @@ from content_builder.models import (
     McpProtocol,
     OpenApiProtocol,
 )
+from agent_contract.routes import HEADER_POLICY
+from content_builder.loader import Site
 from content_builder.render.documents import Catalog
 from content_builder.render.mcp import MCP_VERSION
 from content_builder.render.openapi import OPENAPI_VERSION
-from content_builder.routes import HEADER_POLICY
 
 
 def discovery_document(
@@ -32,16 +33,10 @@ def discovery_document(
         website=site.config.website,
         api_version=site.config.api_version,
         interfaces=DiscoveryInterfaces(
-            discovery=url(paths.discovery(site.config.brand)),
-            content_index=url(paths.CONTENT_INDEX),
-            search_index=url(paths.SEARCH_INDEX),
-            mcp_manifest=url(paths.MCP_MANIFEST),
-            mcp_well_known=url(paths.MCP_WELL_KNOWN),
-            openapi=url(paths.OPENAPI),
-            architecture=url(paths.ARCHITECTURE),
-            on_site_agent=url(paths.ON_SITE_AGENT),
-            llms_txt=url(paths.LLMS_TXT),
-            llms_full_txt=url(paths.LLMS_FULL_TXT),
+            **{
+                endpoint.key: url(endpoint.resolve(site.config.brand))
+                for endpoint in discovery_interfaces()
+            }
         ),
         content=DiscoveryContent(
             language=site.config.language,

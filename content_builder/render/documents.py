@@ -7,11 +7,9 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from content_builder import paths
-from content_builder.artifacts import canonical_json
-from content_builder.loader import BASE_URL_TOKEN, LoadedDocument, LoadedFaq, Site
-from content_builder.lock import Lock, Tracked
-from content_builder.models import (
+from agent_contract import paths
+from agent_contract.hashing import canonical_json, content_hash
+from agent_contract.models import (
     Capability,
     ContentDocument,
     DocumentMetadata,
@@ -20,11 +18,9 @@ from content_builder.models import (
     PageContent,
     Section,
 )
+from content_builder.loader import BASE_URL_TOKEN, LoadedDocument, LoadedFaq, Site
+from content_builder.lock import Lock, Tracked
 from content_builder.source import FeatureContentSource
-
-# Fields left out of metadata.content_hash: the metadata itself, and updated_at, which
-# is derived from the hash (content_hash says *whether* it changed, updated_at *when*).
-_UNHASHED = ("metadata", "updated_at")
 
 
 def _content(site: Site, document: LoadedDocument) -> PageContent | FeatureContent:
@@ -64,11 +60,6 @@ def _unversioned(site: Site, document: LoadedDocument) -> dict[str, Any]:
         "language": source.language or site.config.language,
         "content": _content(site, document).model_dump(mode="json", exclude_none=True),
     }
-
-
-def content_hash(data: dict[str, Any]) -> str:
-    unhashed = {key: value for key, value in data.items() if key not in _UNHASHED}
-    return "sha256:" + hashlib.sha256(canonical_json(unhashed)).hexdigest()
 
 
 def source_hash(site: Site, data: dict[str, Any]) -> str:

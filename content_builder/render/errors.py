@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from content_builder import paths
+from agent_contract import paths
+from agent_contract.models import ErrorDetail, ErrorResponse
 from content_builder.loader import Site
-from content_builder.models import ErrorDetail, ErrorResponse
 
 
 def not_found(site: Site) -> ErrorResponse:

@@ -8,9 +8,9 @@ from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from content_builder import paths, search_terms
+from agent_contract import paths, search_terms
+from agent_contract.models import ContentIndex, ContentIndexEntry, SearchEntry, SearchIndex
 from content_builder.loader import Site
-from content_builder.models import ContentIndex, ContentIndexEntry, SearchEntry, SearchIndex
 from content_builder.render.documents import (
     Catalog,
     document_headings,

@@ -8,9 +8,10 @@ notes may not span lines, or the parser silently mangles them.
 
 from __future__ import annotations
 
-from content_builder import paths
+from agent_contract import paths
+from agent_contract.endpoints import llms_section
+from agent_contract.models import FeatureContent
 from content_builder.loader import Site
-from content_builder.models import FeatureContent
 from content_builder.render.documents import Catalog, summarize
 from content_builder.render.indexes import faq_canonical_url
 
@@ -29,36 +30,13 @@ def llms_txt(site: Site, catalog: Catalog) -> str:
     def url(path: str) -> str:
         return site.base_url + path
 
-    interfaces = [
-        _link(
-            "Discovery document",
-            url(paths.discovery(site.config.brand)),
-            "the canonical entry point, listing every interface (JSON)",
-        ),
-        _link(
-            "Content index",
-            url(paths.CONTENT_INDEX),
-            "every document and FAQ entry with its api_url and updated_at",
-        ),
-        _link(
-            "Search index",
-            url(paths.SEARCH_INDEX),
-            "keywords per entry; lowercase the query, split it, match words against keywords",
-        ),
-        _link(
-            "MCP manifest",
-            url(paths.MCP_MANIFEST),
-            "tools and resources in the Model Context Protocol shape (static, HTTP GET)",
-        ),
-        _link("MCP manifest, well-known location", url(paths.MCP_WELL_KNOWN), "the same manifest"),
-        _link("OpenAPI 3.1 description", url(paths.OPENAPI), "every endpoint and schema"),
-        _link(
-            "Architecture",
-            url(paths.ARCHITECTURE),
-            "typed data layer, supported protocols, integration details",
-        ),
-        _link("On-site agent", url(paths.ON_SITE_AGENT), "status and configuration"),
-    ]
+    def listed(section: str) -> list[str]:
+        return [
+            _link(endpoint.llms.title, url(endpoint.resolve(site.config.brand)), endpoint.llms.note)
+            for endpoint in llms_section(section)
+            if endpoint.llms
+        ]
+
     documents = [
         _link(document.title, url(paths.document(document.id)), loaded.source.description)
         for loaded, document in catalog.documents
@@ -67,21 +45,14 @@ def llms_txt(site: Site, catalog: Catalog) -> str:
         _link(faq.question, url(paths.faq(faq.id)), summarize(faq.answer))
         for _, faq in catalog.faqs
     ]
-    optional = [
-        _link(
-            "Full content",
-            url(paths.LLMS_FULL_TXT),
-            "every document and FAQ entry in one plain-text file",
-        ),
-    ]
     blocks = [
         f"# {_one_line(site.config.name)}",
         f"> {summarize(site.config.description, limit=300)}",
         _one_line(site.config.about),
-        "## Interfaces\n\n" + "\n".join(interfaces),
+        "## Interfaces\n\n" + "\n".join(listed("Interfaces")),
         "## Documents\n\n" + "\n".join(documents),
         "## FAQ\n\n" + "\n".join(faqs),
-        "## Optional\n\n" + "\n".join(optional),
+        "## Optional\n\n" + "\n".join(listed("Optional")),
     ]
     return "\n\n".join(blocks)
 

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from content_builder import paths
-from content_builder.loader import Site
-from content_builder.models import (
+from agent_contract import paths
+from agent_contract.endpoints import ENDPOINT, Endpoint, mcp_resources
+from agent_contract.models import (
     McpCapabilities,
     McpInputSchema,
     McpManifest,
@@ -18,16 +18,34 @@ from content_builder.models import (
     McpServerInfo,
     McpTool,
 )
+from content_builder.loader import Site
 from content_builder.render.documents import Catalog
 
 MCP_VERSION = "2024-11-05"
 SERVER_VERSION = "1.0.0"
-JSON_MIME = "application/json"
-TEXT_MIME = "text/plain"
 
 
 def _inputs(**properties: dict[str, Any]) -> McpInputSchema:
     return McpInputSchema(type="object", properties=properties, required=sorted(properties))
+
+
+def _by_id(
+    site: Site, name: str, description: str, endpoint: Endpoint, what: str, ids: list[str]
+) -> McpTool:
+    """A tool that fetches one entry of a per-entry row, by an id the enum lists."""
+    assert endpoint.parameter is not None
+    schema = {
+        "type": "string",
+        "enum": ids,
+        "description": f"Id of the {what}, as listed by the content index.",
+    }
+    return McpTool(
+        name=name,
+        description=description,
+        inputSchema=_inputs(**{endpoint.parameter.name: schema}),
+        endpoint=f"GET {site.base_url}{endpoint.path}",
+        returns=endpoint.model_name,
+    )
 
 
 def _tools(site: Site, catalog: Catalog) -> list[McpTool]:
@@ -65,31 +83,21 @@ def _tools(site: Site, catalog: Catalog) -> list[McpTool]:
             returns="SearchIndex; the client filters its entries by matching the query "
             "against keywords",
         ),
-        McpTool(
-            name="get_content_document",
-            description="Retrieve one content document in full by its id.",
-            inputSchema=_inputs(
-                document_id={
-                    "type": "string",
-                    "enum": document_ids,
-                    "description": "Id of the document, as listed by the content index.",
-                }
-            ),
-            endpoint=get(paths.DOCUMENT_TEMPLATE),
-            returns="ContentDocument",
+        _by_id(
+            site,
+            "get_content_document",
+            "Retrieve one content document in full by its id.",
+            ENDPOINT["document"],
+            "document",
+            document_ids,
         ),
-        McpTool(
-            name="get_faq",
-            description="Retrieve one frequently asked question and its answer by id.",
-            inputSchema=_inputs(
-                faq_id={
-                    "type": "string",
-                    "enum": faq_ids,
-                    "description": "Id of the FAQ entry, as listed by the content index.",
-                }
-            ),
-            endpoint=get(paths.FAQ_TEMPLATE),
-            returns="FAQEntry",
+        _by_id(
+            site,
+            "get_faq",
+            "Retrieve one frequently asked question and its answer by id.",
+            ENDPOINT["faq"],
+            "FAQ entry",
+            faq_ids,
         ),
         McpTool(
             name="get_architecture",
@@ -115,67 +123,24 @@ def _tools(site: Site, catalog: Catalog) -> list[McpTool]:
 
 def _resources(site: Site) -> list[McpResource]:
     brand = site.config.brand
-    table = (
-        (
-            "discovery",
-            "Discovery Document",
-            JSON_MIME,
-            paths.discovery(brand),
-            "The canonical entry point, listing every interface.",
-        ),
-        (
-            "content/index",
-            "Content Index",
-            JSON_MIME,
-            paths.CONTENT_INDEX,
-            "Every document and FAQ entry with its api_url and updated_at.",
-        ),
-        (
-            "content/site",
-            "Site Overview",
-            JSON_MIME,
-            paths.document("site"),
-            f"What {site.config.name} is and does.",
-        ),
-        (
-            "content/search-index",
-            "Search Index",
-            JSON_MIME,
-            paths.SEARCH_INDEX,
-            "Pre-tokenized keywords of every document and FAQ entry, for client-side search.",
-        ),
-        (
-            "openapi",
-            "OpenAPI Specification",
-            JSON_MIME,
-            paths.OPENAPI,
-            "OpenAPI 3.1 description of every endpoint.",
-        ),
-        (
-            "architecture",
-            "Architecture Specification",
-            JSON_MIME,
-            paths.ARCHITECTURE,
-            "The typed data layer, supported protocols and integration details.",
-        ),
-        (
-            "llms-full",
-            "Full Content (plaintext)",
-            TEXT_MIME,
-            paths.LLMS_FULL_TXT,
-            "Every document and FAQ entry as plain text.",
-        ),
-    )
     return [
         McpResource(
-            uri=f"{brand}://{name}",
-            name=title,
-            description=description,
-            mimeType=mime,
-            endpoint=f"GET {site.base_url}{path}",
+            uri=f"{brand}://{endpoint.mcp.name}",
+            name=endpoint.mcp.title,
+            description=endpoint.mcp.description.format(name=site.config.name),
+            mimeType=endpoint.media_type,
+            endpoint=f"GET {site.base_url}{_instance(endpoint, brand)}",
         )
-        for name, title, mime, path, description in table
+        for endpoint in mcp_resources()
+        if endpoint.mcp
     ]
+
+
+def _instance(endpoint: Endpoint, brand: str) -> str:
+    path = endpoint.resolve(brand)
+    if endpoint.parameter and endpoint.mcp and endpoint.mcp.instance:
+        return path.format(**{endpoint.parameter.name: endpoint.mcp.instance})
+    return path
 
 
 def mcp_manifest(site: Site, catalog: Catalog) -> McpManifest:

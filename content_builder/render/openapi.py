@@ -6,21 +6,9 @@ from typing import Any
 
 from pydantic.json_schema import models_json_schema
 
-from content_builder import paths
+from agent_contract.endpoints import ENDPOINTS, TEXT_MEDIA, Endpoint, Parameter, response_models
+from agent_contract.models import ErrorResponse, Resource
 from content_builder.loader import Site
-from content_builder.models import (
-    RESPONSE_MODELS,
-    ArchitectureDocument,
-    ContentDocument,
-    ContentIndex,
-    DiscoveryDocument,
-    ErrorResponse,
-    FAQEntry,
-    McpManifest,
-    OnSiteAgentStatus,
-    Resource,
-    SearchIndex,
-)
 from content_builder.render.documents import Catalog
 
 OPENAPI_VERSION = "3.1.0"
@@ -56,7 +44,7 @@ def _header_refs(names: tuple[str, ...] | dict[str, Any]) -> dict[str, Any]:
 
 def component_schemas() -> dict[str, Any]:
     _, top = models_json_schema(
-        [(model, "serialization") for model in RESPONSE_MODELS], ref_template=_REF
+        [(model, "serialization") for model in response_models()], ref_template=_REF
     )
     return dict(sorted(top["$defs"].items()))
 
@@ -101,63 +89,35 @@ def _operation(
     return {"get": operation}
 
 
-def _id_parameter(name: str, ids: list[str], what: str) -> dict[str, Any]:
+def _parameter(parameter: Parameter, ids: dict[str, list[str]]) -> dict[str, Any]:
     return {
-        "name": name,
+        "name": parameter.name,
         "in": "path",
         "required": True,
-        "description": f"Id of the {what}.",
-        "schema": {"type": "string", "enum": ids},
+        "description": f"Id of the {parameter.what}.",
+        "schema": {"type": "string", "enum": ids[parameter.name]},
     }
 
 
+def _content(endpoint: Endpoint) -> dict[str, Any]:
+    if endpoint.model is not None:
+        return _json(endpoint.model)
+    return _TEXT if endpoint.media_type == TEXT_MEDIA else _OPENAPI_DOCUMENT
+
+
 def openapi_document(site: Site, catalog: Catalog) -> dict[str, Any]:
-    document_ids = [document.id for _, document in catalog.documents]
-    faq_ids = [faq.id for _, faq in catalog.faqs]
+    ids = {
+        "document_id": [document.id for _, document in catalog.documents],
+        "faq_id": [faq.id for _, faq in catalog.faqs],
+    }
     operations = {
-        paths.discovery(site.config.brand): _operation(
-            "getDiscovery",
-            "Discovery document: the entry point listing every interface",
-            _json(DiscoveryDocument),
-        ),
-        paths.MCP_WELL_KNOWN: _operation(
-            "getMcpWellKnown", "MCP manifest at the well-known location", _json(McpManifest)
-        ),
-        paths.CONTENT_INDEX: _operation(
-            "getContentIndex", "Every document and FAQ entry", _json(ContentIndex)
-        ),
-        paths.SEARCH_INDEX: _operation(
-            "getSearchIndex", "Keywords of every entry, for client-side search", _json(SearchIndex)
-        ),
-        paths.DOCUMENT_TEMPLATE: _operation(
-            "getContentDocument",
-            "One content document",
-            _json(ContentDocument),
-            _id_parameter("document_id", document_ids, "content document"),
-        ),
-        paths.FAQ_TEMPLATE: _operation(
-            "getFaq",
-            "One FAQ entry",
-            _json(FAQEntry),
-            _id_parameter("faq_id", faq_ids, "FAQ entry"),
-        ),
-        paths.ARCHITECTURE: _operation(
-            "getArchitecture",
-            "Typed data layer architecture and protocols",
-            _json(ArchitectureDocument),
-        ),
-        paths.ON_SITE_AGENT: _operation(
-            "getOnSiteAgent",
-            "Status and configuration of the on-site agent",
-            _json(OnSiteAgentStatus),
-        ),
-        paths.MCP_MANIFEST: _operation("getMcpManifest", "MCP-shaped manifest", _json(McpManifest)),
-        paths.OPENAPI: _operation("getOpenApi", "This OpenAPI description", _OPENAPI_DOCUMENT),
-        paths.LLMS_TXT: _operation("getLlmsTxt", "Plain-text guide for agents (llms.txt)", _TEXT),
-        paths.LLMS_FULL_TXT: _operation("getLlmsFullTxt", "All content as plain text", _TEXT),
-        paths.NOT_FOUND: _operation(
-            "getNotFoundBody", "The body every unknown path answers with", _json(ErrorResponse)
-        ),
+        endpoint.resolve(site.config.brand): _operation(
+            endpoint.operation_id,
+            endpoint.summary,
+            _content(endpoint),
+            _parameter(endpoint.parameter, ids) if endpoint.parameter else None,
+        )
+        for endpoint in ENDPOINTS
     }
     return {
         "openapi": OPENAPI_VERSION,

@@ -14,7 +14,7 @@ from collections.abc import Iterable, Iterator
 from functools import lru_cache
 from urllib.parse import urlsplit
 
-from content_builder import paths
+from agent_contract import paths
 
 # Braces are allowed so that a template such as .../faq/{faq_id}.json is read whole.
 URL = re.compile(r"https?://[^\s\"'<>()\[\]\\`|]+")

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import hashlib
-import json
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
@@ -11,7 +10,7 @@ from typing import Any
 import pydantic_core
 from pydantic import BaseModel
 
-from content_builder.routes import RouteRule, rule_for
+from agent_contract.routes import RouteRule, rule_for
 
 
 @dataclass(frozen=True)
@@ -57,13 +56,6 @@ def json_body(value: BaseModel | dict[str, Any]) -> bytes:
     if isinstance(value, BaseModel):
         return value.model_dump_json(indent=2, exclude_none=True).encode("utf-8") + b"\n"
     return pydantic_core.to_json(value, indent=2) + b"\n"
-
-
-def canonical_json(data: Any) -> bytes:
-    """Key-sorted, whitespace-free JSON: the input of every content hash."""
-    return json.dumps(data, ensure_ascii=False, sort_keys=True, separators=(",", ":")).encode(
-        "utf-8"
-    )
 
 
 def text_body(text: str) -> bytes:

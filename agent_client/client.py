@@ -1,6 +1,6 @@
 """A small agent client for any deployment of the API (standard library HTTP only).
 
-    from content_builder.client import AgentClient
+    from agent_client.client import AgentClient
 
     client = AgentClient("https://agents.parlance.example")
     for hit in client.search("how do agents find documents")[:3]:
@@ -25,8 +25,8 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel
 
-from content_builder import paths, search_terms
-from content_builder.models import (
+from agent_contract import paths, search_terms
+from agent_contract.models import (
     ContentDocument,
     ContentIndex,
     DiscoveryDocument,

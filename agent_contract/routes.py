@@ -35,7 +35,6 @@ class CacheClass:
     both obey it; infra/ also caps the CDN's TTL per behaviour with `edge_ttl`.
     """
 
-    name: str
     max_age: int
     edge_ttl: int
     stale_while_revalidate: int = 0
@@ -54,10 +53,10 @@ class CacheClass:
 DAY = 86400
 # Entry points and aggregates change whenever any document changes: short for viewers,
 # long at the edge (s-maxage), because every publish invalidates exactly what changed.
-AGGREGATE_CACHE = CacheClass("aggregate", 300, DAY, stale_while_revalidate=60, stale_if_error=DAY)
-DOCUMENT_CACHE = CacheClass("document", 3600, DAY, stale_while_revalidate=300, stale_if_error=DAY)
+AGGREGATE_CACHE = CacheClass(300, DAY, stale_while_revalidate=60, stale_if_error=DAY)
+DOCUMENT_CACHE = CacheClass(3600, DAY, stale_while_revalidate=300, stale_if_error=DAY)
 # Errors must not outlive the fix for long, at the edge or in a client.
-ERROR_CACHE = CacheClass("error", 60, 60)
+ERROR_CACHE = CacheClass(60, 60)
 
 
 @dataclass(frozen=True)
@@ -100,7 +99,7 @@ def rule_for(path: str) -> RouteRule:
     for rule in ROUTE_RULES:
         if rule.matches(path):
             return rule
-    raise NoRouteRule(f"no route rule covers {path!r}; add one to content_builder/routes.py")
+    raise NoRouteRule(f"no route rule covers {path!r}; add one to agent_contract/routes.py")
 
 
 @dataclass(frozen=True)

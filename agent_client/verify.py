@@ -21,24 +21,21 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from pydantic import BaseModel, ValidationError
+from pydantic import ValidationError
 
-from content_builder import links, paths
-from content_builder.client import AgentClient, ClientError, Fetched, rank
-from content_builder.models import (
-    ArchitectureDocument,
+from agent_client.client import AgentClient, ClientError, Fetched, rank
+from agent_contract import links, paths
+from agent_contract.endpoints import model_for
+from agent_contract.hashing import content_hash
+from agent_contract.manifest import MANIFEST_NAME, read_manifest
+from agent_contract.models import (
     ContentDocument,
-    ContentIndex,
     DiscoveryDocument,
     ErrorResponse,
-    FAQEntry,
     McpManifest,
-    OnSiteAgentStatus,
     SearchIndex,
 )
-from content_builder.render.documents import content_hash
-from content_builder.routes import HEADER_POLICY, NoRouteRule, rule_for
-from content_builder.writer import MANIFEST_NAME
+from agent_contract.routes import HEADER_POLICY, NoRouteRule, rule_for
 
 _PROBE_ORIGIN = "https://agent.example"
 _MISSING_PATH = "/api/v1/verify-probe-does-not-exist.json"
@@ -76,26 +73,6 @@ class Report:
             f"{len(self.failures)} failed"
         )
         return "\n".join(lines)
-
-
-def model_for(path: str, discovery_path: str) -> type[BaseModel] | None:
-    exact: dict[str, type[BaseModel]] = {
-        discovery_path: DiscoveryDocument,
-        paths.CONTENT_INDEX: ContentIndex,
-        paths.SEARCH_INDEX: SearchIndex,
-        paths.MCP_MANIFEST: McpManifest,
-        paths.MCP_WELL_KNOWN: McpManifest,
-        paths.ARCHITECTURE: ArchitectureDocument,
-        paths.ON_SITE_AGENT: OnSiteAgentStatus,
-        paths.NOT_FOUND: ErrorResponse,
-    }
-    if path in exact:
-        return exact[path]
-    if path.startswith(paths.API_PREFIX + "/content/"):
-        return ContentDocument
-    if path.startswith(paths.API_PREFIX + "/faq/"):
-        return FAQEntry
-    return None
 
 
 class Verifier:
@@ -384,10 +361,10 @@ class Verifier:
         self.report.check("GET" in allowed, subject, f"allows GET (got {allowed!r})")
 
     def check_expected(self, folder: Path) -> None:
-        try:
-            manifest = json.loads((folder / MANIFEST_NAME).read_text(encoding="utf-8"))
-        except (OSError, ValueError) as error:
-            self.report.check(False, str(folder), f"cannot read {MANIFEST_NAME}: {error}")
+        manifest = read_manifest(folder)
+        if manifest is None:
+            problem = "missing, unreadable or not a build manifest"
+            self.report.check(False, str(folder), f"cannot read {MANIFEST_NAME}: {problem}")
             return
         self.report.check(
             manifest.get("base_url") == self.base_url,

@@ -20,11 +20,11 @@ from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
-from content_builder import paths
+from agent_contract import paths
+from agent_contract.routes import HEADER_POLICY
+from agent_edge.edge import Edge
 from content_builder.build import plan
-from content_builder.edge import Edge
 from content_builder.errors import SiteDataError
-from content_builder.routes import HEADER_POLICY
 
 
 class EdgeServer(ThreadingHTTPServer):

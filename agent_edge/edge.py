@@ -28,10 +28,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from urllib.parse import unquote, urlsplit
 
-from content_builder import paths
-from content_builder.artifacts import Artifact, json_body
-from content_builder.models import ErrorDetail, ErrorResponse
-from content_builder.routes import HEADER_POLICY, JSON
+from agent_contract import paths
+from agent_contract.artifacts import Artifact, json_body
+from agent_contract.models import ErrorDetail, ErrorResponse
+from agent_contract.routes import HEADER_POLICY, JSON
 
 ALLOWED_METHODS = HEADER_POLICY.preflight_methods
 #: Headers a 304 must not repeat from the 200 (RFC 9110 15.4.5).
@@ -44,10 +44,6 @@ class Response:
     status: int
     headers: tuple[tuple[str, str], ...]
     body: bytes  # empty for HEAD, 204 and 304; Content-Length still describes the file
-
-    def header(self, name: str) -> str | None:
-        values = [value for key, value in self.headers if key.lower() == name.lower()]
-        return values[0] if values else None
 
 
 def etag(artifact: Artifact) -> str:

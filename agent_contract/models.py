@@ -12,7 +12,9 @@ from __future__ import annotations
 from typing import Annotated, Any, Literal
 from urllib.parse import urlsplit
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, create_model
+
+from agent_contract.endpoints import discovery_interfaces
 
 
 def _require_absolute_url(value: str) -> str:
@@ -129,17 +131,12 @@ class SearchIndex(Resource):
 # --- discovery ---------------------------------------------------------------------
 
 
-class DiscoveryInterfaces(Resource):
-    discovery: Url
-    content_index: Url
-    search_index: Url
-    mcp_manifest: Url
-    mcp_well_known: Url
-    openapi: Url
-    architecture: Url
-    on_site_agent: Url
-    llms_txt: Url
-    llms_full_txt: Url
+#: One URL per row of the endpoint table the discovery document lists, in its order.
+DiscoveryInterfaces: type[Resource] = create_model(
+    "DiscoveryInterfaces",
+    __base__=Resource,
+    **{endpoint.key: (Url, ...) for endpoint in discovery_interfaces()},
+)
 
 
 class DiscoveryContent(Resource):
@@ -334,17 +331,3 @@ class ErrorDetail(Resource):
 
 class ErrorResponse(Resource):
     error: ErrorDetail
-
-
-#: Every model that appears as a response body, in the order OpenAPI lists them.
-RESPONSE_MODELS: tuple[type[Resource], ...] = (
-    DiscoveryDocument,
-    ContentIndex,
-    SearchIndex,
-    ContentDocument,
-    FAQEntry,
-    ArchitectureDocument,
-    OnSiteAgentStatus,
-    McpManifest,
-    ErrorResponse,
-)

@@ -1,0 +1,71 @@
+"""The renderer of each single-file row of the endpoint table (agent_contract/endpoints.py).
+
+The build publishes one file per row, from the renderer registered here under the row's
+key; `tests/test_endpoints.py` fails when a row has no renderer or a renderer no row.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import cached_property
+
+from pydantic import BaseModel
+
+from agent_contract.artifacts import json_body, text_body
+from content_builder.loader import Site
+from content_builder.render.discovery import discovery_document
+from content_builder.render.documents import Catalog
+from content_builder.render.errors import not_found
+from content_builder.render.indexes import content_index, search_index
+from content_builder.render.llms import llms_full_txt, llms_txt
+from content_builder.render.mcp import mcp_manifest
+from content_builder.render.openapi import openapi_document
+
+
+@dataclass
+class RenderContext:
+    site: Site
+    catalog: Catalog
+    mcp_endpoint: str | None  # a live MCP server's URL, named by the discovery document
+
+    @cached_property
+    def mcp_manifest(self) -> bytes:
+        """Rendered once for both of its locations."""
+        return json_body(mcp_manifest(self.site, self.catalog))
+
+
+#: The aggregates that grow with the site are published without indentation: at 10,000
+#: entries indentation was 43 % of search-index.json (83.5 MB -> 47.9 MB) and took
+#: index.json over CloudFront's 10,000,000-byte limit for compression (11.3 MB -> 9.95 MB).
+def compact_json_body(value: BaseModel) -> bytes:
+    """JSON without whitespace (`json.dumps(data, ensure_ascii=False,
+    separators=(",", ":"))`, tested), model field order, trailing newline."""
+    return value.model_dump_json(exclude_none=True).encode("utf-8") + b"\n"
+
+
+@dataclass(frozen=True)
+class Renderer:
+    body: Callable[[RenderContext], bytes]
+    source: Callable[[Site], str | None] = lambda site: None  # the site_data file, for errors
+
+
+RENDERERS: dict[str, Renderer] = {
+    "architecture": Renderer(
+        lambda c: json_body(c.site.architecture), lambda site: site.architecture_file
+    ),
+    "on_site_agent": Renderer(
+        lambda c: json_body(c.site.on_site_agent), lambda site: site.on_site_agent_file
+    ),
+    "not_found": Renderer(lambda c: json_body(not_found(c.site))),
+    "content_index": Renderer(lambda c: compact_json_body(content_index(c.site, c.catalog))),
+    "search_index": Renderer(lambda c: compact_json_body(search_index(c.site, c.catalog))),
+    "llms_full_txt": Renderer(lambda c: text_body(llms_full_txt(c.site, c.catalog))),
+    "mcp_manifest": Renderer(lambda c: c.mcp_manifest),
+    "mcp_well_known": Renderer(lambda c: c.mcp_manifest),
+    "openapi": Renderer(lambda c: json_body(openapi_document(c.site, c.catalog))),
+    "discovery": Renderer(
+        lambda c: json_body(discovery_document(c.site, c.catalog, c.mcp_endpoint))
+    ),
+    "llms_txt": Renderer(lambda c: text_body(llms_txt(c.site, c.catalog))),
+}
