@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
+from agent_contract import paths, search_terms
+from agent_contract.models import SearchIndex
 from benchmarks import sitegen
-from content_builder import paths, search_terms
 from content_builder.build import plan
-from content_builder.models import SearchIndex
 from content_builder.render import indexes
 from tests.conftest import SITE_DATA
 
