@@ -22,6 +22,7 @@ from openapi_spec_validator import validate as validate_openapi
 from agent_contract import links, models, paths
 from agent_contract.routes import rule_for
 from content_builder.loader import LOCK_FILE, Site, load_site
+from content_builder.search_eval import QUESTIONS_FILE
 from tests import sites
 from tests.conftest import SITE_DATA, TEST_BASE_URL, run_cli, tree_digest
 
@@ -36,11 +37,25 @@ def _owner_renamed(root: Path) -> None:
     sites.refresh_lock(root)
 
 
+def _linked_from_elsewhere(root: Path, document_id: str) -> bool:
+    own = root / "content" / f"{document_id}.yaml"
+    link = paths.document(document_id)
+    return any(
+        link in other.read_text(encoding="utf-8")
+        for other in root.rglob("*.yaml")
+        if other != own and other.name != QUESTIONS_FILE
+    )
+
+
 def _owner_without(document_id: str) -> Callable[[Path], None]:
     def make(root: Path) -> None:
         shutil.copytree(SITE_DATA, root)
         documents = sorted(p.stem for p in (root / "content").glob("*.yaml") if p.stem != "site")
-        victim = document_id if document_id in documents else documents[-1]
+        # The owner's content changes: remove the named document if it is still there,
+        # else one no other file links to (removing a linked one is, rightly, a build error).
+        unlinked = [d for d in documents if not _linked_from_elsewhere(root, d)]
+        assert unlinked, f"every document in {SITE_DATA} is linked from another file"
+        victim = document_id if document_id in unlinked else unlinked[-1]
         (root / "content" / f"{victim}.yaml").unlink()
         sites.refresh_lock(root)
 

@@ -20,6 +20,7 @@ from urllib.parse import urlsplit
 
 import pulumi
 import pytest
+import yaml
 from mcp import Client
 
 from agent_contract import paths
@@ -100,7 +101,16 @@ def test_off_by_default_declares_nothing_and_files_stay_byte_identical(off, root
     assert discovery["mcpVersion"] == "2024-11-05"
 
 
+def discovery_key(root: Path) -> str:
+    """The discovery document's key for the generated site's brand (sitegen copies the
+    owner's site.yaml, so the brand is the owner's, not the spec's `service`)."""
+    brand = yaml.safe_load((root / "site_data" / "site.yaml").read_text())["brand"]
+    return paths.discovery(brand).lstrip("/")
+
+
 def test_on_only_the_discovery_document_changes_and_names_the_endpoint(on, off, root) -> None:
+    discovery = discovery_key(root)
+
     def files(folder: str) -> dict[str, bytes]:
         base = root / folder
         return {str(p.relative_to(base)): p.read_bytes() for p in base.rglob("*.json")}
@@ -108,11 +118,11 @@ def test_on_only_the_discovery_document_changes_and_names_the_endpoint(on, off, 
     with_mcp, without = files("dist-on"), files("dist-off")
     # manifest.json is the writer's record of the output (hashes), not a published file
     changed = sorted(k for k in with_mcp if with_mcp[k] != without.get(k) and k != "manifest.json")
-    assert changed == [".well-known/service.json"]
-    mcp = json.loads(with_mcp[".well-known/service.json"])["protocols"]["mcp"]
+    assert changed == [discovery]
+    mcp = json.loads(with_mcp[discovery])["protocols"]["mcp"]
     assert mcp["endpoint"] == f"https://{DOMAIN}/mcp"
     assert mcp["json_rpc_server"] == "available"
-    planned = json.loads(without[".well-known/service.json"])["protocols"]["mcp"]
+    planned = json.loads(without[discovery])["protocols"]["mcp"]
     assert "endpoint" not in planned and planned["json_rpc_server"] == "planned"
 
 
@@ -144,7 +154,7 @@ def test_package_holds_the_handler_and_the_same_files_as_the_bucket(on, root) ->
         if p.is_file() and not p.name.startswith(".")
     }
     assert site == {k: v for k, v in bucket.items() if k in site}
-    assert set(site) >= {"api/v1/mcp.json", "api/v1/content/index.json", ".well-known/service.json"}
+    assert set(site) >= {"api/v1/mcp.json", "api/v1/content/index.json", discovery_key(root)}
 
 
 def test_function_url_is_public_and_both_permissions_are_granted(on) -> None:
