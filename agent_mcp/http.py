@@ -99,17 +99,19 @@ class HttpEndpoint:
 
     def handle(self, method: str, path: str, headers: Mapping[str, str], body: bytes) -> Response:
         if method.upper() != "POST":
-            return (
+            status, response_headers, payload = (
                 405,
                 [("Allow", "POST"), ("Content-Type", "application/json")],
                 b'{"error":"method_not_allowed","message":"MCP over streamable HTTP: POST only '
                 b'(stateless, JSON responses)"}\n',
             )
-        future = asyncio.run_coroutine_threadsafe(
-            _call_asgi(self.app, method.upper(), path, headers, body), self._loop
-        )
-        status, response_headers, payload = future.result(timeout=REQUEST_TIMEOUT)
-        # One framing whatever the host does with it: the whole body, its exact length.
+        else:
+            future = asyncio.run_coroutine_threadsafe(
+                _call_asgi(self.app, method.upper(), path, headers, body), self._loop
+            )
+            status, response_headers, payload = future.result(timeout=REQUEST_TIMEOUT)
+        # One framing for every answer, whatever the host does with it: the whole body and
+        # its exact length (without it a keep-alive client waits for a body that never ends).
         kept = [(k, v) for k, v in response_headers if k.lower() != "content-length"]
         return status, [*kept, ("Content-Length", str(len(payload)))], payload
 

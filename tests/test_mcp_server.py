@@ -8,6 +8,7 @@ schemas from the static MCP manifest, the answers from the files themselves, byt
 from __future__ import annotations
 
 import asyncio
+import http.client
 import json
 import sys
 import urllib.error
@@ -16,6 +17,7 @@ from collections.abc import Iterator
 from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import anyio
 import pytest
@@ -227,6 +229,22 @@ def test_mcp_endpoint_refuses_every_method_but_post(http_server: Any, method: st
     assert caught.value.headers.get_all("Access-Control-Allow-Origin") == ["*"]
     assert caught.value.headers["X-Content-Type-Options"] == "nosniff"
     assert caught.value.headers["Strict-Transport-Security"].startswith("max-age=")
+
+
+def test_a_refused_method_is_framed_so_keep_alive_clients_go_on(http_server: Any) -> None:
+    """A 405 without Content-Length kept a keep-alive client (curl) waiting for the body
+    until its timeout: every answer carries its length, and the connection stays usable."""
+    host, port = urlsplit(http_server.base_url).hostname, urlsplit(http_server.base_url).port
+    connection = http.client.HTTPConnection(host, port, timeout=5)
+    try:
+        for method in ("GET", "DELETE", "GET"):
+            connection.request(method, "/mcp")
+            response = connection.getresponse()
+            body = response.read()  # times out if the answer has no length
+            assert response.status == 405
+            assert response.headers["Content-Length"] == str(len(body)) and body
+    finally:
+        connection.close()
 
 
 def test_mcp_endpoint_refuses_a_foreign_host_header(http_server: Any) -> None:
