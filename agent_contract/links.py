@@ -17,7 +17,10 @@ from urllib.parse import urlsplit
 from agent_contract import paths
 
 # Braces are allowed so that a template such as .../faq/{faq_id}.json is read whole.
-URL = re.compile(r"https?://[^\s\"'<>()\[\]\\`|]+")
+# Schemes and hosts are case-insensitive (RFC 3986 3.1, 3.2.2): `HTTPS://HOST/...` is a
+# link like any other; an IPv6 literal host keeps its brackets (`http://[::1]:8000/`).
+_URL_CHARS = r"[^\s\"'<>()\[\]\\`|]"
+URL = re.compile(rf"https?://(?:\[[0-9A-Fa-f:.]+\]{_URL_CHARS}*|{_URL_CHARS}+)", re.IGNORECASE)
 _TRAILING = ".,;:!?*"
 _TEMPLATE_PART = re.compile(r"\\\{[a-z_]+\\\}")
 
@@ -40,10 +43,13 @@ def urls(text: str) -> Iterator[str]:
 def api_path(url: str, base_url: str) -> str | None:
     """The path of `url` when it points into the API at `base_url`, else None."""
     target, origin = urlsplit(url), urlsplit(base_url)
-    if (target.scheme, target.netloc) != (origin.scheme, origin.netloc):
+    if (target.scheme, target.netloc.lower()) != (origin.scheme, origin.netloc.lower()):
         return None
     path = target.path
-    if path in NON_FILE_PATHS or path in API_ROOT_FILES or path.startswith(API_PREFIXES):
+    # `{base_url}//api/...` is still meant for the API, but names no published file (the
+    # CDN looks the doubled path up as written): returned as is, so it fails to resolve.
+    meant = "/" + path.lstrip("/") if path.startswith("//") else path
+    if meant in NON_FILE_PATHS or meant in API_ROOT_FILES or meant.startswith(API_PREFIXES):
         return path
     return None
 

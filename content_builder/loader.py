@@ -7,6 +7,7 @@ expected. Problems of every file are collected, so one run reports them all.
 from __future__ import annotations
 
 import difflib
+import ipaddress
 import os
 import re
 from collections.abc import Callable, Iterator
@@ -28,16 +29,23 @@ from content_builder.source import (
     PageContentSource,
     SiteSource,
 )
-from content_builder.yaml_io import Scalar, locate, read_yaml_mapping, with_lines
+from content_builder.yaml_io import (
+    Scalar,
+    locate,
+    read_yaml_mapping,
+    unquoted_dates,
+    with_lines,
+)
 
 BASE_URL_TOKEN = "{base_url}"
 #: Every token an author may write; a rename is then one line of site.yaml.
 TOKENS = ("{base_url}", "{discovery_url}", "{brand}", "{name}", "{website}", "{contact}")
-_BRACED = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
+# Hyphens too: `{base-url}` is a misspelt token, not text.
+_BRACED = re.compile(r"\{([A-Za-z_][A-Za-z0-9_-]*)\}")
 # A token that should start a URL path: `{base_url}api/v1` lost its slash.
 _GLUED = re.compile(r"\{(base_url|website)\}(?=[A-Za-z0-9_.~-])")
-# Hosts that only exist on the author's machine (`make serve` prints one of them).
-_LOCAL_HOSTS = frozenset({"localhost", "127.0.0.1", "0.0.0.0", "::1"})
+# ... and `{base_url}//api/v1` has one too many (the CDN looks `//api/...` up as written).
+_DOUBLED = re.compile(r"\{(base_url|website)\}//")
 
 SITE_FILE = "site.yaml"
 CONTENT_DIR = "content"
@@ -218,6 +226,9 @@ def link_problems(text: str, literal_bases: set[str], base_url: str) -> Iterator
     for match in _GLUED.finditer(text):
         found = _snippet(text, match)
         yield f"write {match.group(0)}/ with a slash before the path (found {found})"
+    for match in _DOUBLED.finditer(text):
+        found = _snippet(text, match)
+        yield f"write {{{match.group(1)}}}/ with one slash before the path (found {found})"
     own_host = urlsplit(base_url).hostname
     for url in links.urls(text):
         parts = urlsplit(url)
@@ -225,7 +236,7 @@ def link_problems(text: str, literal_bases: set[str], base_url: str) -> Iterator
             host = parts.hostname
         except ValueError:
             continue
-        if host in _LOCAL_HOSTS:
+        if _is_local(host):
             yield (
                 f"link to a local server ({url}); write {BASE_URL_TOKEN}/... so that it "
                 "points at each deployment"
@@ -236,11 +247,25 @@ def link_problems(text: str, literal_bases: set[str], base_url: str) -> Iterator
                  for base in literal_bases):  # fmt: skip
             # A literal base URL would only be right for one deployment (and its lock hash
             # would differ between deployments): links into the API are written {base_url}.
-            base = next(b for b in sorted(literal_bases) if url.startswith(b))
+            base = next(b for b in sorted(literal_bases) if links.api_path(url, b) is not None)
             yield (
                 f"write {BASE_URL_TOKEN} instead of the literal {base} in links into the API "
                 f"(found {url})"
             )
+
+
+def _is_local(host: str | None) -> bool:
+    """A host that only exists on the author's machine (`make serve` prints one of them):
+    localhost names, any loopback address (127.0.0.0/8, ::1) and the unspecified one."""
+    if not host:
+        return False
+    if host == "localhost" or host.endswith(".localhost"):  # RFC 6761 6.3
+        return True
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    return address.is_loopback or address.is_unspecified
 
 
 def _snippet(text: str, match: re.Match[str]) -> str:
@@ -371,18 +396,31 @@ def validate_model(
 ) -> M | None:
     if raw is None:
         return None
+    found: list[tuple[str, Any]] = []  # (location, a pydantic error detail or a message)
+    validated: M | None = None
     try:
-        return model.model_validate(raw)
+        validated = model.model_validate(raw)
     except ValidationError as error:
-        written = locate(path) if path is not None else {}
-        for detail in error.errors(include_url=False):
-            location = _format_location(((prefix,) if prefix else ()) + tuple(detail["loc"]))
-            scalar = written.get(location)
-            message = _describe(detail, scalar)
-            if scalar is not None:
-                message += f" (line {scalar.line})"
-            problems.append(Problem(display, location or None, message))
-        return None
+        found += [
+            (_format_location(((prefix,) if prefix else ()) + tuple(detail["loc"])), detail)
+            for detail in error.errors(include_url=False)
+        ]
+    # An unquoted date that the model did not already refuse (a managed field, a number
+    # field say so themselves) is text the author forgot to quote.
+    refused = {location for location, _ in found}
+    for location, date in unquoted_dates(raw, prefix or ""):
+        if location not in refused:
+            found.append((location, f'a YAML date or time is not text; quote it: "{date}"'))
+    if not found:
+        return validated
+    written = locate(path) if path is not None else {}
+    for location, detail in found:
+        scalar = written.get(location)
+        message = detail if isinstance(detail, str) else _describe(detail, scalar)
+        if scalar is not None:
+            message += f" (line {scalar.line})"
+        problems.append(Problem(display, location or None, message))
+    return None
 
 
 def _format_location(loc: tuple[Any, ...]) -> str:

@@ -86,11 +86,12 @@ _PLAIN_SCALARS = (str, int, float, bool, type(None))
 
 
 def _require_plain_data(value: Any, display: str) -> None:
-    """Only JSON-like data: no recursive aliases, no sets, dates or binary.
+    """Only JSON-like data: no recursive aliases, no sets or binary.
 
-    A self-containing alias (`a: &x [*x]`) would recurse forever downstream, a `!!set`
-    has no stable order (the output would not be reproducible), and a bare date is
-    almost always a string the author forgot to quote.
+    A self-containing alias (`a: &x [*x]`) would recurse forever downstream, and a
+    `!!set` has no stable order (the output would not be reproducible). A bare date
+    stays as its text (`YamlDate`): whoever validates the data decides what to say of it
+    (`unquoted_dates`), because the right advice depends on the field.
     """
     stack: list[tuple[Any, str, frozenset[int]]] = [(value, "", frozenset())]
     while stack:
@@ -106,18 +107,27 @@ def _require_plain_data(value: Any, display: str) -> None:
                     f"{location}.{key}" if location else str(key)
                 )  # fmt: skip
                 stack.append((child, child_location, inside))
-        elif isinstance(item, YamlDate):
-            raise SiteDataError.single(
-                display,
-                location or None,
-                f'a YAML date or time is not text; quote it: "{item}"',
-            )
         elif not isinstance(item, _PLAIN_SCALARS):
             raise SiteDataError.single(
                 display,
                 location or None,
                 f"unsupported YAML value of type {type(item).__name__}; quote it if it is text",
             )
+
+
+def unquoted_dates(value: Any, location: str = "") -> list[tuple[str, YamlDate]]:
+    """Every unquoted date or time in plain data, with its dotted location."""
+    if isinstance(value, YamlDate):
+        return [(location, value)]
+    if isinstance(value, dict):
+        pairs: Any = (
+            (f"{location}.{key}" if location else str(key), v) for key, v in value.items()
+        )
+    elif isinstance(value, list):
+        pairs = ((f"{location}[{index}]", v) for index, v in enumerate(value))
+    else:
+        return []
+    return [found for child, v in pairs for found in unquoted_dates(v, child)]
 
 
 def _describe(error: yaml.YAMLError, text: str) -> str:

@@ -326,6 +326,43 @@ CASES = {
         "answer",
         ("over http", "{base_url}"),
     ),
+    # --- found by review after issue 10: each of these shipped ---
+    "faq-token-with-a-doubled-slash": Case(
+        edit_yaml(FAQ, setter("answer", "Read {base_url}//api/v1/content/site.json now.")),
+        FAQ,
+        "answer",
+        ("{base_url}/", "one slash"),
+    ),
+    "faq-token-misspelt-with-a-hyphen": Case(
+        edit_yaml(FAQ, setter("answer", "Read {base-url}/llms.txt now.")),
+        FAQ,
+        "answer",
+        ("unknown token {base-url}", "did you mean {base_url}?"),
+    ),
+    "faq-link-to-ipv6-loopback": Case(
+        edit_yaml(FAQ, setter("answer", "Read http://[::1]:8000/llms.txt now.")),
+        FAQ,
+        "answer",
+        ("local server",),
+    ),
+    "faq-link-to-another-loopback-address": Case(
+        edit_yaml(FAQ, setter("answer", "Read http://127.0.0.2:8000/llms.txt now.")),
+        FAQ,
+        "answer",
+        ("local server",),
+    ),
+    "faq-http-link-to-own-host-in-capitals": Case(
+        edit_yaml(FAQ, setter("answer", "Read HTTP://AGENTS.PARLANCE.EXAMPLE/llms.txt now.")),
+        FAQ,
+        "answer",
+        ("over http", "{base_url}"),
+    ),
+    "faq-literal-base-url-in-capitals": Case(
+        edit_yaml(FAQ, setter("answer", "Read HTTPS://AGENTS.PARLANCE.EXAMPLE/api/v1/x.json")),
+        FAQ,
+        "answer",
+        ("write {base_url} instead of the literal",),
+    ),
     "site-contact-not-an-address": Case(
         edit_yaml(SITE, setter("contact", "agents at parlance")),
         SITE,
@@ -801,3 +838,25 @@ def test_a_real_git_merge_conflict_in_the_lock_is_merged(site_copy: Path, tmp_pa
         "content_version": "1.0.9",
         "updated_at": "2030-02-01T00:00:00Z",
     }
+
+
+@pytest.mark.parametrize(
+    ("file", "old", "new", "field", "advice"),
+    [
+        # A managed field: quoting it would only lead to a second error, so say why it goes.
+        (FAQ, "question: How are", "updated_at: 2025-02-30\nquestion: How are", "updated_at",
+         "managed by content.lock.json"),
+        # A number field: quoting a date cannot make it a number.
+        (PAGE, "order: 50", "order: 2025-02-30", "order", "integer"),
+    ],
+    ids=["managed-field", "number-field"],
+)  # fmt: skip
+def test_an_unquoted_date_gets_the_advice_its_field_needs(
+    built_copy: Built, file: str, old: str, new: str, field: str, advice: str
+) -> None:
+    edit_text(file, old, new)(built_copy.site)
+    result = run_cli("build", "--site", built_copy.site, "--out", built_copy.dist)
+    assert result.code == 1, result.out
+    (problem,) = [p for p in parse_errors(result.err) if p.field == field]
+    assert advice in problem.message and "quote it" not in problem.message, problem.message
+    assert_untouched(built_copy)
