@@ -14,6 +14,10 @@ from fnmatch import fnmatchcase
 
 JSON = "application/json"
 TEXT = "text/plain; charset=utf-8"
+MARKDOWN = "text/markdown; charset=utf-8"
+XML = "application/xml"
+# RFC 9727 section 4.2; the quoted profile is a valid media type parameter (RFC 9110 5.6.6).
+API_CATALOG = 'application/linkset+json; profile="https://www.rfc-editor.org/info/rfc9727"'
 
 
 class PublishTier(IntEnum):
@@ -84,6 +88,12 @@ ROUTE_RULES: tuple[RouteRule, ...] = (
     RouteRule("/api/v1/content/search-index.json", JSON, AGGREGATE_CACHE, PublishTier.AGGREGATE),
     RouteRule("/api/v1/mcp.json", JSON, AGGREGATE_CACHE, PublishTier.ENTRY_POINT),
     RouteRule("/api/v1/openapi.json", JSON, AGGREGATE_CACHE, PublishTier.AGGREGATE),
+    RouteRule("/api/v1/changes.json", JSON, AGGREGATE_CACHE, PublishTier.AGGREGATE),
+    RouteRule("/.well-known/api-catalog", API_CATALOG, AGGREGATE_CACHE, PublishTier.ENTRY_POINT),
+    RouteRule("/sitemap.xml", XML, AGGREGATE_CACHE, PublishTier.ENTRY_POINT),
+    RouteRule("/robots.txt", TEXT, AGGREGATE_CACHE, PublishTier.ENTRY_POINT),
+    RouteRule("/api/v1/content/*.md", MARKDOWN, DOCUMENT_CACHE, PublishTier.LEAF),
+    RouteRule("/api/v1/faq/*.md", MARKDOWN, DOCUMENT_CACHE, PublishTier.LEAF),
     RouteRule("/api/v1/content/*.json", JSON, DOCUMENT_CACHE, PublishTier.LEAF),
     RouteRule("/api/v1/faq/*.json", JSON, DOCUMENT_CACHE, PublishTier.LEAF),
     RouteRule("/api/v1/*.json", JSON, DOCUMENT_CACHE, PublishTier.LEAF),
