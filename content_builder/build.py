@@ -9,7 +9,7 @@ from __future__ import annotations
 import gc
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from agent_contract import paths
@@ -23,8 +23,8 @@ from content_builder.lock import (
     Lock,
     LockChange,
     MergedLock,
-    lock_body,
     advance,
+    lock_body,
     read_history,
     read_lock,
     resolve,
@@ -46,7 +46,7 @@ class Plan:
     artifacts: list[Artifact]
     lock: Lock
     lock_changes: list[LockChange]
-    history: History = History()  # the change feed's generation, written into the lock
+    history: History = field(default_factory=History)  # the change feed's generation
 
 
 def render(site: Site, lock: Lock, mcp_endpoint: str | None = None) -> list[Artifact]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from agent_contract import paths
@@ -117,7 +117,7 @@ class Catalog:
     documents: tuple[tuple[LoadedDocument, ContentDocument], ...]
     faqs: tuple[tuple[LoadedFaq, FAQEntry], ...]
     lock: Lock
-    history: History = History()  # the change feed's generation (lock.py)
+    history: History = field(default_factory=History)  # the change feed's generation
 
 
 def build_catalog(

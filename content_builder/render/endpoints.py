@@ -12,7 +12,6 @@ from functools import cached_property
 
 from pydantic import BaseModel
 
-
 from agent_contract import paths
 from agent_contract.artifacts import Artifact, json_body, text_body
 from content_builder.loader import Site
