@@ -12,6 +12,8 @@ from dataclasses import dataclass
 from enum import IntEnum
 from fnmatch import fnmatchcase
 
+from agent_contract.endpoints import ENDPOINT
+
 JSON = "application/json"
 TEXT = "text/plain; charset=utf-8"
 MARKDOWN = "text/markdown; charset=utf-8"
@@ -131,6 +133,9 @@ class HeaderPolicy:
     origin_methods: tuple[str, ...]  # what S3's CORS rule allows (S3 knows no OPTIONS rule)
     expose_headers: tuple[str, ...]  # readable cross-origin: ETag, for If-None-Match
     preflight_max_age: int
+    # RFC 9727 section 3: `Link: <catalog>; rel="api-catalog"` points any response to the
+    # API catalog. CloudFront adds it as a response headers policy custom header.
+    api_catalog_link: str
 
     @property
     def cors(self) -> dict[str, str]:
@@ -167,8 +172,13 @@ class HeaderPolicy:
         }
 
     @property
+    def custom(self) -> dict[str, str]:
+        """Headers outside the policy's CORS and security sections (its custom headers)."""
+        return {"Link": self.api_catalog_link}
+
+    @property
     def every_response(self) -> dict[str, str]:
-        return {**self.cors, **self.security}
+        return {**self.cors, **self.security, **self.custom}
 
 
 HEADER_POLICY = HeaderPolicy(
@@ -187,4 +197,5 @@ HEADER_POLICY = HeaderPolicy(
     origin_methods=("GET", "HEAD"),
     expose_headers=("ETag",),
     preflight_max_age=86400,
+    api_catalog_link=f'<{ENDPOINT["api_catalog"].path}>; rel="api-catalog"',
 )
