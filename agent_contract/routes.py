@@ -94,8 +94,9 @@ ROUTE_RULES: tuple[RouteRule, ...] = (
     RouteRule("/.well-known/api-catalog", API_CATALOG, AGGREGATE_CACHE, PublishTier.ENTRY_POINT),
     RouteRule("/sitemap.xml", XML, AGGREGATE_CACHE, PublishTier.ENTRY_POINT),
     RouteRule("/robots.txt", TEXT, AGGREGATE_CACHE, PublishTier.ENTRY_POINT),
-    RouteRule("/api/v1/content/*.md", MARKDOWN, DOCUMENT_CACHE, PublishTier.LEAF),
-    RouteRule("/api/v1/faq/*.md", MARKDOWN, DOCUMENT_CACHE, PublishTier.LEAF),
+    # A mirror links its JSON twin: uploaded after the leaves, so never before its target.
+    RouteRule("/api/v1/content/*.md", MARKDOWN, DOCUMENT_CACHE, PublishTier.AGGREGATE),
+    RouteRule("/api/v1/faq/*.md", MARKDOWN, DOCUMENT_CACHE, PublishTier.AGGREGATE),
     RouteRule("/api/v1/content/*.json", JSON, DOCUMENT_CACHE, PublishTier.LEAF),
     RouteRule("/api/v1/faq/*.json", JSON, DOCUMENT_CACHE, PublishTier.LEAF),
     RouteRule("/api/v1/*.json", JSON, DOCUMENT_CACHE, PublishTier.LEAF),

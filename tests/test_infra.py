@@ -408,9 +408,14 @@ def test_stack_outputs_stay_small_at_any_size(plain: ProgramRun, tmp_path: Path)
 
 def test_every_file_has_its_media_type_and_cache_control(plain: ProgramRun) -> None:
     files = decode_files(site_content(plain).inputs["files"])
-    assert len(files) == 23
+    # The spec's 23 files, a Markdown mirror per entry (12) and 4 more doors (issue 14).
+    assert len(files) == 23 + 12 + 4
+    media = {".txt": "text/plain; charset=utf-8", ".md": "text/markdown; charset=utf-8"}
+    media[".xml"] = "application/xml"
     for path, entry in files.items():
-        expected = "text/plain; charset=utf-8" if path.endswith(".txt") else "application/json"
+        expected = media.get(path[path.rfind(".") :], "application/json")
+        if path == "/.well-known/api-catalog":
+            expected = 'application/linkset+json; profile="https://www.rfc-editor.org/info/rfc9727"'
         assert entry["media_type"] == expected, path
         control = entry["cache_control"]
         assert control.startswith("public, max-age="), path
