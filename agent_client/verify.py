@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
+from xml.etree import ElementTree
 
 from pydantic import ValidationError
 
@@ -165,13 +166,20 @@ class Verifier:
         return response.body
 
     def _check_body(self, path: str, body: bytes) -> None:
-        if path.endswith(".txt"):
+        if path.endswith((".txt", ".md", ".xml")):
             try:
                 text = body.decode("utf-8")
             except UnicodeDecodeError:
                 self.report.check(False, path, "not UTF-8 text")
                 return
-            self.report.check(bool(text.strip()), path, "plain text, not empty")
+            self.report.check(bool(text.strip()), path, "text, not empty")
+            if path.endswith(".md"):
+                pointer = self.base_url + paths.LLMS_TXT
+                self.report.check(
+                    pointer in text.split("\n", 1)[0], path, f"first line points to {pointer}"
+                )
+            elif path == paths.SITEMAP:
+                self._check_sitemap(path, text)
             return
         try:
             data = json.loads(body)
@@ -196,6 +204,20 @@ class Verifier:
                 path,
                 f"metadata.content_hash {stated} matches a recomputation",
             )
+
+    def _check_sitemap(self, path: str, text: str) -> None:
+        """Well-formed, a sitemaps.org urlset, every <loc> a file of this deployment."""
+        namespace = "{http://www.sitemaps.org/schemas/sitemap/0.9}"
+        try:
+            root = ElementTree.fromstring(text)
+        except ElementTree.ParseError as error:
+            self.report.check(False, path, f"not well-formed XML: {error}")
+            return
+        self.report.check(root.tag == namespace + "urlset", path, "a sitemaps.org urlset")
+        for loc in root.iter(namespace + "loc"):
+            target = self.path_of(loc.text or "")
+            if self.report.check(target is not None, path, f"<loc> {loc.text} is on this site"):
+                self.check_file(target)  # type: ignore[arg-type]
 
     # --- the walk ------------------------------------------------------------------------
 
@@ -222,6 +244,11 @@ class Verifier:
             *discovery.content.documents.values(),
             *discovery.content.faq.values(),
         ]
+        # A template (the Markdown mirrors) stands for one file per entry: each twin.
+        entry_urls = [*discovery.content.documents.values(), *discovery.content.faq.values()]
+        twins = [paths.markdown_twin(self.path_of(url) or "") for url in entry_urls]
+        interface_urls = [url for url in interface_urls if "{" not in url]
+        interface_urls += [self.base_url + twin for twin in twins if twin]
         for url in interface_urls:
             path = self.path_of(url)
             if self.report.check(path is not None, url, "interface URL is on this deployment"):
