@@ -379,6 +379,17 @@ ENDPOINTS: tuple[Endpoint, ...] = (
         discovery=16,
     ),
     Endpoint(
+        "llms_part",
+        "/llms/{part}.txt",
+        Kind.PER_ENTRY,
+        None,
+        TEXT_MEDIA,
+        "getLlmsTxtPart",
+        "One part of llms.txt's Documents or FAQ links, under 50,000 characters",
+        discovery=17,
+        parameter=Parameter("part", "llms.txt part"),
+    ),
+    Endpoint(
         "not_found",
         "/errors/404.json",
         Kind.FIXED,

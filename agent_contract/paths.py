@@ -23,6 +23,7 @@ ROBOTS_TXT = ENDPOINT["robots"].path
 
 DOCUMENT_TEMPLATE = ENDPOINT["document"].path
 FAQ_TEMPLATE = ENDPOINT["faq"].path
+LLMS_PART_TEMPLATE = ENDPOINT["llms_part"].path
 DOCUMENT_MARKDOWN_TEMPLATE = ENDPOINT["document_markdown"].path
 FAQ_MARKDOWN_TEMPLATE = ENDPOINT["faq_markdown"].path
 
@@ -62,3 +63,7 @@ def markdown_twin(path: str) -> str | None:
             if entry_id and entry_id not in ("index", "search-index"):
                 return markdown_template.split("{", 1)[0] + entry_id + ".md"
     return None
+
+
+def llms_part(part: str) -> str:
+    return LLMS_PART_TEMPLATE.format(part=part)

@@ -84,6 +84,7 @@ class RouteRule:
 ROUTE_RULES: tuple[RouteRule, ...] = (
     RouteRule("/llms.txt", TEXT, AGGREGATE_CACHE, PublishTier.ENTRY_POINT),
     RouteRule("/llms-full.txt", TEXT, AGGREGATE_CACHE, PublishTier.AGGREGATE),
+    RouteRule("/llms/*.txt", TEXT, AGGREGATE_CACHE, PublishTier.AGGREGATE),
     RouteRule("/.well-known/mcp.json", JSON, AGGREGATE_CACHE, PublishTier.ENTRY_POINT),
     RouteRule("/.well-known/*.json", JSON, AGGREGATE_CACHE, PublishTier.ENTRY_POINT),
     RouteRule("/api/v1/content/index.json", JSON, AGGREGATE_CACHE, PublishTier.AGGREGATE),

@@ -16,6 +16,7 @@ from agent_contract import paths
 from agent_contract.artifacts import Artifact, json_body
 from agent_contract.endpoints import SINGLE_FILES
 from agent_contract.routes import rule_for
+from content_builder.budgets import check_budgets
 from content_builder.errors import Problem, SiteDataError
 from content_builder.loader import LOCK_FILE, Site, display_path, load_site
 from content_builder.lock import (
@@ -139,6 +140,7 @@ def _plan(site_dir: Path, base_url: str | None, frozen: bool, mcp_endpoint: str 
     del catalog
     check_authored_links(site, frozenset(a.path for a in artifacts))
     check_artifacts(site, artifacts)
+    check_budgets(artifacts)
     return Plan(site, artifacts, lock, changes, history)
 
 

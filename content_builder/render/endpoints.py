@@ -20,7 +20,7 @@ from content_builder.render.documents import Catalog
 from content_builder.render.errors import not_found
 from content_builder.render.extensions import api_catalog, change_feed, robots_txt, sitemap_xml
 from content_builder.render.indexes import content_index, search_index
-from content_builder.render.llms import llms_full_txt, llms_txt
+from content_builder.render.llms import llms_full_txt, llms_parts, llms_txt
 from content_builder.render.markdown import document_markdown, faq_markdown
 from content_builder.render.mcp import mcp_manifest
 from content_builder.render.openapi import openapi_document
@@ -79,7 +79,8 @@ RENDERERS: dict[str, Renderer] = {
 
 
 def markdown_mirrors(site: Site, catalog: Catalog) -> Iterator[Artifact]:
-    """The per-entry Markdown rows (document_markdown, faq_markdown): one per entry."""
+    """The per-entry rows beside the JSON: a Markdown mirror per entry (document_markdown,
+    faq_markdown), then llms.txt's parts (llms_part)."""
     base = site.base_url
     for loaded, document in catalog.documents:
         body = document_markdown(base, document, loaded.source.description)
@@ -87,3 +88,5 @@ def markdown_mirrors(site: Site, catalog: Catalog) -> Iterator[Artifact]:
     for loaded_faq, faq in catalog.faqs:
         body = faq_markdown(base, faq)
         yield Artifact(paths.faq_markdown(faq.id), text_body(body), loaded_faq.file)
+    for name, text in llms_parts(site, catalog):
+        yield Artifact(paths.llms_part(name), text_body(text))

@@ -10,6 +10,7 @@ from agent_contract.endpoints import ENDPOINTS, JSON_MEDIA, Endpoint, Parameter,
 from agent_contract.models import ErrorResponse, Resource
 from content_builder.loader import Site
 from content_builder.render.documents import Catalog
+from content_builder.render.llms import llms_parts
 
 OPENAPI_VERSION = "3.1.0"
 API_VERSION = "1.0.0"
@@ -110,6 +111,7 @@ def openapi_document(site: Site, catalog: Catalog) -> dict[str, Any]:
     ids = {
         "document_id": [document.id for _, document in catalog.documents],
         "faq_id": [faq.id for _, faq in catalog.faqs],
+        "part": [name for name, _ in llms_parts(site, catalog)],
     }
     operations = {
         endpoint.resolve(site.config.brand): _operation(
