@@ -66,8 +66,11 @@ EXTENSION_PATHS = {
     "/.well-known/api-catalog": "application/linkset+json",
     "/sitemap.xml": "application/xml",
     "/robots.txt": "text/plain",
+    "/llms/documents-1.txt": "text/plain",  # llms.txt's parts (one each on a small site)
+    "/llms/faq-1.txt": "text/plain",
 }
 MARKDOWN_TEMPLATES = {"/api/v1/content/{document_id}.md", "/api/v1/faq/{faq_id}.md"}
+TEMPLATES = {*MARKDOWN_TEMPLATES, "/llms/{part}.txt"}
 
 
 def read_json(out: Path, path: str) -> Any:
@@ -117,7 +120,8 @@ def test_discovery_document_fields_and_links(built: Path) -> None:
     linked |= {urlsplit(url).path for url in discovery["content"]["faq"].values()}
     # Every interface of the spec's endpoint table, reachable from the entry point.
     # The extensions are linked too (the keys inside `interfaces` are the spec's "not shown").
-    extensions = {p for p in EXTENSION_PATHS if not p.endswith(".md")} | MARKDOWN_TEMPLATES
+    extensions = {p for p in EXTENSION_PATHS if not p.endswith(".md")} | TEMPLATES
+    extensions -= {"/llms/documents-1.txt", "/llms/faq-1.txt"}
     assert linked == (set(SPEC_PATHS) - {"/errors/404.json"}) | extensions
     assert all(url.startswith(TEST_BASE_URL + "/") for url in discovery["interfaces"].values())
 

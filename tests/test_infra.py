@@ -408,8 +408,9 @@ def test_stack_outputs_stay_small_at_any_size(plain: ProgramRun, tmp_path: Path)
 
 def test_every_file_has_its_media_type_and_cache_control(plain: ProgramRun) -> None:
     files = decode_files(site_content(plain).inputs["files"])
-    # The spec's 23 files, a Markdown mirror per entry (12) and 4 more doors (issue 14).
-    assert len(files) == 23 + 12 + 4
+    # The spec's 23 files, a Markdown mirror per entry (12), 4 more doors and llms.txt's
+    # two parts (issue 14).
+    assert len(files) == 23 + 12 + 4 + 2
     media = {".txt": "text/plain; charset=utf-8", ".md": "text/markdown; charset=utf-8"}
     media[".xml"] = "application/xml"
     for path, entry in files.items():
