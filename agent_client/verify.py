@@ -240,7 +240,7 @@ class Verifier:
             return self.report
         discovery = DiscoveryDocument.model_validate_json(discovery_body)
         interface_urls = [
-            *discovery.interfaces.model_dump().values(),
+            *discovery.interfaces.model_dump(exclude_none=True).values(),
             *discovery.content.documents.values(),
             *discovery.content.faq.values(),
         ]

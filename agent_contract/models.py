@@ -136,7 +136,8 @@ DiscoveryInterfaces: type[Resource] = create_model(
     "DiscoveryInterfaces",
     __base__=Resource,
     **{
-        endpoint.key: (UrlTemplate if endpoint.kind is Kind.PER_ENTRY else Url, ...)
+        # A template is left out on a site with nothing it matches (no FAQ entries).
+        endpoint.key: (UrlTemplate | None, None) if endpoint.kind is Kind.PER_ENTRY else (Url, ...)
         for endpoint in discovery_interfaces()
     },
 )

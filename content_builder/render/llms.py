@@ -9,7 +9,7 @@ notes may not span lines, or the parser silently mangles them.
 from __future__ import annotations
 
 from agent_contract import paths
-from agent_contract.endpoints import llms_section
+from agent_contract.endpoints import Endpoint, llms_section
 from agent_contract.models import FeatureContent
 from content_builder.loader import Site
 from content_builder.render.documents import Catalog, summarize
@@ -96,6 +96,20 @@ def llms_parts(site: Site, catalog: Catalog) -> list[tuple[str, str]]:
     return [(name, text) for name, _, text in _parts(site, catalog)]
 
 
+def row_has_files(endpoint: Endpoint, site: Site, catalog: Catalog) -> bool:
+    """Whether a row publishes anything on this site: a template (per entry, per part)
+    is only linked when some file matches it, or the link would dangle."""
+    if endpoint.parameter is None:
+        return True
+    return bool(
+        {
+            "document_id": catalog.documents,
+            "faq_id": catalog.faqs,
+            "part": _parts(site, catalog),
+        }[endpoint.parameter.name]
+    )
+
+
 def llms_txt(site: Site, catalog: Catalog) -> str:
     def url(path: str) -> str:
         return site.base_url + path
@@ -104,7 +118,7 @@ def llms_txt(site: Site, catalog: Catalog) -> str:
         return [
             _link(endpoint.llms.title, url(endpoint.resolve(site.config.brand)), endpoint.llms.note)
             for endpoint in llms_section(section)
-            if endpoint.llms
+            if endpoint.llms and row_has_files(endpoint, site, catalog)
         ]
 
     def assemble(sections: dict[str, list[str]]) -> str:
