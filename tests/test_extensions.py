@@ -383,3 +383,42 @@ def test_feed_updated_at_is_a_timestamp(spec_files: dict[str, Artifact]) -> None
     for entry in feed.entries:
         assert datetime.fromisoformat(entry.updated_at).tzinfo is not None
         assert entry.content_hash.startswith("sha256:")
+
+
+# --- size budgets ------------------------------------------------------------------------
+
+
+def test_an_entry_over_the_budget_fails_the_build_naming_it(site_copy: Path) -> None:
+    path = site_copy / "faq" / "q02-endpoints.yaml"
+    data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    data["answer"] = ("An answer that goes on and on. " * 3_400).strip()  # > 100,000
+    path.write_text(yaml.safe_dump(data), encoding="utf-8")
+    result = run_cli("check", "--site", site_copy)
+    assert result.code != 0 and "Traceback" not in result.err
+    assert "q02-endpoints.yaml" in result.err
+    assert "entry 'q02-endpoints'" in result.err and "100,000" in result.err
+
+
+def test_llms_txt_nests_into_parts_under_the_budget(tmp_path: Path) -> None:
+    from content_builder.budgets import budget_report
+    from content_builder.render.llms import LLMS_TXT_BUDGET
+
+    shape = sites.Shape(documents=40, faqs=600)
+    site = sites.make_site(tmp_path / "site", shape)
+    artifacts = plan(site, TEST_BASE_URL).artifacts
+    files = {a.path: a.body.decode("utf-8") for a in artifacts}
+    parts = sorted(p for p in files if p.startswith("/llms/"))
+    assert len(parts) > 2 and all(len(files[p]) < LLMS_TXT_BUDGET for p in parts)
+    root = files[paths.LLMS_TXT]
+    assert len(root) < LLMS_TXT_BUDGET
+    # The root links every part and no entry; the parts link every entry once.
+    assert all(f"]({TEST_BASE_URL}{p})" in root for p in parts)
+    assert paths.faq(sites.faq_ids(shape)[0]) not in root
+    linked = [line for p in parts for line in files[p].splitlines() if line.startswith("- [")]
+    assert len(linked) == 40 + 600
+    import llms_txt
+
+    parsed = llms_txt.parse_llms_file(files[parts[-1]])
+    assert parsed.title and list(parsed.sections) in (["Documents"], ["FAQ"])
+    report = "\n".join(budget_report(artifacts))
+    assert f"{len(parts) + 1} files" in report and "llms-full.txt is" in report
