@@ -162,6 +162,10 @@ class Verifier:
                 name == "Strict-Transport-Security" and actual == expected + "; preload"
             )
             self.report.check(ok, path, f"{name} {actual!r}")
+        for name, expected in HEADER_POLICY.custom.items():
+            # RFC 8288: one Link header may carry several links, comma-separated.
+            links_sent = ", ".join(response.headers.get(name.lower(), [])).split(", ")
+            self.report.check(expected in links_sent, path, f"{name} includes {expected}")
         self._check_body(path, response.body)
         return response.body
 

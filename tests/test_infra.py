@@ -264,6 +264,19 @@ def test_security_headers(plain: ProgramRun) -> None:
     assert security["frameOptions"]["frameOption"] == "DENY"
 
 
+def test_every_response_links_the_api_catalog(plain: ProgramRun) -> None:
+    """RFC 9727 section 3: `Link: </.well-known/api-catalog>; rel="api-catalog"`, added by
+    the response headers policy as a custom header (issue 14)."""
+    items = _headers_policy(plain).inputs["customHeadersConfig"]["items"]
+    assert items == [
+        {
+            "header": "Link",
+            "value": '</.well-known/api-catalog>; rel="api-catalog"',
+            "override": True,
+        }
+    ]
+
+
 def test_distribution_basics(plain: ProgramRun) -> None:
     inputs = distribution(plain)
     assert inputs["enabled"] is True
