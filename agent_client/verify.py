@@ -209,6 +209,25 @@ class Verifier:
                 f"metadata.content_hash {stated} matches a recomputation",
             )
 
+    def _expand(self, templates: list[str]) -> list[str]:
+        """Each template's URLs, one per value of its parameter's enum in the OpenAPI
+        document (llms.txt's parts are listed nowhere else on a small site)."""
+        body = self.check_file(paths.OPENAPI)
+        try:
+            operations = json.loads(body or b"{}").get("paths", {})
+        except ValueError:
+            return []  # check_file reported it
+        urls = []
+        for template in templates:
+            path = self.path_of(template) or ""
+            parameters = operations.get(path, {}).get("get", {}).get("parameters", [])
+            if not self.report.check(bool(parameters), template, "OpenAPI enumerates it"):
+                continue
+            name = parameters[0]["name"]
+            for value in parameters[0].get("schema", {}).get("enum", []):
+                urls.append(self.base_url + path.replace("{" + name + "}", str(value)))
+        return urls
+
     def _check_sitemap(self, path: str, text: str) -> None:
         """Well-formed, a sitemaps.org urlset, every <loc> a file of this deployment."""
         namespace = "{http://www.sitemaps.org/schemas/sitemap/0.9}"
@@ -251,8 +270,10 @@ class Verifier:
         # A template (the Markdown mirrors) stands for one file per entry: each twin.
         entry_urls = [*discovery.content.documents.values(), *discovery.content.faq.values()]
         twins = [paths.markdown_twin(self.path_of(url) or "") for url in entry_urls]
+        templates = [url for url in interface_urls if "{" in url]
         interface_urls = [url for url in interface_urls if "{" not in url]
         interface_urls += [self.base_url + twin for twin in twins if twin]
+        interface_urls += self._expand(templates)
         for url in interface_urls:
             path = self.path_of(url)
             if self.report.check(path is not None, url, "interface URL is on this deployment"):

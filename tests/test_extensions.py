@@ -422,3 +422,28 @@ def test_llms_txt_nests_into_parts_under_the_budget(tmp_path: Path) -> None:
     assert parsed.title and list(parsed.sections) in (["Documents"], ["FAQ"])
     report = "\n".join(budget_report(artifacts))
     assert f"{len(parts) + 1} files" in report and "llms-full.txt is" in report
+
+
+def test_verify_walks_the_new_doors_and_names_a_missing_catalog_link() -> None:
+    from agent_client.verify import verify
+    from agent_edge.edge import Response
+
+    with running_server() as server:
+        report = verify(server.base_url)
+        subjects = {finding.subject for finding in report.findings}
+        assert not report.failures, report.failures[:3]
+        assert {
+            paths.CHANGES, paths.API_CATALOG, paths.SITEMAP, paths.ROBOTS_TXT,
+            "/api/v1/content/site.md", "/api/v1/faq/q06-architecture.md", "/llms/faq-1.txt",
+        } <= subjects  # fmt: skip
+
+        real = server.edge.handle
+
+        def without_link(method: str, target: str, headers: Any) -> Response:
+            response = real(method, target, headers)
+            kept = tuple(h for h in response.headers if h[0] != "Link")
+            return Response(response.status, kept, response.body)
+
+        server.edge.handle = without_link  # type: ignore[method-assign]
+        failures = verify(server.base_url).failures
+        assert failures and all('rel="api-catalog"' in f.message for f in failures)
