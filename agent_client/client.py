@@ -7,6 +7,7 @@
         print(hit.score, hit.title, hit.api_url)
     guide = client.get_document("developer-guide")
     client.is_fresh(guide)   # conditional GET: one 304 when nothing changed
+    state = client.sync(SyncState()).state  # every entry; later syncs fetch what changed
 
 Every GET is conditional once a URL has been fetched: the client keeps the ETag and
 body and sends If-None-Match, so re-reading an unchanged file costs a 304.
@@ -26,7 +27,9 @@ from urllib.parse import urlsplit
 from pydantic import BaseModel
 
 from agent_contract import paths, search_terms
+from agent_contract.hashing import content_hash
 from agent_contract.models import (
+    ChangeFeed,
     ContentDocument,
     ContentIndex,
     DiscoveryDocument,
@@ -131,6 +134,32 @@ def rank(index: SearchIndex | RankedIndex, query: str) -> list[SearchHit]:
     """
     ranked = index if isinstance(index, RankedIndex) else RankedIndex(index)
     return ranked.rank(query)
+
+
+@dataclass(frozen=True)
+class SyncedEntry:
+    """One document or FAQ entry as the client holds it: its JSON, as served."""
+
+    api_url: str
+    updated_at: str
+    content_hash: str
+    body: bytes
+
+
+@dataclass
+class SyncState:
+    """What a client holds after a sync; `generation` None means nothing yet."""
+
+    generation: int | None = None
+    entries: dict[str, SyncedEntry] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class SyncResult:
+    state: SyncState
+    fetched: list[str]  # ids whose JSON was downloaded
+    removed: list[str]  # ids dropped
+    started_over: bool  # the held generation was unknown, too old or ahead of the feed
 
 
 @dataclass
@@ -279,3 +308,55 @@ class AgentClient:
             document.updated_at,
             document.metadata.content_hash,
         )
+
+    # --- incremental sync (docs/sync.md) ------------------------------------------------
+
+    def sync(self, state: SyncState) -> SyncResult:
+        """Bring `state` to the feed's generation, downloading only what changed.
+
+        1. GET /api/v1/changes.json (conditional: a 304 when nothing was published).
+        2. Same generation: done. Held generation None, older than `oldest_generation`
+           (its removals are no longer listed) or newer than the feed (another
+           deployment, or a rollback): start over from an empty state.
+        3. Drop the ids the feed lists as removed after the held generation, and any held
+           id the feed no longer has (the two agree on a consistent deployment).
+        4. GET every entry whose content_hash differs from the held one, or that is new,
+           and check the body against the feed's hash: a mismatch means a publish is in
+           progress, and the sync fails rather than store a mix (retry later).
+        The state passed in is not modified; the result carries the new one.
+        """
+        feed = self.get_model(self.url(paths.CHANGES), ChangeFeed)
+        held = state.generation
+        started_over = held is None or not (feed.oldest_generation <= held <= feed.generation)
+        entries = {} if started_over else dict(state.entries)
+        if not started_over and held == feed.generation:
+            return SyncResult(SyncState(held, entries), [], [], False)
+        listed = {entry.id for entry in feed.entries}
+        removed = {
+            entry_id
+            for group in feed.removed
+            if held is not None and group.generation > held
+            for entry_id in group.ids
+        }
+        removed |= set(entries) - listed
+        gone = sorted(entry_id for entry_id in removed if entries.pop(entry_id, None))
+        fetched: list[str] = []
+        for entry in feed.entries:
+            mine = entries.get(entry.id)
+            if mine and (mine.content_hash, mine.api_url) == (entry.content_hash, entry.api_url):
+                if mine.updated_at != entry.updated_at:  # a version-only edit: same content
+                    entries[entry.id] = SyncedEntry(
+                        mine.api_url, entry.updated_at, mine.content_hash, mine.body
+                    )
+                continue
+            body = self.fetch(entry.api_url).body
+            if content_hash(self._json(body, entry.api_url)) != entry.content_hash:
+                raise ClientError(
+                    entry.api_url, 200, "content_hash differs from the change feed's: a "
+                    "publish is in progress; sync again later",
+                )  # fmt: skip
+            entries[entry.id] = SyncedEntry(
+                entry.api_url, entry.updated_at, entry.content_hash, body
+            )
+            fetched.append(entry.id)
+        return SyncResult(SyncState(feed.generation, entries), fetched, gone, started_over)

@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
+from xml.etree import ElementTree
 
 from pydantic import ValidationError
 
@@ -161,17 +162,28 @@ class Verifier:
                 name == "Strict-Transport-Security" and actual == expected + "; preload"
             )
             self.report.check(ok, path, f"{name} {actual!r}")
+        for name, expected in HEADER_POLICY.custom.items():
+            # RFC 8288: one Link header may carry several links, comma-separated.
+            links_sent = ", ".join(response.headers.get(name.lower(), [])).split(", ")
+            self.report.check(expected in links_sent, path, f"{name} includes {expected}")
         self._check_body(path, response.body)
         return response.body
 
     def _check_body(self, path: str, body: bytes) -> None:
-        if path.endswith(".txt"):
+        if path.endswith((".txt", ".md", ".xml")):
             try:
                 text = body.decode("utf-8")
             except UnicodeDecodeError:
                 self.report.check(False, path, "not UTF-8 text")
                 return
-            self.report.check(bool(text.strip()), path, "plain text, not empty")
+            self.report.check(bool(text.strip()), path, "text, not empty")
+            if path.endswith(".md"):
+                pointer = self.base_url + paths.LLMS_TXT
+                self.report.check(
+                    pointer in text.split("\n", 1)[0], path, f"first line points to {pointer}"
+                )
+            elif path == paths.SITEMAP:
+                self._check_sitemap(path, text)
             return
         try:
             data = json.loads(body)
@@ -197,6 +209,39 @@ class Verifier:
                 f"metadata.content_hash {stated} matches a recomputation",
             )
 
+    def _expand(self, templates: list[str]) -> list[str]:
+        """Each template's URLs, one per value of its parameter's enum in the OpenAPI
+        document (llms.txt's parts are listed nowhere else on a small site)."""
+        body = self.check_file(paths.OPENAPI)
+        try:
+            operations = json.loads(body or b"{}").get("paths", {})
+        except ValueError:
+            return []  # check_file reported it
+        urls = []
+        for template in templates:
+            path = self.path_of(template) or ""
+            parameters = operations.get(path, {}).get("get", {}).get("parameters", [])
+            if not self.report.check(bool(parameters), template, "OpenAPI enumerates it"):
+                continue
+            name = parameters[0]["name"]
+            for value in parameters[0].get("schema", {}).get("enum", []):
+                urls.append(self.base_url + path.replace("{" + name + "}", str(value)))
+        return urls
+
+    def _check_sitemap(self, path: str, text: str) -> None:
+        """Well-formed, a sitemaps.org urlset, every <loc> a file of this deployment."""
+        namespace = "{http://www.sitemaps.org/schemas/sitemap/0.9}"
+        try:
+            root = ElementTree.fromstring(text)
+        except ElementTree.ParseError as error:
+            self.report.check(False, path, f"not well-formed XML: {error}")
+            return
+        self.report.check(root.tag == namespace + "urlset", path, "a sitemaps.org urlset")
+        for loc in root.iter(namespace + "loc"):
+            target = self.path_of(loc.text or "")
+            if self.report.check(target is not None, path, f"<loc> {loc.text} is on this site"):
+                self.check_file(target)  # type: ignore[arg-type]
+
     # --- the walk ------------------------------------------------------------------------
 
     def run(self) -> Report:
@@ -218,10 +263,17 @@ class Verifier:
             return self.report
         discovery = DiscoveryDocument.model_validate_json(discovery_body)
         interface_urls = [
-            *discovery.interfaces.model_dump().values(),
+            *discovery.interfaces.model_dump(exclude_none=True).values(),
             *discovery.content.documents.values(),
             *discovery.content.faq.values(),
         ]
+        # A template (the Markdown mirrors) stands for one file per entry: each twin.
+        entry_urls = [*discovery.content.documents.values(), *discovery.content.faq.values()]
+        twins = [paths.markdown_twin(self.path_of(url) or "") for url in entry_urls]
+        templates = [url for url in interface_urls if "{" in url]
+        interface_urls = [url for url in interface_urls if "{" not in url]
+        interface_urls += [self.base_url + twin for twin in twins if twin]
+        interface_urls += self._expand(templates)
         for url in interface_urls:
             path = self.path_of(url)
             if self.report.check(path is not None, url, "interface URL is on this deployment"):

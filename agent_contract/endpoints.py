@@ -22,6 +22,11 @@ if TYPE_CHECKING:
 API_PREFIX = "/api/v1"
 JSON_MEDIA = "application/json"
 TEXT_MEDIA = "text/plain"
+MARKDOWN_MEDIA = "text/markdown"
+XML_MEDIA = "application/xml"
+# RFC 9727 section 4.2: the api-catalog is a linkset (RFC 9264) with this profile.
+API_CATALOG_PROFILE = "https://www.rfc-editor.org/info/rfc9727"
+LINKSET_MEDIA = "application/linkset+json"
 
 
 class Kind(Enum):
@@ -291,6 +296,98 @@ ENDPOINTS: tuple[Endpoint, ...] = (
             "Every document and FAQ entry as plain text.",
         ),
         discovery=10,
+    ),
+    Endpoint(
+        "document_markdown",
+        f"{API_PREFIX}/content/{{document_id}}.md",
+        Kind.PER_ENTRY,
+        None,
+        MARKDOWN_MEDIA,
+        "getContentDocumentMarkdown",
+        "One content document as Markdown, generated from the same model as its JSON",
+        llms=LlmsListing(
+            "Interfaces",
+            11,
+            "Documents as Markdown",
+            "every document's JSON URL with .md instead of .json, lossless",
+        ),
+        discovery=11,
+        parameter=Parameter("document_id", "content document"),
+    ),
+    Endpoint(
+        "faq_markdown",
+        f"{API_PREFIX}/faq/{{faq_id}}.md",
+        Kind.PER_ENTRY,
+        None,
+        MARKDOWN_MEDIA,
+        "getFaqMarkdown",
+        "One FAQ entry as Markdown",
+        llms=LlmsListing(
+            "Interfaces",
+            12,
+            "FAQ as Markdown",
+            "every FAQ entry's JSON URL with .md instead of .json",
+        ),
+        discovery=12,
+        parameter=Parameter("faq_id", "FAQ entry"),
+    ),
+    Endpoint(
+        "changes",
+        f"{API_PREFIX}/changes.json",
+        Kind.FIXED,
+        "ChangeFeed",
+        JSON_MEDIA,
+        "getChanges",
+        "Change feed: the content generation, every entry's hash and the ids removed lately",
+        llms=LlmsListing(
+            "Interfaces",
+            9,
+            "Change feed",
+            "generation number, content_hash per entry, removed ids: sync only what changed",
+        ),
+        discovery=13,
+    ),
+    Endpoint(
+        "api_catalog",
+        "/.well-known/api-catalog",
+        Kind.FIXED,
+        "ApiCatalog",
+        LINKSET_MEDIA,
+        "getApiCatalog",
+        "RFC 9727 API catalog (a linkset naming the OpenAPI, docs and status)",
+        llms=LlmsListing("Interfaces", 10, "API catalog", "RFC 9727 linkset of this API"),
+        discovery=14,
+    ),
+    Endpoint(
+        "sitemap",
+        "/sitemap.xml",
+        Kind.FIXED,
+        None,
+        XML_MEDIA,
+        "getSitemap",
+        "Sitemap of every document and FAQ URL, lastmod = updated_at",
+        discovery=15,
+    ),
+    Endpoint(
+        "robots",
+        "/robots.txt",
+        Kind.FIXED,
+        None,
+        TEXT_MEDIA,
+        "getRobotsTxt",
+        "robots.txt: every agent allowed; names the sitemap",
+        discovery=16,
+    ),
+    Endpoint(
+        "llms_part",
+        "/llms/{part}.txt",
+        Kind.PER_ENTRY,
+        None,
+        TEXT_MEDIA,
+        "getLlmsTxtPart",
+        "One part of llms.txt's Documents or FAQ links, under 50,000 characters",
+        discovery=17,
+        parameter=Parameter("part", "llms.txt part"),
     ),
     Endpoint(
         "not_found",

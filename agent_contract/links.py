@@ -25,8 +25,8 @@ _TRAILING = ".,;:!?*"
 _TEMPLATE_PART = re.compile(r"\\\{[a-z_]+\\\}")
 
 #: Paths under these prefixes, and these files, are the API's own.
-API_PREFIXES = (paths.API_PREFIX + "/", "/.well-known/", "/errors/")
-API_ROOT_FILES = frozenset({paths.LLMS_TXT, paths.LLMS_FULL_TXT})
+API_PREFIXES = (paths.API_PREFIX + "/", "/.well-known/", "/errors/", "/llms/")
+API_ROOT_FILES = frozenset({paths.LLMS_TXT, paths.LLMS_FULL_TXT, paths.SITEMAP, paths.ROBOTS_TXT})
 #: URLs that name a prefix, not a file: the origin itself and `api_base`.
 NON_FILE_PATHS = frozenset({"", "/", paths.API_PREFIX, paths.API_PREFIX + "/"})
 

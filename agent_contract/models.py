@@ -14,7 +14,7 @@ from urllib.parse import urlsplit
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, create_model
 
-from agent_contract.endpoints import discovery_interfaces
+from agent_contract.endpoints import Kind, discovery_interfaces
 
 
 def _require_absolute_url(value: str) -> str:
@@ -135,7 +135,11 @@ class SearchIndex(Resource):
 DiscoveryInterfaces: type[Resource] = create_model(
     "DiscoveryInterfaces",
     __base__=Resource,
-    **{endpoint.key: (Url, ...) for endpoint in discovery_interfaces()},
+    **{
+        # A template is left out on a site with nothing it matches (no FAQ entries).
+        endpoint.key: (UrlTemplate | None, None) if endpoint.kind is Kind.PER_ENTRY else (Url, ...)
+        for endpoint in discovery_interfaces()
+    },
 )
 
 
@@ -331,3 +335,56 @@ class ErrorDetail(Resource):
 
 class ErrorResponse(Resource):
     error: ErrorDetail
+
+
+# --- extensions (issue 14): not in the spec, which they leave exactly as it is ------------
+
+
+class ChangeFeedEntry(Resource):
+    id: str
+    api_url: Url
+    updated_at: Timestamp
+    content_hash: str = Field(description="sha256 of the entry as a client reads it")
+
+
+class RemovedIds(Resource):
+    generation: int = Field(description="The generation whose publish removed these ids")
+    ids: list[str]
+
+
+class ChangeFeed(Resource):
+    """`/api/v1/changes.json`: an agent holding generation G refetches the entries whose
+    content_hash differs from its copy and drops the ids removed after G; when G is older
+    than `oldest_generation` it starts over (docs/sync.md)."""
+
+    generation: int = Field(description="Moves with every build that changes content")
+    oldest_generation: int = Field(
+        description="The oldest generation a client can sync from; older ones start over"
+    )
+    entries: list[ChangeFeedEntry]
+    removed: list[RemovedIds]
+
+
+class Link(Resource):
+    href: Url
+    type: str | None = None
+    title: str | None = None
+
+
+class ApiCatalogContext(Resource):
+    """One link context of an RFC 9264 linkset, with the relations RFC 9727 names."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    anchor: Url
+    item: list[Link] | None = None
+    service_desc: list[Link] | None = Field(None, alias="service-desc")
+    service_doc: list[Link] | None = Field(None, alias="service-doc")
+    service_meta: list[Link] | None = Field(None, alias="service-meta")
+    status: list[Link] | None = None
+
+
+class ApiCatalog(Resource):
+    """`/.well-known/api-catalog` (RFC 9727): a linkset in the JSON form of RFC 9264."""
+
+    linkset: list[ApiCatalogContext]

@@ -16,9 +16,16 @@ OPENAPI = ENDPOINT["openapi"].path
 LLMS_TXT = ENDPOINT["llms_txt"].path
 LLMS_FULL_TXT = ENDPOINT["llms_full_txt"].path
 NOT_FOUND = ENDPOINT["not_found"].path
+CHANGES = ENDPOINT["changes"].path
+API_CATALOG = ENDPOINT["api_catalog"].path
+SITEMAP = ENDPOINT["sitemap"].path
+ROBOTS_TXT = ENDPOINT["robots"].path
 
 DOCUMENT_TEMPLATE = ENDPOINT["document"].path
 FAQ_TEMPLATE = ENDPOINT["faq"].path
+LLMS_PART_TEMPLATE = ENDPOINT["llms_part"].path
+DOCUMENT_MARKDOWN_TEMPLATE = ENDPOINT["document_markdown"].path
+FAQ_MARKDOWN_TEMPLATE = ENDPOINT["faq_markdown"].path
 
 #: The file CloudFront and `serve` answer for `/` (CloudFront's default root object).
 ROOT_OBJECT = LLMS_TXT
@@ -34,3 +41,29 @@ def document(document_id: str) -> str:
 
 def faq(faq_id: str) -> str:
     return FAQ_TEMPLATE.format(faq_id=faq_id)
+
+
+def document_markdown(document_id: str) -> str:
+    return DOCUMENT_MARKDOWN_TEMPLATE.format(document_id=document_id)
+
+
+def faq_markdown(faq_id: str) -> str:
+    return FAQ_MARKDOWN_TEMPLATE.format(faq_id=faq_id)
+
+
+def markdown_twin(path: str) -> str | None:
+    """The Markdown mirror of a document's or FAQ entry's JSON path, if it has one."""
+    for json_template, markdown_template in (
+        (DOCUMENT_TEMPLATE, DOCUMENT_MARKDOWN_TEMPLATE),
+        (FAQ_TEMPLATE, FAQ_MARKDOWN_TEMPLATE),
+    ):
+        head = json_template.split("{", 1)[0]
+        if path.startswith(head) and path.endswith(".json") and "/" not in path[len(head) :]:
+            entry_id = path[len(head) : -len(".json")]
+            if entry_id and entry_id not in ("index", "search-index"):
+                return markdown_template.split("{", 1)[0] + entry_id + ".md"
+    return None
+
+
+def llms_part(part: str) -> str:
+    return LLMS_PART_TEMPLATE.format(part=part)

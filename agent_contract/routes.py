@@ -12,8 +12,14 @@ from dataclasses import dataclass
 from enum import IntEnum
 from fnmatch import fnmatchcase
 
+from agent_contract.endpoints import ENDPOINT
+
 JSON = "application/json"
 TEXT = "text/plain; charset=utf-8"
+MARKDOWN = "text/markdown; charset=utf-8"
+XML = "application/xml"
+# RFC 9727 section 4.2; the quoted profile is a valid media type parameter (RFC 9110 5.6.6).
+API_CATALOG = 'application/linkset+json; profile="https://www.rfc-editor.org/info/rfc9727"'
 
 
 class PublishTier(IntEnum):
@@ -78,12 +84,20 @@ class RouteRule:
 ROUTE_RULES: tuple[RouteRule, ...] = (
     RouteRule("/llms.txt", TEXT, AGGREGATE_CACHE, PublishTier.ENTRY_POINT),
     RouteRule("/llms-full.txt", TEXT, AGGREGATE_CACHE, PublishTier.AGGREGATE),
+    RouteRule("/llms/*.txt", TEXT, AGGREGATE_CACHE, PublishTier.AGGREGATE),
     RouteRule("/.well-known/mcp.json", JSON, AGGREGATE_CACHE, PublishTier.ENTRY_POINT),
     RouteRule("/.well-known/*.json", JSON, AGGREGATE_CACHE, PublishTier.ENTRY_POINT),
     RouteRule("/api/v1/content/index.json", JSON, AGGREGATE_CACHE, PublishTier.AGGREGATE),
     RouteRule("/api/v1/content/search-index.json", JSON, AGGREGATE_CACHE, PublishTier.AGGREGATE),
     RouteRule("/api/v1/mcp.json", JSON, AGGREGATE_CACHE, PublishTier.ENTRY_POINT),
     RouteRule("/api/v1/openapi.json", JSON, AGGREGATE_CACHE, PublishTier.AGGREGATE),
+    RouteRule("/api/v1/changes.json", JSON, AGGREGATE_CACHE, PublishTier.AGGREGATE),
+    RouteRule("/.well-known/api-catalog", API_CATALOG, AGGREGATE_CACHE, PublishTier.ENTRY_POINT),
+    RouteRule("/sitemap.xml", XML, AGGREGATE_CACHE, PublishTier.ENTRY_POINT),
+    RouteRule("/robots.txt", TEXT, AGGREGATE_CACHE, PublishTier.ENTRY_POINT),
+    # A mirror links its JSON twin: uploaded after the leaves, so never before its target.
+    RouteRule("/api/v1/content/*.md", MARKDOWN, DOCUMENT_CACHE, PublishTier.AGGREGATE),
+    RouteRule("/api/v1/faq/*.md", MARKDOWN, DOCUMENT_CACHE, PublishTier.AGGREGATE),
     RouteRule("/api/v1/content/*.json", JSON, DOCUMENT_CACHE, PublishTier.LEAF),
     RouteRule("/api/v1/faq/*.json", JSON, DOCUMENT_CACHE, PublishTier.LEAF),
     RouteRule("/api/v1/*.json", JSON, DOCUMENT_CACHE, PublishTier.LEAF),
@@ -121,6 +135,9 @@ class HeaderPolicy:
     origin_methods: tuple[str, ...]  # what S3's CORS rule allows (S3 knows no OPTIONS rule)
     expose_headers: tuple[str, ...]  # readable cross-origin: ETag, for If-None-Match
     preflight_max_age: int
+    # RFC 9727 section 3: `Link: <catalog>; rel="api-catalog"` points any response to the
+    # API catalog. CloudFront adds it as a response headers policy custom header.
+    api_catalog_link: str
 
     @property
     def cors(self) -> dict[str, str]:
@@ -157,8 +174,13 @@ class HeaderPolicy:
         }
 
     @property
+    def custom(self) -> dict[str, str]:
+        """Headers outside the policy's CORS and security sections (its custom headers)."""
+        return {"Link": self.api_catalog_link}
+
+    @property
     def every_response(self) -> dict[str, str]:
-        return {**self.cors, **self.security}
+        return {**self.cors, **self.security, **self.custom}
 
 
 HEADER_POLICY = HeaderPolicy(
@@ -177,4 +199,5 @@ HEADER_POLICY = HeaderPolicy(
     origin_methods=("GET", "HEAD"),
     expose_headers=("ETag",),
     preflight_max_age=86400,
+    api_catalog_link=f'<{ENDPOINT["api_catalog"].path}>; rel="api-catalog"',
 )

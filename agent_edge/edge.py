@@ -98,10 +98,25 @@ class Edge:
         artifact = self.artifacts.get(path) if path else None
         if artifact is None:
             return self._not_found(method)
-        return self._file(method, artifact, 200, headers)
+        twin_path = paths.markdown_twin(artifact.path)
+        twin = self.artifacts.get(twin_path) if twin_path else None
+        if twin is None:
+            return self._file(method, artifact, 200, headers)
+        # A document's JSON URL has two representations (issue 14): the Markdown when the
+        # client asks for it by name, else the JSON. Either answer varies with Accept, so
+        # caches key on it; each keeps its own ETag, so a 304 never crosses them.
+        alternate = f'<{twin.path}>; rel="alternate"; type="{MARKDOWN_MEDIA}"'
+        negotiated = (("Vary", "Accept"), ("Link", alternate))
+        chosen = twin if prefers_markdown(_get(headers, "Accept")) else artifact
+        return self._file(method, chosen, 200, headers, negotiated)
 
     def _file(
-        self, method: str, artifact: Artifact, status: int, headers: Mapping[str, str]
+        self,
+        method: str,
+        artifact: Artifact,
+        status: int,
+        headers: Mapping[str, str],
+        extra: tuple[tuple[str, str], ...] = (),
     ) -> Response:
         tag = etag(artifact)
         response_headers = [
@@ -109,7 +124,7 @@ class Edge:
             ("Content-Length", str(artifact.size)),
             ("Cache-Control", artifact.cache_control),
             ("ETag", tag),
-            *HEADER_POLICY.every_response.items(),
+            *_merged_links([*extra, *HEADER_POLICY.every_response.items()]),
         ]
         if status == 200 and _etag_matches(_get(headers, "If-None-Match") or "", tag):
             kept = [h for h in response_headers if h[0].lower() not in _NOT_ON_304]
@@ -140,6 +155,7 @@ class Edge:
                 ("Content-Length", "0"),
                 *HEADER_POLICY.preflight.items(),
                 *HEADER_POLICY.security.items(),
+                *HEADER_POLICY.custom.items(),
             ),
             b"",
         )
@@ -162,6 +178,55 @@ class Edge:
             ),
             body,
         )
+
+
+MARKDOWN_MEDIA = "text/markdown"
+
+
+def _merged_links(headers: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    """One Link header with every link (RFC 8288 3: a comma-separated list), in place of
+    the first: CloudFront's custom header would otherwise stand beside an origin's."""
+    links = [value for name, value in headers if name == "Link"]
+    merged: list[tuple[str, str]] = []
+    for name, value in headers:
+        if name != "Link":
+            merged.append((name, value))
+        elif value == links[0]:
+            merged.append(("Link", ", ".join(links)))
+    return merged
+
+
+def _weights(accept: str) -> dict[str, float]:
+    """Media range -> q (RFC 9110 12.5.1); a malformed q counts as 0."""
+    weights: dict[str, float] = {}
+    for item in accept.split(","):
+        media_range, *params = (part.strip() for part in item.split(";"))
+        if not media_range:
+            continue
+        q = 1.0
+        for param in params:
+            name, _, value = param.partition("=")
+            if name.strip().lower() == "q":
+                try:
+                    q = float(value)
+                except ValueError:
+                    q = 0.0
+        weights[media_range.lower()] = q
+    return weights
+
+
+def prefers_markdown(accept: str | None) -> bool:
+    """Whether a request names text/markdown and weighs it at least as JSON.
+
+    Only an explicit `text/markdown` counts: `*/*` and `text/*` keep the JSON, so a
+    client that sends no Accept, or a browser's, gets what the spec publishes. Coding
+    agents that want Markdown send `text/markdown` first (issue 14)."""
+    if not accept:
+        return False
+    weights = _weights(accept)
+    markdown = weights.get(MARKDOWN_MEDIA, 0.0)
+    json_q = weights.get(JSON, weights.get("application/*", weights.get("*/*", 0.0)))
+    return markdown > 0 and markdown >= json_q
 
 
 def _get(headers: Mapping[str, str], name: str) -> str | None:

@@ -72,6 +72,8 @@ AGGREGATES_OF_A_DOCUMENT = (
     "api/v1/content/index.json",
     "api/v1/content/search-index.json",
     "llms-full.txt",
+    "api/v1/changes.json",  # issue 14: a new generation and the document's hash
+    "sitemap.xml",  # its lastmod
 )
 #: The route whose Cache-Control scenario (c) changes, and the new value.
 CHANGED_ROUTE = "/api/v1/faq/*.json"
@@ -354,16 +356,21 @@ def sync_groups(faq_cache_control: str | None = None) -> list[tuple[list[str], s
         return ["--exclude", "*", *(f for p in include for f in ("--include", p)),
                 *(f for p in exclude or [] for f in ("--exclude", p))]  # fmt: skip
 
-    groups = [(only(leaves, not_leaves), document, routes.JSON)]
+    markdown = ["api/v1/content/*.md", "api/v1/faq/*.md"]
+    groups = [(only(leaves, [*not_leaves, *markdown]), document, routes.JSON)]
     if faq_cache_control is not None:
-        groups.append((only(["api/v1/faq/*"]), faq_cache_control, routes.JSON))
+        groups.append((only(["api/v1/faq/*"], markdown), faq_cache_control, routes.JSON))
     groups += [
+        (only(markdown), document, routes.MARKDOWN),
         (only(["errors/*"]), routes.ERROR_CACHE.cache_control, routes.JSON),
-        (only([*not_leaves, "api/v1/openapi.json"]), aggregate, routes.JSON),
-        (only(["llms-full.txt"]), aggregate, routes.TEXT),
-        (only([".well-known/*", "api/v1/mcp.json"]), aggregate, routes.JSON),
+        (only([*not_leaves, "api/v1/openapi.json", "api/v1/changes.json"]), aggregate, routes.JSON),
+        (only(["llms-full.txt", "llms/*", "robots.txt"]), aggregate, routes.TEXT),
+        (only(["sitemap.xml"]), aggregate, routes.XML),
+        (only([".well-known/*", "api/v1/mcp.json"], [".well-known/api-catalog"]), aggregate,
+         routes.JSON),
+        (only([".well-known/api-catalog"]), aggregate, routes.API_CATALOG),
         (only(["llms.txt"]), aggregate, routes.TEXT),
-    ]
+    ]  # fmt: skip
     return groups
 
 
@@ -691,6 +698,7 @@ def check_targets(result: PublishResult) -> dict[str, bool]:
     a, b, c = (result.row(s, "publisher") for s in ("a", "b", "c"))
     edited_and_aggregates = [
         f"api/v1/content/{result.edited}.json",
+        f"api/v1/content/{result.edited}.md",  # its Markdown mirror (issue 14)
         *AGGREGATES_OF_A_DOCUMENT,
     ]
     faq_keys = sorted(

@@ -9,20 +9,24 @@ from __future__ import annotations
 import gc
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from agent_contract import paths
 from agent_contract.artifacts import Artifact, json_body
 from agent_contract.endpoints import SINGLE_FILES
 from agent_contract.routes import rule_for
+from content_builder.budgets import check_budgets
 from content_builder.errors import Problem, SiteDataError
 from content_builder.loader import LOCK_FILE, Site, display_path, load_site
 from content_builder.lock import (
+    History,
     Lock,
     LockChange,
     MergedLock,
+    advance,
     lock_body,
+    read_history,
     read_lock,
     resolve,
 )
@@ -32,7 +36,7 @@ from content_builder.render.documents import (
     tracked,
     unversioned_documents,
 )
-from content_builder.render.endpoints import RENDERERS, RenderContext
+from content_builder.render.endpoints import RENDERERS, RenderContext, markdown_mirrors
 from content_builder.validate import check_artifacts, check_authored_links
 from content_builder.writer import FileReport, write_file_atomically, write_output
 
@@ -43,6 +47,7 @@ class Plan:
     artifacts: list[Artifact]
     lock: Lock
     lock_changes: list[LockChange]
+    history: History = field(default_factory=History)  # the change feed's generation
 
 
 def render(site: Site, lock: Lock, mcp_endpoint: str | None = None) -> list[Artifact]:
@@ -62,6 +67,7 @@ def render_catalog(site: Site, catalog: Catalog, mcp_endpoint: str | None = None
             for loaded, document in catalog.documents
         ),
         *(Artifact(paths.faq(faq.id), json_body(faq), loaded.file) for loaded, faq in catalog.faqs),
+        *markdown_mirrors(site, catalog),
         *(
             Artifact(
                 endpoint.resolve(brand),
@@ -127,13 +133,15 @@ def _plan(site_dir: Path, base_url: str | None, frozen: bool, mcp_endpoint: str 
         changes = [LockChange("*", lock_display, reason), *changes]
     if frozen and changes:
         raise stale_lock_error(site, changes)
-    catalog = build_catalog(site, lock, unversioned)
+    history = advance(read_history(site.root / LOCK_FILE, lock_display), changes)
+    catalog = build_catalog(site, lock, unversioned, history)
     del unversioned  # not held while the aggregates render: the build's peak memory
     artifacts = render_catalog(site, catalog, mcp_endpoint)
     del catalog
     check_authored_links(site, frozenset(a.path for a in artifacts))
     check_artifacts(site, artifacts)
-    return Plan(site, artifacts, lock, changes)
+    check_budgets(artifacts)
+    return Plan(site, artifacts, lock, changes, history)
 
 
 def build(
@@ -148,5 +156,5 @@ def build(
         report = write_output(result.artifacts, out_dir, result.site.base_url)
     if result.lock_changes:
         # After the output: a failed write must leave both the output and the lock as they were.
-        write_file_atomically(result.site.root / LOCK_FILE, lock_body(result.lock))
+        write_file_atomically(result.site.root / LOCK_FILE, lock_body(result.lock, result.history))
     return result, report

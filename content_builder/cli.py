@@ -14,6 +14,7 @@ from agent_client.verify import verify
 from agent_contract import paths
 from agent_edge.serve import serve
 from content_builder import search_eval
+from content_builder.budgets import budget_report
 from content_builder.build import build, plan
 from content_builder.errors import SiteDataError
 from content_builder.writer import FileReport
@@ -111,6 +112,7 @@ def run_check(args: argparse.Namespace) -> int:
     body = next(a.body for a in result.artifacts if a.path == paths.SEARCH_INDEX)
     quality = search_eval.site_search_quality(result.site, body)
     print("\n".join(quality.lines))
+    print("\n".join(budget_report(result.artifacts)))
     if quality.problems:
         raise SiteDataError(quality.problems)
     print(f"ok: {len(result.artifacts)} files would be published")

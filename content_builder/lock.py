@@ -45,6 +45,81 @@ class Tracked:
 
 Lock = dict[str, LockEntry]
 
+#: How many generations of removed ids the change feed keeps: a client further behind
+#: starts over (docs/sync.md).
+KEEP_GENERATIONS = 50
+
+
+@dataclass(frozen=True)
+class History:
+    """The change feed's generation, kept in the lock beside the entries so that it is
+    reproducible (no clock) and moves exactly when the lock records a content change.
+
+    `removed` holds (generation, ids) for the generations that removed something, of
+    the last KEEP_GENERATIONS generations only, oldest first."""
+
+    generation: int = 0
+    removed: tuple[tuple[int, tuple[str, ...]], ...] = ()
+
+    @property
+    def oldest_generation(self) -> int:
+        """The oldest generation a client can sync from: every removal after it is listed."""
+        return max(0, self.generation - KEEP_GENERATIONS)
+
+
+def advance(history: History, changes: list[LockChange]) -> History:
+    """The history after a build with these lock changes: one generation more when any
+    content changed (a version edit alone changes no content_hash, so it does not count)."""
+    if not any(change.reason != "version changed" for change in changes):
+        return history
+    generation = history.generation + 1
+    gone = tuple(sorted(c.id for c in changes if c.reason == "entry removed"))
+    removed = [(g, ids) for g, ids in history.removed if g > generation - KEEP_GENERATIONS]
+    if gone:
+        removed.append((generation, gone))
+    return History(generation, tuple(removed))
+
+
+def read_history(path: Path, display: str) -> History:
+    """The history in the lock file (none before issue 14: generation 0). Of a conflicted
+    lock's two sides, the one further ahead (the merge itself then moves it once more)."""
+    if not path.exists():
+        return History()
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return History()  # read_lock reports it
+    sides = _conflict_sides(text)
+    candidates = [_parse_history(side, display) for side in (sides or (text,))]
+    return max(candidates, key=lambda history: history.generation)
+
+
+def _parse_history(text: str, display: str) -> History:
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return History()  # read_lock reports it
+    if not isinstance(data, dict):
+        return History()
+    generation = data.get("generation", 0)
+    removed = data.get("removed", {})
+    problems: list[Problem] = []
+    if not isinstance(generation, int) or isinstance(generation, bool) or generation < 0:
+        problems.append(Problem(display, "generation", f"expected a whole number >= 0, found "
+                                f"{generation!r}; {_RECREATE.format(display)}"))  # fmt: skip
+    if not isinstance(removed, dict) or not all(
+        key.isdigit() and isinstance(ids, list) and all(isinstance(i, str) for i in ids)
+        for key, ids in removed.items()
+    ):
+        problems.append(Problem(display, "removed", "expected an object of generation -> "
+                                f"[ids]; {_RECREATE.format(display)}"))  # fmt: skip
+    if problems:
+        raise SiteDataError(problems)
+    return History(
+        generation,
+        tuple(sorted((int(key), tuple(ids)) for key, ids in removed.items())),
+    )
+
 
 _HASH = re.compile(r"^sha256:[0-9a-f]{64}$")
 _VERSION = re.compile(r"^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)$")
@@ -175,9 +250,12 @@ def _parse(text: str, display: str, which: str = "") -> Lock:
     return lock
 
 
-def lock_body(lock: Lock) -> bytes:
+def lock_body(lock: Lock, history: History | None = None) -> bytes:
+    history = history or History()
     data = {
         "format": LOCK_FORMAT,
+        "generation": history.generation,
+        "removed": {str(g): list(ids) for g, ids in history.removed},
         "entries": {
             entry_id: {
                 "source_hash": entry.source_hash,

@@ -123,7 +123,10 @@ def _discovery_coverage(
         for _, url in located_strings(discovery[section])
         if url.startswith(site.base_url)
     }
+    # A template (the Markdown mirrors' {document_id}.md) links every path it matches.
+    templates = [links.template_pattern(path) for path in linked if "{" in path]
     return [
         Problem(paths.discovery(site.config.brand), None, f"does not link {path}")
         for path in sorted(published - linked - {paths.NOT_FOUND})
+        if not any(pattern.fullmatch(path) for pattern in templates)
     ]

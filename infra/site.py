@@ -286,6 +286,17 @@ class AgentSite(pulumi.ComponentResource):
                     frame_option=HEADER_POLICY.frame_options, override=True
                 ),
             ),
+            # RFC 9727's `Link: rel="api-catalog"` on every response: a custom header is
+            # added to every response of the behaviours using the policy (AWS API reference,
+            # ResponseHeadersPolicyCustomHeader); S3 object metadata cannot carry it.
+            custom_headers_config=aws.cloudfront.ResponseHeadersPolicyCustomHeadersConfigArgs(
+                items=[
+                    aws.cloudfront.ResponseHeadersPolicyCustomHeadersConfigItemArgs(
+                        header=name, value=value, override=True
+                    )
+                    for name, value in HEADER_POLICY.custom.items()
+                ]
+            ),
             opts=child,
         )
         return headers_policy, (default_cache, error_cache), oac

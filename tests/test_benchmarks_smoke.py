@@ -24,8 +24,12 @@ from infra import publisher
 from tests.conftest import tree_digest
 
 N = 6
-#: Files every build publishes besides the documents and FAQ entries.
-FIXED_FILES = 11
+#: Files every build publishes besides the documents and FAQ entries (and, since issue
+#: 14, their Markdown mirrors): 11, the feed, catalog, sitemap and robots.txt, and
+#: llms.txt's two parts.
+FIXED_FILES = 11 + 4 + 2
+#: Files per entry: its JSON and its Markdown mirror.
+PER_ENTRY = 2
 
 
 @pytest.fixture(scope="module")
@@ -57,7 +61,7 @@ def test_the_generator_writes_a_valid_reproducible_site(tmp_path: Path) -> None:
 def test_build_scaling_measures_the_build_and_its_floor(bench: dict[str, Any]) -> None:
     (result,) = bench["build"]
     assert result["n"] == N and result["entries"] == 2 * N
-    assert result["files"] == 2 * N + FIXED_FILES + 1  # and manifest.json
+    assert result["files"] == PER_ENTRY * 2 * N + FIXED_FILES + 1  # and manifest.json
     assert result["build_seconds"] > 0 and result["floor_seconds"] > 0
     assert result["ratio"] == pytest.approx(result["build_seconds"] / result["floor_seconds"])
     assert sum(result["phases"].values()) == pytest.approx(result["build_seconds"])
@@ -70,14 +74,15 @@ def test_publish_scenarios_meet_the_targets(bench: dict[str, Any]) -> None:
     rows = {row["scenario"]: row for row in publish["rows"]}
     assert {row["tool"] for row in publish["rows"]} == {"publisher"}
     first, nothing, edited, route = rows["initial"], rows["a"], rows["b"], rows["c"]
-    assert first["objects_written"] == publish["files"] == 2 * N + FIXED_FILES
+    assert first["objects_written"] == publish["files"] == PER_ENTRY * 2 * N + FIXED_FILES
     assert nothing["put_requests"] == nothing["bytes_uploaded"] == 0
     assert nothing["invalidation_paths"] == []
     assert sorted(edited["invalidation_paths"]) == sorted(
         [f"/api/v1/content/{publish['edited']}.json", "/api/v1/content/index.json",
-         "/api/v1/content/search-index.json", "/llms-full.txt"]
+         "/api/v1/content/search-index.json", "/llms-full.txt",
+         f"/api/v1/content/{publish['edited']}.md", "/api/v1/changes.json", "/sitemap.xml"]
     )  # fmt: skip
-    assert edited["put_requests"] == edited["objects_written"] == 4
+    assert edited["put_requests"] == edited["objects_written"] == 7
     assert route["put_requests"] == route["files_invalidated"] == N
     assert all(path.startswith("/api/v1/faq/") for path in route["invalidation_paths"])
     assert all(sum(row["stale"].values()) == 0 for row in publish["rows"])
@@ -85,10 +90,10 @@ def test_publish_scenarios_meet_the_targets(bench: dict[str, Any]) -> None:
 
 def test_preview_and_planning_are_measured(bench: dict[str, Any]) -> None:
     (preview,) = bench["preview"]
-    assert preview["manifest_entries"] == 2 * N + FIXED_FILES
+    assert preview["manifest_entries"] == PER_ENTRY * 2 * N + FIXED_FILES
     assert preview["resources"] > 10 and 0 < preview["build_seconds"] < preview["seconds"]
     timings = bench["plan"]
-    assert timings["entries"] == 2 * N + FIXED_FILES
+    assert timings["entries"] == PER_ENTRY * 2 * N + FIXED_FILES
     assert timings["first publish"]["uploads"] == timings["entries"]
     assert timings["no change"]["uploads"] == 0
     assert timings["one document edited"]["uploads"] == 3
@@ -115,7 +120,7 @@ def test_the_sync_script_gives_every_file_the_manifests_headers(tmp_path: Path) 
         publish_bench.CHANGED_ROUTE, publish_bench.CHANGED_CACHE
     ):
         changed = manifest(plan(site.root, base).artifacts, base)["files"]
-    faq = [path for path in files if path.startswith("/api/v1/faq/")]
+    faq = [path for path in files if path.startswith("/api/v1/faq/") and path.endswith(".json")]
     assert [p for p in changed if changed[p] != files[p]] == faq
     new_cache = publish_bench.CHANGED_CACHE.cache_control
     assert publish_bench.sync_script_problems(changed, new_cache) == []
@@ -136,7 +141,7 @@ def test_json_body_writes_exactly_what_json_dumps_writes(tmp_path: Path) -> None
     for artifact in plan(site.root).artifacts:
         if artifact.media_type.startswith("application/json"):
             data = json.loads(artifact.body)
-            if artifact.path in (paths.SEARCH_INDEX, paths.CONTENT_INDEX):  # compact aggregates
+            if artifact.path in (paths.SEARCH_INDEX, paths.CONTENT_INDEX, paths.CHANGES):
                 text = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
             else:
                 text = json.dumps(data, ensure_ascii=False, indent=2)

@@ -58,6 +58,19 @@ SPEC_PATHS = {
     "/llms-full.txt": "text/plain",
     "/errors/404.json": "application/json",
 }
+# Issue 14's extensions, beside the spec's files (which stay exactly as they are).
+EXTENSION_PATHS = {
+    **{f"/api/v1/content/{doc}.md": "text/markdown" for doc in DOCUMENT_IDS},
+    **{f"/api/v1/faq/{faq}.md": "text/markdown" for faq in FAQ_IDS},
+    "/api/v1/changes.json": "application/json",
+    "/.well-known/api-catalog": "application/linkset+json",
+    "/sitemap.xml": "application/xml",
+    "/robots.txt": "text/plain",
+    "/llms/documents-1.txt": "text/plain",  # llms.txt's parts (one each on a small site)
+    "/llms/faq-1.txt": "text/plain",
+}
+MARKDOWN_TEMPLATES = {"/api/v1/content/{document_id}.md", "/api/v1/faq/{faq_id}.md"}
+TEMPLATES = {*MARKDOWN_TEMPLATES, "/llms/{part}.txt"}
 
 
 def read_json(out: Path, path: str) -> Any:
@@ -75,8 +88,8 @@ def is_absolute_url(value: Any) -> bool:
 
 def test_every_spec_path_is_built_with_its_media_type(built: Path) -> None:
     manifest = read_json(built, "manifest.json")
-    assert set(manifest["files"]) == set(SPEC_PATHS)
-    for path, media_type in SPEC_PATHS.items():
+    assert set(manifest["files"]) == set(SPEC_PATHS) | set(EXTENSION_PATHS)
+    for path, media_type in {**SPEC_PATHS, **EXTENSION_PATHS}.items():
         assert (built / path.lstrip("/")).is_file(), path
         entry = manifest["files"][path]
         assert entry["media_type"].split(";")[0] == media_type, path
@@ -106,7 +119,10 @@ def test_discovery_document_fields_and_links(built: Path) -> None:
     linked |= {urlsplit(url).path for url in discovery["content"]["documents"].values()}
     linked |= {urlsplit(url).path for url in discovery["content"]["faq"].values()}
     # Every interface of the spec's endpoint table, reachable from the entry point.
-    assert linked == set(SPEC_PATHS) - {"/errors/404.json"}
+    # The extensions are linked too (the keys inside `interfaces` are the spec's "not shown").
+    extensions = {p for p in EXTENSION_PATHS if not p.endswith(".md")} | TEMPLATES
+    extensions -= {"/llms/documents-1.txt", "/llms/faq-1.txt"}
+    assert linked == (set(SPEC_PATHS) - {"/errors/404.json"}) | extensions
     assert all(url.startswith(TEST_BASE_URL + "/") for url in discovery["interfaces"].values())
 
 
@@ -387,9 +403,9 @@ def test_error_body(built: Path) -> None:
 
 
 def test_no_dangling_internal_url(built: Path) -> None:
-    files = {p for p in SPEC_PATHS}
+    files = set(SPEC_PATHS) | set(EXTENSION_PATHS)
     found = 0
-    for path in SPEC_PATHS:
+    for path in files:
         text = (built / path.lstrip("/")).read_text(encoding="utf-8")
         for url in re.findall(r"https?://[^\s\"'<>()\[\]\\`|]+", text):
             url = url.rstrip(".,;:!?*")
@@ -418,7 +434,8 @@ def test_llms_txt_parses_with_the_reference_parser(built: Path) -> None:
     links = [link for section in parsed.sections.values() for link in section]
     assert all(link["url"].startswith(TEST_BASE_URL + "/") for link in links)
     linked = {urlsplit(link["url"]).path for link in links}
-    assert linked == set(SPEC_PATHS) - {"/llms.txt", "/errors/404.json"}
+    extensions = {"/api/v1/changes.json", "/.well-known/api-catalog"} | MARKDOWN_TEMPLATES
+    assert linked == (set(SPEC_PATHS) - {"/llms.txt", "/errors/404.json"}) | extensions
     titles = [link["title"] for link in parsed.sections["Documents"]]
     index = read_json(built, "/api/v1/content/index.json")["documents"]
     assert titles == [entry["title"] for entry in index if entry["id"] in DOCUMENT_IDS]

@@ -48,14 +48,15 @@ def test_two_builds_of_the_same_input_are_byte_identical(site_copy: Path, tmp_pa
     build(other_site, tmp_path / "b")
     first = tree_digest(tmp_path / "a")
     assert first == tree_digest(tmp_path / "b")
-    assert len(first) == 24  # 23 published files and manifest.json
+    # 23 spec files, 12 Markdown mirrors, 4 more doors, 2 llms.txt parts (issue 14), manifest
+    assert len(first) == 23 + 12 + 4 + 2 + 1
 
 
 def test_rebuild_reports_nothing_changed(site_copy: Path, tmp_path: Path) -> None:
     first = build(site_copy, tmp_path / "dist")
-    assert "23 files, 23 changed" in first
+    assert "41 files, 41 changed" in first
     second = build(site_copy, tmp_path / "dist")
-    assert "23 files, 0 changed" in second
+    assert "41 files, 0 changed" in second
     assert "/api/v1/faq/q03-protection.json" in second and " new" not in second
 
 
@@ -96,6 +97,9 @@ def test_editing_one_faq_answer_changes_only_that_faq_and_its_aggregates(
     changed = {path for path in after if before.get(path) != after[path]}
     assert changed == {
         "api/v1/faq/q03-protection.json",
+        "api/v1/faq/q03-protection.md",  # its Markdown mirror
+        "api/v1/changes.json",  # a new generation and hash
+        "sitemap.xml",  # its lastmod
         "api/v1/content/index.json",  # its updated_at
         "api/v1/content/search-index.json",  # the new words
         "llms-full.txt",  # the answer in full
@@ -164,7 +168,7 @@ def test_author_pinned_version_wins(site_copy: Path, tmp_path: Path) -> None:
 def test_check_frozen_passes_on_the_repository(site_copy: Path) -> None:
     result = run_cli("check", "--site", site_copy, "--frozen")
     assert result.code == 0, result.err
-    assert "23 files would be published" in result.out
+    assert "41 files would be published" in result.out
 
 
 def test_a_literal_base_url_in_content_is_refused(site_copy: Path, tmp_path: Path) -> None:

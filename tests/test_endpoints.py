@@ -41,6 +41,8 @@ def _example(endpoint: Endpoint, result: Plan) -> str:
     path = endpoint.resolve(result.site.config.brand)
     if endpoint.parameter is None:
         return path
+    if endpoint.parameter.name == "part":  # llms.txt's parts are named by the build
+        return path.format(part="documents-1")
     ids = result.site.documents if endpoint.parameter.name == "document_id" else result.site.faqs
     return path.format(**{endpoint.parameter.name: ids[0].id})
 

@@ -264,6 +264,19 @@ def test_security_headers(plain: ProgramRun) -> None:
     assert security["frameOptions"]["frameOption"] == "DENY"
 
 
+def test_every_response_links_the_api_catalog(plain: ProgramRun) -> None:
+    """RFC 9727 section 3: `Link: </.well-known/api-catalog>; rel="api-catalog"`, added by
+    the response headers policy as a custom header (issue 14)."""
+    items = _headers_policy(plain).inputs["customHeadersConfig"]["items"]
+    assert items == [
+        {
+            "header": "Link",
+            "value": '</.well-known/api-catalog>; rel="api-catalog"',
+            "override": True,
+        }
+    ]
+
+
 def test_distribution_basics(plain: ProgramRun) -> None:
     inputs = distribution(plain)
     assert inputs["enabled"] is True
@@ -408,9 +421,15 @@ def test_stack_outputs_stay_small_at_any_size(plain: ProgramRun, tmp_path: Path)
 
 def test_every_file_has_its_media_type_and_cache_control(plain: ProgramRun) -> None:
     files = decode_files(site_content(plain).inputs["files"])
-    assert len(files) == 23
+    # The spec's 23 files, a Markdown mirror per entry (12), 4 more doors and llms.txt's
+    # two parts (issue 14).
+    assert len(files) == 23 + 12 + 4 + 2
+    media = {".txt": "text/plain; charset=utf-8", ".md": "text/markdown; charset=utf-8"}
+    media[".xml"] = "application/xml"
     for path, entry in files.items():
-        expected = "text/plain; charset=utf-8" if path.endswith(".txt") else "application/json"
+        expected = media.get(path[path.rfind(".") :], "application/json")
+        if path == "/.well-known/api-catalog":
+            expected = 'application/linkset+json; profile="https://www.rfc-editor.org/info/rfc9727"'
         assert entry["media_type"] == expected, path
         control = entry["cache_control"]
         assert control.startswith("public, max-age="), path

@@ -198,7 +198,11 @@ def test_create_uploads_leaves_first_and_entry_points_last(world: World) -> None
     create(world)
     order = world.recorder.of("put")
     position = {key: index for index, key in enumerate(order)}
-    last_leaf = max(position[k] for k in order if k.startswith("api/v1/faq/"))
+    last_leaf = max(
+        position[k] for k in order if k.startswith("api/v1/faq/") and k.endswith(".json")
+    )
+    # A Markdown mirror links its JSON twin: after every leaf (issue 14).
+    assert min(position[k] for k in order if k.endswith(".md")) > last_leaf
     assert position["api/v1/content/index.json"] > last_leaf
     for entry_point in (".well-known/service.json", "llms.txt", "api/v1/mcp.json"):
         assert position[entry_point] > position["api/v1/content/index.json"]
@@ -234,8 +238,11 @@ def test_one_edited_faq_uploads_it_and_its_aggregates_and_invalidates_exactly_th
 
     expected = {
         "api/v1/faq/q03-protection.json",
+        "api/v1/faq/q03-protection.md",  # its Markdown mirror
         "api/v1/content/index.json",
         "api/v1/content/search-index.json",
+        "api/v1/changes.json",  # a new generation
+        "sitemap.xml",  # a new lastmod
         "llms-full.txt",
     }
     assert set(world.recorder.of("put")) == expected

@@ -64,6 +64,10 @@ def _structural_links(artifact: Artifact, base_url: str) -> set[str]:
     text = artifact.body.decode()
     if artifact.path.endswith(".txt"):
         urls = re.findall(r"\]\((\S+?)\)", text)
+    elif artifact.path.endswith(".xml"):
+        urls = re.findall(r"<loc>(\S+?)</loc>", text)
+    elif artifact.path.endswith(".md"):
+        urls = re.findall(r"^- json: (\S+)$", text, flags=re.MULTILINE)
     else:
         urls = []
         stack = [json.loads(text)]

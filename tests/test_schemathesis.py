@@ -53,9 +53,23 @@ OPERATIONS = {
     "getLlmsTxt": "/llms.txt",
     "getLlmsFullTxt": "/llms-full.txt",
     "getNotFoundBody": "/errors/404.json",
+    # Issue 14's extensions.
+    "getContentDocumentMarkdown": "/api/v1/content/{document_id}.md",
+    "getFaqMarkdown": "/api/v1/faq/{faq_id}.md",
+    "getChanges": "/api/v1/changes.json",
+    "getApiCatalog": "/.well-known/api-catalog",
+    "getSitemap": "/sitemap.xml",
+    "getRobotsTxt": "/robots.txt",
+    "getLlmsTxtPart": "/llms/{part}.txt",
 }
 # The operations with a path parameter (an enum of ids): the only ones negative data can reach.
-WITH_ID = {"getContentDocument": "document_id", "getFaq": "faq_id"}
+WITH_ID = {
+    "getContentDocument": "document_id",
+    "getFaq": "faq_id",
+    "getContentDocumentMarkdown": "document_id",
+    "getFaqMarkdown": "faq_id",
+    "getLlmsTxtPart": "part",
+}
 
 
 @pytest.fixture(scope="module")

@@ -186,6 +186,9 @@ def check_policy(response: RawResponse) -> None:
     assert "default-src 'none'" in response.one("Content-Security-Policy")
     assert response.one("Referrer-Policy") in {"no-referrer", "same-origin", "strict-origin"}
     for name, value in HEADER_POLICY.every_response.items():
+        if name == "Link":  # a document's JSON adds its Markdown twin to the same header
+            assert value in response.one(name).split(", ")
+            continue
         assert response.one(name) == value
     # Browser agents read the ETag cross-origin only when it is exposed (Fetch standard).
     exposed = {h.strip().lower() for h in response.one("Access-Control-Expose-Headers").split(",")}
@@ -220,7 +223,11 @@ def test_every_published_file_gets_its_route_rule_headers(
     assert len(expected) >= 20
     for path, artifact in expected.items():
         rule = rule_for(path)
-        assert rule.media_type == (TEXT if path.endswith(".txt") else JSON), path
+        media = {".txt": TEXT, ".md": "text/markdown; charset=utf-8", ".xml": "application/xml"}
+        if path == "/.well-known/api-catalog":
+            assert rule.media_type.startswith("application/linkset+json; profile="), path
+        else:
+            assert rule.media_type == media.get(path[path.rfind(".") :], JSON), path
         for origin in ORIGINS[:2]:
             response = raw(live.port, "GET", path, origin=origin)
             assert response.status == 200, (path, response.status_line)
@@ -567,7 +574,11 @@ def test_every_local_link_in_served_files_answers_200(
     checked = crawl_links(live.port, live.base_url, bodies)
     # Links are written with the local base URL, so the crawl reaches every published
     # file except the error body (which nothing links to).
-    assert set(expected) - {paths.NOT_FOUND} <= checked
+    # The Markdown mirrors are linked through their templates ({document_id}.md).
+    mirrors = {path for path in expected if path.endswith(".md")}
+    # llms.txt's parts too, while llms.txt is small enough to list the links itself.
+    mirrors |= {path for path in expected if path.startswith("/llms/")}
+    assert mirrors and set(expected) - {paths.NOT_FOUND} - mirrors <= checked
 
 
 def test_serve_defaults_base_url_to_the_listening_address() -> None:

@@ -17,6 +17,7 @@ from agent_contract.models import (
 from agent_contract.routes import HEADER_POLICY
 from content_builder.loader import Site
 from content_builder.render.documents import Catalog
+from content_builder.render.llms import row_has_files
 from content_builder.render.mcp import MCP_VERSION
 from content_builder.render.openapi import OPENAPI_VERSION
 
@@ -36,6 +37,7 @@ def discovery_document(
             **{
                 endpoint.key: url(endpoint.resolve(site.config.brand))
                 for endpoint in discovery_interfaces()
+                if row_has_files(endpoint, site, catalog)
             }
         ),
         content=DiscoveryContent(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from agent_contract import paths
@@ -19,7 +19,7 @@ from agent_contract.models import (
     Section,
 )
 from content_builder.loader import BASE_URL_TOKEN, LoadedDocument, LoadedFaq, Site
-from content_builder.lock import Lock, Tracked
+from content_builder.lock import History, Lock, Tracked
 from content_builder.source import FeatureContentSource
 
 
@@ -117,10 +117,14 @@ class Catalog:
     documents: tuple[tuple[LoadedDocument, ContentDocument], ...]
     faqs: tuple[tuple[LoadedFaq, FAQEntry], ...]
     lock: Lock
+    history: History = field(default_factory=History)  # the change feed's generation
 
 
 def build_catalog(
-    site: Site, lock: Lock, unversioned: list[dict[str, Any]] | None = None
+    site: Site,
+    lock: Lock,
+    unversioned: list[dict[str, Any]] | None = None,
+    history: History | None = None,
 ) -> Catalog:
     if unversioned is None:
         unversioned = unversioned_documents(site)
@@ -131,6 +135,7 @@ def build_catalog(
         ),
         faqs=tuple((f, faq_entry(f)) for f in site.faqs),
         lock=lock,
+        history=history or History(),
     )
 
 

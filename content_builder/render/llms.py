@@ -8,8 +8,10 @@ notes may not span lines, or the parser silently mangles them.
 
 from __future__ import annotations
 
+import weakref
+
 from agent_contract import paths
-from agent_contract.endpoints import llms_section
+from agent_contract.endpoints import Endpoint, llms_section
 from agent_contract.models import FeatureContent
 from content_builder.loader import Site
 from content_builder.render.documents import Catalog, summarize
@@ -26,6 +28,101 @@ def _link(title: str, url: str, note: str | None = None) -> str:
     return f"{line}: {_one_line(note)}" if note else line
 
 
+#: AFDocs-style checks pass an llms.txt under 50,000 characters; the fetch tools agents use
+#: cut at 5,000 to 100,000 (issue 14). llms.txt and each of its parts stay under it.
+LLMS_TXT_BUDGET = 50_000
+
+
+def _entry_links(site: Site, catalog: Catalog) -> dict[str, list[str]]:
+    def url(path: str) -> str:
+        return site.base_url + path
+
+    return {
+        "Documents": [
+            _link(document.title, url(paths.document(document.id)), loaded.source.description)
+            for loaded, document in catalog.documents
+        ],
+        "FAQ": [
+            _link(faq.question, url(paths.faq(faq.id)), summarize(faq.answer))
+            for _, faq in catalog.faqs
+        ],
+    }
+
+
+def _head(site: Site) -> list[str]:
+    return [
+        f"# {_one_line(site.config.name)}",
+        f"> {summarize(site.config.description, limit=300)}",
+        _one_line(site.config.about),
+    ]
+
+
+def _part_text(site: Site, section: str, number: int, total: int, lines: list[str]) -> str:
+    head = _head(site)
+    head[0] += f": {section}, part {number} of {total}"
+    head[2] = f"Part of {site.base_url}{paths.LLMS_TXT}, which links every part."
+    return "\n\n".join([*head, f"## {section}\n\n" + "\n".join(lines)])
+
+
+def _chunks(site: Site, section: str, lines: list[str]) -> list[list[str]]:
+    """Consecutive runs of links, each part's text under the budget (with room for the
+    longest heading a part can get)."""
+    room = LLMS_TXT_BUDGET - len(_part_text(site, section, 99999, 99999, [])) - 1
+    chunks: list[list[str]] = [[]]
+    size = 0
+    for line in lines:
+        if chunks[-1] and size + len(line) + 1 > room:
+            chunks.append([])
+            size = 0
+        chunks[-1].append(line)
+        size += len(line) + 1
+    return chunks if lines else []
+
+
+#: The last catalog's parts: llms.txt, the parts themselves and OpenAPI's enum all need
+#: them (6 renders took 1.9 s of a 10,000-entry build). Weak references, so the cache
+#: never keeps a build's catalog or site alive.
+_last_parts: (
+    tuple[weakref.ref[Catalog], weakref.ref[Site], tuple[tuple[str, str, str], ...]] | None
+) = None
+
+
+def _parts(site: Site, catalog: Catalog) -> tuple[tuple[str, str, str], ...]:
+    """(part name, section, text) of every part, in order."""
+    global _last_parts
+    if _last_parts is not None and _last_parts[0]() is catalog and _last_parts[1]() is site:
+        return _last_parts[2]
+    found: list[tuple[str, str, str]] = []
+    for section, lines in _entry_links(site, catalog).items():
+        chunks = _chunks(site, section, lines)
+        for number, chunk in enumerate(chunks, 1):
+            text = _part_text(site, section, number, len(chunks), chunk)
+            found.append((f"{section.lower()}-{number}", section, text))
+    _last_parts = (weakref.ref(catalog), weakref.ref(site), tuple(found))
+    return _last_parts[2]
+
+
+def llms_parts(site: Site, catalog: Catalog) -> list[tuple[str, str]]:
+    """Nested llms.txt files (llms.txt v2: "most specific file wins"): the Documents and
+    FAQ links in parts under LLMS_TXT_BUDGET characters, published at any size so an
+    agent can rely on them; llms.txt lists them instead of the links once it would
+    pass the budget itself."""
+    return [(name, text) for name, _, text in _parts(site, catalog)]
+
+
+def row_has_files(endpoint: Endpoint, site: Site, catalog: Catalog) -> bool:
+    """Whether a row publishes anything on this site: a template (per entry, per part)
+    is only linked when some file matches it, or the link would dangle."""
+    if endpoint.parameter is None:
+        return True
+    name = endpoint.parameter.name
+    if name == "document_id":
+        return bool(catalog.documents)
+    if name == "faq_id":
+        return bool(catalog.faqs)
+    return bool(catalog.documents or catalog.faqs)  # a part per section with entries
+
+
 def llms_txt(site: Site, catalog: Catalog) -> str:
     def url(path: str) -> str:
         return site.base_url + path
@@ -34,27 +131,31 @@ def llms_txt(site: Site, catalog: Catalog) -> str:
         return [
             _link(endpoint.llms.title, url(endpoint.resolve(site.config.brand)), endpoint.llms.note)
             for endpoint in llms_section(section)
-            if endpoint.llms
+            if endpoint.llms and row_has_files(endpoint, site, catalog)
         ]
 
-    documents = [
-        _link(document.title, url(paths.document(document.id)), loaded.source.description)
-        for loaded, document in catalog.documents
-    ]
-    faqs = [
-        _link(faq.question, url(paths.faq(faq.id)), summarize(faq.answer))
-        for _, faq in catalog.faqs
-    ]
-    blocks = [
-        f"# {_one_line(site.config.name)}",
-        f"> {summarize(site.config.description, limit=300)}",
-        _one_line(site.config.about),
-        "## Interfaces\n\n" + "\n".join(listed("Interfaces")),
-        "## Documents\n\n" + "\n".join(documents),
-        "## FAQ\n\n" + "\n".join(faqs),
-        "## Optional\n\n" + "\n".join(listed("Optional")),
-    ]
-    return "\n\n".join(blocks)
+    def assemble(sections: dict[str, list[str]]) -> str:
+        blocks = [
+            *_head(site),
+            "## Interfaces\n\n" + "\n".join(listed("Interfaces")),
+            *(f"## {name}\n\n" + "\n".join(lines) for name, lines in sections.items()),
+            "## Optional\n\n" + "\n".join(listed("Optional")),
+        ]
+        return "\n\n".join(blocks)
+
+    flat = assemble(_entry_links(site, catalog))
+    if len(flat) < LLMS_TXT_BUDGET:
+        return flat
+    nested: dict[str, list[str]] = {"Documents": [], "FAQ": []}
+    for name, section, text in _parts(site, catalog):
+        first = text.split("\n- [", 1)[1].split("]", 1)[0]
+        last = text.rsplit("\n- [", 1)[1].split("]", 1)[0]
+        count = text.count("\n- [")
+        title = name.replace("-", " part ").capitalize()
+        nested[section].append(
+            _link(title, url(paths.llms_part(name)), f"{count} links, {first} … {last}")
+        )
+    return assemble(nested)
 
 
 def _document_block(site: Site, catalog: Catalog, index: int) -> str:

@@ -6,10 +6,11 @@ from typing import Any
 
 from pydantic.json_schema import models_json_schema
 
-from agent_contract.endpoints import ENDPOINTS, TEXT_MEDIA, Endpoint, Parameter, response_models
+from agent_contract.endpoints import ENDPOINTS, JSON_MEDIA, Endpoint, Parameter, response_models
 from agent_contract.models import ErrorResponse, Resource
 from content_builder.loader import Site
 from content_builder.render.documents import Catalog
+from content_builder.render.llms import llms_parts
 
 OPENAPI_VERSION = "3.1.0"
 API_VERSION = "1.0.0"
@@ -49,11 +50,10 @@ def component_schemas() -> dict[str, Any]:
     return dict(sorted(top["$defs"].items()))
 
 
-def _json(model: type[Resource]) -> dict[str, Any]:
-    return {"application/json": {"schema": {"$ref": _REF.format(model=model.__name__)}}}
+def _json(model: type[Resource], media_type: str = "application/json") -> dict[str, Any]:
+    return {media_type: {"schema": {"$ref": _REF.format(model=model.__name__)}}}
 
 
-_TEXT = {"text/plain": {"schema": {"type": "string"}}}
 _OPENAPI_DOCUMENT = {"application/json": {"schema": {"type": "object"}}}
 
 
@@ -101,14 +101,17 @@ def _parameter(parameter: Parameter, ids: dict[str, list[str]]) -> dict[str, Any
 
 def _content(endpoint: Endpoint) -> dict[str, Any]:
     if endpoint.model is not None:
-        return _json(endpoint.model)
-    return _TEXT if endpoint.media_type == TEXT_MEDIA else _OPENAPI_DOCUMENT
+        return _json(endpoint.model, endpoint.media_type)
+    if endpoint.media_type == JSON_MEDIA:
+        return _OPENAPI_DOCUMENT
+    return {endpoint.media_type: {"schema": {"type": "string"}}}  # text, Markdown, XML
 
 
 def openapi_document(site: Site, catalog: Catalog) -> dict[str, Any]:
     ids = {
         "document_id": [document.id for _, document in catalog.documents],
         "faq_id": [faq.id for _, faq in catalog.faqs],
+        "part": [name for name, _ in llms_parts(site, catalog)],
     }
     operations = {
         endpoint.resolve(site.config.brand): _operation(

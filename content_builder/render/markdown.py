@@ -1,0 +1,85 @@
+"""Markdown mirrors of documents and FAQ entries (issue 14): `{id}.md` beside `{id}.json`.
+
+Rendered from the same models as the JSON, losslessly: every field a client reads from
+the JSON is in the Markdown, verbatim (tests/test_extensions.py checks each one). The
+first line points to /llms.txt, the map of everything else, as llms.txt v2 advises for
+per-page Markdown. A code example keeps its text exactly, in a fence longer than any
+run of backticks inside it; the spec's section shape has no language field, so the
+fence has no info string rather than a guessed one (docs/decisions.md).
+"""
+
+from __future__ import annotations
+
+import re
+
+from agent_contract import paths
+from agent_contract.models import ContentDocument, FAQEntry, FeatureContent
+
+_BACKTICKS = re.compile(r"`+")
+
+
+def _pointer(base_url: str) -> str:
+    return f"> The index of this site for agents: {base_url}{paths.LLMS_TXT}"
+
+
+def _fence(code: str) -> list[str]:
+    longest = max((len(run) for run in _BACKTICKS.findall(code)), default=0)
+    fence = "`" * max(3, longest + 1)
+    return [fence, code.rstrip("\n"), fence]
+
+
+def _heading(text: str) -> str:
+    return " ".join(text.split())
+
+
+def document_markdown(base_url: str, document: ContentDocument, description: str) -> str:
+    lines = [
+        _pointer(base_url),
+        "",
+        f"# {_heading(document.title)}",
+        "",
+        description,
+        "",
+        f"- id: {document.id}",
+        f"- content_type: {document.content_type}",
+        f"- canonical_url: {document.canonical_url}",
+        f"- updated_at: {document.updated_at}",
+        f"- language: {document.language}",
+        f"- content_version: {document.metadata.content_version}",
+        f"- content_hash: {document.metadata.content_hash}",
+        f"- json: {base_url}{paths.document(document.id)}",
+        "",
+    ]
+    body = document.content
+    if isinstance(body, FeatureContent):
+        lines += [body.headline, "", body.summary, "", "## Capabilities", ""]
+        for name, capability in body.capabilities.items():
+            lines += [f"### {_heading(capability.title)}", "", f"Capability: {name}", ""]
+            lines += [capability.description, ""]
+            lines += [f"- {endpoint}" for endpoint in capability.endpoints]
+            lines.append("")
+        lines += ["## For agent developers", "", body.for_agent_developers, ""]
+    else:
+        lines += [body.headline, ""]
+        for section in body.sections:
+            lines += [f"## {_heading(section.title)}", "", section.body, ""]
+            if section.code_example is not None:
+                lines += [*_fence(section.code_example), ""]
+        lines += [f"Contact: {body.contact}", "", f"API base: {body.api_base}", ""]
+    return "\n".join(lines)
+
+
+def faq_markdown(base_url: str, faq: FAQEntry) -> str:
+    return "\n".join(
+        [
+            _pointer(base_url),
+            "",
+            f"# {_heading(faq.question)}",
+            "",
+            f"- id: {faq.id}",
+            f"- json: {base_url}{paths.faq(faq.id)}",
+            "",
+            faq.answer,
+            "",
+        ]
+    )
