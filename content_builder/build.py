@@ -133,6 +133,7 @@ def _plan(site_dir: Path, base_url: str | None, frozen: bool, mcp_endpoint: str 
     del catalog
     check_authored_links(site, frozenset(a.path for a in artifacts))
     check_artifacts(site, artifacts)
+    site.cache.save()  # after every check: a failed build teaches the cache nothing
     return Plan(site, artifacts, lock, changes)
 
 
