@@ -29,22 +29,47 @@ def _dangling(text: str, site: Site, published: frozenset[str]) -> list[str]:
     ]
 
 
+#: An API link an author wrote: where (dotted location), the URL, the path it names.
+ApiLink = tuple[str, str, str]
+
+
+def _api_links(site: Site, data: Any) -> list[ApiLink]:
+    """Every URL in `data` that points into the API, with its location and path."""
+    return [
+        (location, url, path)
+        for location, text in located_strings(data)
+        for url in links.urls(text)
+        if (path := links.api_path(url, site.base_url)) is not None
+    ]
+
+
+def _entry_links(site: Site, key: str, source: Any) -> list[ApiLink]:
+    # An entry's links depend on its bytes and the base URL, both in its cache key.
+    found = site.cache.get(key, "api_links") if key else None
+    if found is None:
+        found = _api_links(site, source.model_dump(mode="json"))
+        if key:
+            site.cache.put(key, "api_links", found)
+    return found
+
+
 def check_authored_links(site: Site, published: frozenset[str]) -> None:
     problems: list[Problem] = []
-    sources: list[tuple[str, Any]] = [
-        *((d.file, d.source.model_dump(mode="json")) for d in site.documents),
-        *((f.file, f.source.model_dump(mode="json")) for f in site.faqs),
-        (site.architecture_file, site.architecture.model_dump(mode="json")),
-        (site.on_site_agent_file, site.on_site_agent.model_dump(mode="json")),
+    sources: list[tuple[str, list[ApiLink]]] = [
+        *((d.file, _entry_links(site, d.cache_key, d.source)) for d in site.documents),
+        *((f.file, _entry_links(site, f.cache_key, f.source)) for f in site.faqs),
+        (site.architecture_file, _api_links(site, site.architecture.model_dump(mode="json"))),
+        (site.on_site_agent_file, _api_links(site, site.on_site_agent.model_dump(mode="json"))),
     ]
-    for file, data in sources:
+    for file, found_links in sources:
         found = [
             Problem(file, location, f"link {url} does not resolve to a published file")
-            for location, text in located_strings(data)
-            for url in _dangling(text, site, published)
+            for location, url, path in found_links
+            if not links.resolves(path, published)
         ]
         # `file` is the path as displayed (relative to the working directory).
-        problems += with_lines(found, Path(file))
+        if found:
+            problems += with_lines(found, Path(file))
     if problems:
         raise SiteDataError(problems)
 

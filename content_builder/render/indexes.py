@@ -220,7 +220,9 @@ def search_index(site: Site, catalog: Catalog) -> SearchIndex:
         )
         found = site.cache.get(loaded.cache_key, "terms") if loaded.cache_key else None
         if found is None:
-            found = _entry_terms([faq.question], list(loaded.source.keywords), [faq.answer], tokenizer)
+            found = _entry_terms(
+                [faq.question], list(loaded.source.keywords), [faq.answer], tokenizer
+            )
             _remember(site, loaded.cache_key, found)
         terms.append(found)
     bare = [
