@@ -67,20 +67,30 @@ def entry_key(name: str, data: bytes) -> str:
     return name + "\0" + hashlib.sha256(data).hexdigest()
 
 
-class EntryCache:
-    """Records by entry key; only the records a build used are saved again, so removed or
-    edited entries do not pile up."""
+#: The last records this process read or wrote, by cache file: a `serve --watch` rebuild
+#: does not read its own cache back from disk. Records are keyed by content, so one
+#: stored by a build that later failed is still right.
+_MEMO: dict[Path, tuple[tuple[int, int], bytes, dict[str, dict[str, Any]]]] = {}
 
-    def __init__(self, file: Path | None, header: bytes, records: dict[str, dict[str, Any]]):
+
+class EntryCache:
+    """Records by entry key. A build appends the records it added to the file; when most
+    of the file is records no build uses any more (removed or edited entries), the next
+    save rewrites it with the used ones only."""
+
+    def __init__(
+        self, file: Path | None, header: bytes, records: dict[str, dict[str, Any]], appendable: bool
+    ):
         self.file = file
         self.header = header
         self.records = records
-        self.used: dict[str, dict[str, Any]] = {}
-        self.changed = False
+        self.appendable = appendable  # the file holds this header: new records can follow
+        self.used: set[str] = set()
+        self.added: dict[str, dict[str, Any]] = {}
 
     @classmethod
     def disabled(cls) -> EntryCache:
-        return cls(None, b"", {})
+        return cls(None, b"", {}, False)
 
     @classmethod
     def open(cls, site_root: Path, settings: bytes) -> EntryCache:
@@ -94,51 +104,90 @@ class EntryCache:
                 code_fingerprint().encode() + b"\0" + root.encode() + b"\0" + settings
             ).hexdigest()
         ).encode() + b"\n"
-        return cls(file, header, _read_records(file, header))
+        memo = _MEMO.get(file)
+        if memo is not None and memo[0] == _signature(file) and memo[1] == header:
+            return cls(file, header, memo[2], True)
+        records, whole = _read_records(file, header)
+        return cls(file, header, records, whole and bool(records))
 
     def get(self, key: str, field: str) -> Any | None:
         record = self.records.get(key)
         if record is None or field not in record:
             return None
-        self.used[key] = record
+        self.used.add(key)
         return record[field]
 
     def put(self, key: str, field: str, value: Any) -> None:
         record = self.records.setdefault(key, {})
         record[field] = value
-        self.used[key] = record
-        self.changed = True
+        self.used.add(key)
+        self.added[key] = record
 
     def save(self) -> None:
-        """Write the used records back, atomically; a cache that cannot be written is
-        only a slower next build, never a failed one."""
-        if self.file is None or (not self.changed and len(self.used) == len(self.records)):
+        """Append the new records (or rewrite the file), atomically for a rewrite; a cache
+        that cannot be written is only a slower next build, never a failed one."""
+        if self.file is None:
+            return
+        stale = len(self.records) - len(self.used)
+        rewrite = not self.appendable or stale > max(len(self.used), 1000)
+        if not rewrite and not self.added:
             return
         try:
             self.file.parent.mkdir(parents=True, exist_ok=True)
-            handle, temporary = tempfile.mkstemp(prefix=".build-", dir=self.file.parent)
-            try:
-                with os.fdopen(handle, "wb") as stream:
-                    stream.write(_MAGIC + self.header)
-                    pickle.dump(self.used, stream, protocol=pickle.HIGHEST_PROTOCOL)
-                os.replace(temporary, self.file)
-            except BaseException:
-                Path(temporary).unlink(missing_ok=True)
-                raise
+            if rewrite:
+                kept = {key: self.records[key] for key in self.used}
+                _write_new(self.file, _MAGIC + self.header, kept)
+                self.records = kept
+            else:
+                with self.file.open("ab") as stream:
+                    pickle.dump(self.added, stream, protocol=pickle.HIGHEST_PROTOCOL)
+            _MEMO[self.file] = (_signature(self.file), self.header, self.records)
         except OSError:
             return
+        self.added = {}
+        self.appendable = True
 
 
-def _read_records(file: Path, header: bytes) -> dict[str, dict[str, Any]]:
+def _signature(file: Path) -> tuple[int, int]:
+    try:
+        stat = file.stat()
+    except OSError:
+        return (-1, -1)
+    return (stat.st_mtime_ns, stat.st_size)
+
+
+def _write_new(file: Path, head: bytes, records: dict[str, dict[str, Any]]) -> None:
+    handle, temporary = tempfile.mkstemp(prefix=".build-", dir=file.parent)
+    try:
+        with os.fdopen(handle, "wb") as stream:
+            stream.write(head)
+            pickle.dump(records, stream, protocol=pickle.HIGHEST_PROTOCOL)
+        os.replace(temporary, file)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
+
+
+def _read_records(file: Path, header: bytes) -> tuple[dict[str, dict[str, Any]], bool]:
+    """The records of every frame, later ones winning, and whether the file was whole.
+    A frame cut short (a build killed while appending) ends the reading: the frames
+    before it are kept, and the next save rewrites the file."""
+    records: dict[str, dict[str, Any]] = {}
     try:
         with file.open("rb") as stream:
             if stream.read(len(_MAGIC)) != _MAGIC or stream.readline() != header:
-                return {}  # another version, other settings or not ours: not unpickled
-            records = pickle.load(stream)
-    except Exception:  # missing, truncated, corrupt: a cold build
-        return {}
-    if not isinstance(records, dict) or not all(
-        isinstance(key, str) and isinstance(value, dict) for key, value in records.items()
-    ):
-        return {}
-    return records
+                return {}, False  # another version, other settings, not ours: not unpickled
+            while True:
+                try:
+                    frame = pickle.load(stream)
+                except EOFError:
+                    break
+                if not isinstance(frame, dict) or not all(
+                    isinstance(key, str) and isinstance(value, dict) for key, value in frame.items()
+                ):
+                    return {}, False
+                for key, value in frame.items():
+                    records.setdefault(key, {}).update(value)
+    except Exception:  # missing, truncated, corrupt: what was read whole is kept
+        return records, False
+    return records, True

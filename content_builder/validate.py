@@ -18,17 +18,6 @@ from content_builder.errors import Problem, SiteDataError
 from content_builder.loader import Site, located_strings
 from content_builder.yaml_io import with_lines
 
-
-def _dangling(text: str, site: Site, published: frozenset[str]) -> list[str]:
-    """The URLs in `text` that point into the API but at no published file."""
-    return [
-        url
-        for url in links.urls(text)
-        if (path := links.api_path(url, site.base_url)) is not None
-        and not links.resolves(path, published)
-    ]
-
-
 #: An API link an author wrote: where (dotted location), the URL, the path it names.
 ApiLink = tuple[str, str, str]
 
@@ -74,6 +63,31 @@ def check_authored_links(site: Site, published: frozenset[str]) -> None:
         raise SiteDataError(problems)
 
 
+#: Bodies up to this size have their links remembered by the build cache: the leaves,
+#: which an edit elsewhere leaves unchanged, not the aggregates, which every edit changes.
+_REMEMBERED_BODY_BYTES = 256 * 1024
+
+
+def _body_links(site: Site, artifact: Artifact) -> list[tuple[str, str]]:
+    """(URL, path) of every link into the API in a published file."""
+    key = ""
+    if artifact.size <= _REMEMBERED_BODY_BYTES:
+        # The links of a body depend on its bytes and the base URL (in the cache's key).
+        key = "body\0" + artifact.sha256
+        found = site.cache.get(key, "api_links")
+        if found is not None:
+            return found
+    text = artifact.body.decode("utf-8")
+    found = [
+        (url, path)
+        for url in links.urls(text)
+        if (path := links.api_path(url, site.base_url)) is not None
+    ]
+    if key:
+        site.cache.put(key, "api_links", found)
+    return found
+
+
 def check_artifacts(site: Site, artifacts: list[Artifact]) -> None:
     problems: list[Problem] = []
     by_path: dict[str, Artifact] = {}
@@ -84,11 +98,17 @@ def check_artifacts(site: Site, artifacts: list[Artifact]) -> None:
     published = frozenset(by_path)
 
     for artifact in artifacts:
-        where = f"{artifact.path} (from {artifact.source})" if artifact.source else artifact.path
-        problems += [
-            Problem(where, None, f"link {url} does not resolve to a published file")
-            for url in _dangling(artifact.body.decode("utf-8"), site, published)
+        dangling = [
+            url for url, path in _body_links(site, artifact) if not links.resolves(path, published)
         ]
+        if dangling:
+            where = (
+                f"{artifact.path} (from {artifact.source})" if artifact.source else artifact.path
+            )
+            problems += [
+                Problem(where, None, f"link {url} does not resolve to a published file")
+                for url in dangling
+            ]
 
     def load(path: str) -> Any:
         return json.loads(by_path[path].body)

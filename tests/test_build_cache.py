@@ -172,3 +172,18 @@ def test_a_code_change_invalidates_the_cache(monkeypatch: pytest.MonkeyPatch) ->
         assert build_cache.code_fingerprint() != before
     finally:
         build_cache.code_fingerprint.cache_clear()
+
+
+def test_a_cache_cut_short_while_appending_keeps_its_whole_frames(
+    site_copy: Path, tmp_path: Path, cache_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _build(site_copy, tmp_path / "out")
+    _edit(site_copy)
+    _build(site_copy, tmp_path / "out")  # appends the edited entry's records
+    [file] = cache_dir.glob("build-*.pickle")
+    file.write_bytes(file.read_bytes()[:-7])
+    build_cache._MEMO.clear()  # as a new process would: read the file
+    _add(site_copy)
+    assert _build(site_copy, tmp_path / "out") == _cold(site_copy, tmp_path, monkeypatch)
+    _remove(site_copy)
+    assert _build(site_copy, tmp_path / "out") == _cold(site_copy, tmp_path, monkeypatch)
