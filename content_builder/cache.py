@@ -11,7 +11,8 @@ The records are general: per entry, named fields (`loaded`, `terms`, ...) that a
 may store and read back, not a list of today's published files.
 
 Where it lives: $AGENT_ACCESS_CACHE_DIR, else $XDG_CACHE_HOME/agent-access, else
-~/.cache/agent-access: never in the repository. One file per site folder. Clear it with
+~/.cache/agent-access: never in the repository. One file per site folder and settings
+(about 200 MB for 10,000 documents and 10,000 FAQ entries). Clear it with
 `rm -rf ~/.cache/agent-access` (or the folder above); AGENT_ACCESS_CACHE_DIR=off turns it
 off. A cache that is missing, corrupt, from another version or for other settings is
 ignored and rewritten: it can make a build faster, never different.
@@ -98,7 +99,11 @@ class EntryCache:
         if folder is None:
             return cls.disabled()
         root = str(site_root.resolve())
-        file = folder / f"build-{hashlib.sha256(root.encode()).hexdigest()[:24]}.pickle"
+        # One file per site folder and settings (say `build` and `serve`, whose base URLs
+        # differ, do not evict each other); the code is in the header, so an upgrade
+        # replaces the file rather than adding one.
+        where = hashlib.sha256(root.encode() + b"\0" + settings).hexdigest()[:24]
+        file = folder / f"build-{where}.pickle"
         header = (
             hashlib.sha256(
                 code_fingerprint().encode() + b"\0" + root.encode() + b"\0" + settings
