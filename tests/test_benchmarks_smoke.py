@@ -150,3 +150,12 @@ def test_publisher_clients_talk_to_aws_unless_given_an_endpoint() -> None:
     local = publisher.clients("eu-west-1", endpoint_url="http://127.0.0.1:5000")
     assert local.s3.meta.endpoint_url == local.cloudfront.meta.endpoint_url
     assert local.s3.meta.endpoint_url == "http://127.0.0.1:5000"
+
+
+def test_the_incremental_build_is_measured(bench: dict[str, Any]) -> None:
+    incremental = bench["incremental"]
+    assert incremental["n"] == N and len(incremental["edit_runs"]) == 3
+    assert all(seconds > 0 for seconds in incremental["edit_runs"])
+    names = [name for name, _, _ in run.targets(bench)]
+    assert any("after one edit" in name for name in names), names
+    assert any("peak memory" in name for name in names), names
