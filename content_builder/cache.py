@@ -123,6 +123,8 @@ class EntryCache:
         return record[field]
 
     def put(self, key: str, field: str, value: Any) -> None:
+        if self.file is None:  # off: hold nothing (the build's peak memory)
+            return
         record = self.records.setdefault(key, {})
         record[field] = value
         self.used.add(key)
