@@ -404,6 +404,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     keep = args.work is not None
     args.work = args.work or Path(tempfile.mkdtemp(prefix="agent-access-bench-", dir=scratch()))
+    # Builds in children (preview, publish) cache into the work folder, not ~/.cache.
+    os.environ.setdefault("AGENT_ACCESS_CACHE_DIR", str(args.work / "build-cache"))
     try:
         results = run(args)
     finally:
