@@ -22,6 +22,7 @@ from pathlib import Path
 
 from agent_contract import paths
 from agent_contract.routes import HEADER_POLICY
+from agent_edge.changes import DirectoryEvents
 from agent_edge.edge import Edge
 from content_builder.build import plan
 from content_builder.errors import SiteDataError
@@ -177,6 +178,9 @@ def fingerprint(site_dir: Path) -> Fingerprint:
 #: The watcher waits at least this many times as long as its last scan took, so that
 #: polling stays under 2 % of a core however large site_data grows.
 IDLE_FACTOR = 50
+#: With inotify (agent_edge.changes) the watcher scans when woken, and otherwise only
+#: this often, in case an event was lost (a watch limit, a network filesystem).
+SAFETY_SCAN_SECONDS = 60.0
 
 
 def watch(
@@ -194,8 +198,21 @@ def watch(
     loaded, so that an edit made while it loaded is not missed.
     """
     seen = built_from if built_from is not None else fingerprint(site_dir)
+    events = DirectoryEvents.open(site_dir)
+    # With events, the first scan comes at once: an edit made before the watches were
+    # set sent no event, and `seen` may predate it.
     wait = interval
-    while not stop.wait(wait):
+    woken = events is not None
+    while True:
+        if woken:
+            woken = False
+        elif events is not None:
+            events.wait(max(wait, SAFETY_SCAN_SECONDS), stop)  # woken by a change
+            if stop.is_set():
+                events.close()
+                return
+        elif stop.wait(wait):
+            return
         # Nothing may end this loop but `stop`: a watcher that dies on one bad edit
         # leaves a server that silently serves stale content for the rest of the session.
         try:

@@ -23,7 +23,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from benchmarks import build_bench, preview_bench, publish_bench, sitegen
+from benchmarks import build_bench, edge_bench, preview_bench, publish_bench, sitegen
 
 README = Path(__file__).resolve().parent / "README.md"
 BEGIN = "<!-- results:begin (written by `make bench`; edits here are overwritten) -->"
@@ -35,6 +35,12 @@ RATIO_TARGET = 2.0
 BUILD_10K_SECONDS = 13.0
 COMPRESSIBLE_BYTES = 10_000_000
 FLATNESS_TARGET = 1.5
+#: Issue 11: peak memory not above the original build's 1.1 GB; after one edit at
+#: N = 10,000, `build` (with the build cache) under 3 s.
+PEAK_MB_TARGET = 1126
+EDIT_SECONDS = 3.0
+EDGE_RPS = 3000
+EDGE_P99_MS = 10.0
 
 
 def machine() -> dict[str, str]:
@@ -131,6 +137,31 @@ def targets(results: dict[str, Any]) -> list[tuple[str, str, bool]]:
             f"{low['ms_per_entry']:.2f} -> {high['ms_per_entry']:.2f} ms ({spread:.2f}x)",
             1 / FLATNESS_TARGET <= spread <= FLATNESS_TARGET,
         ))  # fmt: skip
+    rows.append((
+        f"peak memory at N = {largest['n']:,} not above {PEAK_MB_TARGET:,} MB (the original)",
+        f"{largest['peak_rss_mb']:,.0f} MB",
+        largest["peak_rss_mb"] <= PEAK_MB_TARGET,
+    ))  # fmt: skip
+    incremental = results.get("incremental")
+    if incremental:
+        rows.append((
+            f"`build` after one edit at N = {incremental['n']:,} under {EDIT_SECONDS:.0f} s "
+            "(build cache)",
+            f"{incremental['edit_seconds']:.1f} s (cold {incremental['cold_seconds']:.1f} s)",
+            incremental["edit_seconds"] < EDIT_SECONDS,
+        ))  # fmt: skip
+    edge = results.get("edge")
+    if edge:
+        ours, plain = edge["edge"], edge["http_server"]
+        rows.append((
+            f"local edge >= {EDGE_RPS:,} req/s, p99 < {EDGE_P99_MS:.0f} ms, keep-alive, ahead "
+            "of `python -m http.server --protocol HTTP/1.1` (same files, same run)",
+            f"{ours['requests_per_second']:,.0f} req/s, p99 {ours['p99_ms']:.2f} ms vs "
+            f"{plain['requests_per_second']:,.0f} req/s, p99 {plain['p99_ms']:.1f} ms",
+            ours["requests_per_second"] >= EDGE_RPS
+            and ours["p99_ms"] < EDGE_P99_MS
+            and ours["requests_per_second"] > plain["requests_per_second"],
+        ))  # fmt: skip
     publish = results.get("publish")
     if publish:
         for name, met in publish["targets"].items():
@@ -216,6 +247,24 @@ def render(results: dict[str, Any]) -> list[str]:
              "stale objects after", "seconds"],
             rows,
         )  # fmt: skip
+    edge = results.get("edge")
+    if edge:
+        lines += [
+            "",
+            f"**Local edge** (one keep-alive `http.client` connection, GET `{edge['path']}`, "
+            f"{edge['body_bytes']:,} bytes; servers alternating, median round)",
+            "",
+        ]
+        lines += _table(
+            ["server", "req/s", "p50 ms", "p99 ms", "rounds req/s"],
+            [["`content_builder serve`", f"{edge['edge']['requests_per_second']:,.0f}",
+              f"{edge['edge']['p50_ms']:.2f}", f"{edge['edge']['p99_ms']:.2f}",
+              ", ".join(f"{r:,.0f}" for r in edge["edge_runs"])],
+             ["`python -m http.server --protocol HTTP/1.1`",
+              f"{edge['http_server']['requests_per_second']:,.0f}",
+              f"{edge['http_server']['p50_ms']:.2f}", f"{edge['http_server']['p99_ms']:.2f}",
+              ", ".join(f"{r:,.0f}" for r in edge["http_server_runs"])]],
+        )  # fmt: skip
     previews = results.get("preview") or []
     if previews:
         lines += ["", "**Preview**: the Pulumi program under mocks (preview mode)", ""]
@@ -290,11 +339,22 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         _say(f"  build {result.build_seconds:.2f} s, floor {result.floor_seconds:.2f} s, "
              f"ratio {result.ratio:.1f}, {result.ms_per_entry:.2f} ms per entry, "
              f"peak RSS {result.peak_rss_mb:.0f} MB")  # fmt: skip
+    largest_n = max(args.sizes)
+    _say(f"incremental: one FAQ edited after a build, N = {largest_n:,}")
+    incremental = build_bench.measure_incremental(sites[largest_n], largest_n, work / "build")
+    results["incremental"] = incremental.as_dict()
+    _say(f"  {incremental.edit_seconds:.2f} s (runs {incremental.edit_runs})")
     for n in args.sizes:
         _say(f"Pulumi program under mocks, N = {n:,}")
         preview = preview_bench.measure(sites[n], n, work / "preview")
         results["preview"].append(preview.as_dict())
         _say(f"  {preview.seconds:.2f} s, of which build {preview.build_seconds:.2f} s")
+    _say("local edge vs python -m http.server --protocol HTTP/1.1, keep-alive, same files")
+    edge = edge_bench.measure(work / "edge", args.edge_requests, args.edge_rounds,
+                              args.edge_seconds)  # fmt: skip
+    results["edge"] = edge.as_dict()
+    _say(f"  edge {edge.edge.requests_per_second:.0f} req/s, http.server "
+         f"{edge.http_server.requests_per_second:.0f} req/s")  # fmt: skip
     largest = max(args.sizes)
     manifest = json.loads((work / "preview" / f"preview-dist-{largest}" / "manifest.json")
                           .read_text())  # fmt: skip
@@ -335,12 +395,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--publish-n", type=int, default=1000, help="0 skips the publish run")
     parser.add_argument("--repeats", type=int, default=0, help="runs per N (default 5/3/2)")
     parser.add_argument("--publisher-only", action="store_true", help="without aws s3 sync")
+    parser.add_argument("--edge-requests", type=int, default=3000, help="per server and round")
+    parser.add_argument("--edge-rounds", type=int, default=3)
+    parser.add_argument("--edge-seconds", type=float, default=3.0, help="cap per round")
     parser.add_argument("--work", type=Path, default=None,
                         help="default: a temporary folder, in /dev/shm when possible")  # fmt: skip
     parser.add_argument("--no-readme", action="store_true", help="do not rewrite the README")
     args = parser.parse_args(argv)
     keep = args.work is not None
     args.work = args.work or Path(tempfile.mkdtemp(prefix="agent-access-bench-", dir=scratch()))
+    # Builds in children (preview, publish) cache into the work folder, not ~/.cache.
+    os.environ.setdefault("AGENT_ACCESS_CACHE_DIR", str(args.work / "build-cache"))
     try:
         results = run(args)
     finally:

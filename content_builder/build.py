@@ -141,6 +141,7 @@ def _plan(site_dir: Path, base_url: str | None, frozen: bool, mcp_endpoint: str 
     check_authored_links(site, frozenset(a.path for a in artifacts))
     check_artifacts(site, artifacts)
     check_budgets(artifacts)
+    site.cache.save()  # after every check: a failed build teaches the cache nothing
     return Plan(site, artifacts, lock, changes, history)
 
 

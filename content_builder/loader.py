@@ -11,7 +11,7 @@ import ipaddress
 import os
 import re
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 from urllib.parse import urlsplit
@@ -20,6 +20,7 @@ from pydantic import BaseModel, ValidationError
 
 from agent_contract import links, paths
 from agent_contract.models import ArchitectureDocument, OnSiteAgentStatus
+from content_builder.cache import EntryCache, entry_key
 from content_builder.errors import Problem, SiteDataError
 from content_builder.source import (
     CONTENT_SHAPES,
@@ -62,6 +63,7 @@ class LoadedDocument:
     source: DocumentSource
     content: PageContentSource | FeatureContentSource
     file: str
+    cache_key: str = ""  # the build cache's key for this file's bytes (content_builder.cache)
 
     @property
     def id(self) -> str:
@@ -72,6 +74,7 @@ class LoadedDocument:
 class LoadedFaq:
     source: FaqSource
     file: str
+    cache_key: str = ""
 
     @property
     def id(self) -> str:
@@ -91,6 +94,8 @@ class Site:
     on_site_agent: OnSiteAgentStatus
     architecture_file: str
     on_site_agent_file: str
+    #: What earlier builds derived from unchanged entries; not part of the site's value.
+    cache: EntryCache = field(default_factory=EntryCache.disabled, compare=False, repr=False)
 
     def display(self, name: str) -> str:
         return display_path(self.root / name)
@@ -142,9 +147,13 @@ def load_site(root: Path, base_url: str | None = None) -> Site:
 
     literal_bases = {site_config.base_url, effective_base}
     tokens = token_values(site_config, effective_base)
+    settings = b"\0".join(
+        [_bytes_or_empty(root / SITE_FILE), effective_base.encode(), os.getcwd().encode()]
+    )
+    cache = EntryCache.open(root, settings)
 
-    def read(path: Path) -> dict[str, Any] | None:
-        raw = _read(path, problems)
+    def read(path: Path, data: bytes | None = None) -> dict[str, Any] | None:
+        raw = _read(path, problems, data)
         if raw is None:
             return None
         found = [
@@ -155,8 +164,8 @@ def load_site(root: Path, base_url: str | None = None) -> Site:
         problems.extend(with_lines(found, path))
         return _substitute(raw, tokens)
 
-    documents = _load_documents(root, read, problems)
-    faqs = _load_faqs(root, read, problems)
+    documents = _load_documents(root, read, problems, cache)
+    faqs = _load_faqs(root, read, problems, cache)
     architecture = validate_model(
         ArchitectureDocument,
         read(root / ARCHITECTURE_FILE),
@@ -195,7 +204,33 @@ def load_site(root: Path, base_url: str | None = None) -> Site:
         on_site_agent=on_site_agent,
         architecture_file=display_path(root / ARCHITECTURE_FILE),
         on_site_agent_file=display_path(root / ON_SITE_AGENT_FILE),
+        cache=cache,
     )
+
+
+def _bytes_or_empty(path: Path) -> bytes:
+    try:
+        return path.read_bytes()
+    except OSError:
+        return b""
+
+
+Reader = Callable[[Path, bytes | None], dict[str, Any] | None]
+
+
+def _cached_entries(
+    folder: Path, problems: list[Problem], cache: EntryCache, required: bool
+) -> Iterator[tuple[Path, str, bytes | None, Any]]:
+    """(path, cache key, bytes, cached entry or None) of each YAML file in `folder`.
+    A file that cannot be read has no key and no bytes: the reader reports why."""
+    for path in _yaml_files(folder, problems, required):
+        try:
+            data = path.read_bytes()
+        except OSError:
+            yield path, "", None, None
+            continue
+        key = entry_key(display_path(path), data)
+        yield path, key, data, cache.get(key, "loaded")
 
 
 def token_values(config: SiteSource, base_url: str) -> dict[str, str]:
@@ -276,12 +311,16 @@ def _snippet(text: str, match: re.Match[str]) -> str:
 
 
 def _load_documents(
-    root: Path, read: Callable[[Path], dict[str, Any] | None], problems: list[Problem]
+    root: Path, read: Reader, problems: list[Problem], cache: EntryCache
 ) -> list[LoadedDocument]:
     loaded = []
-    for path in _yaml_files(root / CONTENT_DIR, problems):
+    for path, key, data, hit in _cached_entries(root / CONTENT_DIR, problems, cache, True):
+        if isinstance(hit, LoadedDocument):
+            loaded.append(hit)
+            continue
         display = display_path(path)
-        raw = read(path)
+        before = len(problems)
+        raw = read(path, data)
         document = validate_model(DocumentSource, raw, display, problems, path=path)
         if document is None:
             continue
@@ -290,20 +329,30 @@ def _load_documents(
             shape, document.content, display, problems, prefix="content", path=path
         )
         if content is not None:
-            loaded.append(LoadedDocument(document, content, display))  # type: ignore[arg-type]
+            entry = LoadedDocument(document, content, display, key)  # type: ignore[arg-type]
+            loaded.append(entry)
+            if key and len(problems) == before:  # only a clean entry is remembered
+                cache.put(key, "loaded", entry)
     return loaded
 
 
 def _load_faqs(
-    root: Path, read: Callable[[Path], dict[str, Any] | None], problems: list[Problem]
+    root: Path, read: Reader, problems: list[Problem], cache: EntryCache
 ) -> list[LoadedFaq]:
     loaded = []
     # A site may have no FAQ (yet): an empty or missing faq/ folder is allowed.
-    for path in _yaml_files(root / FAQ_DIR, problems, required=False):
+    for path, key, data, hit in _cached_entries(root / FAQ_DIR, problems, cache, False):
+        if isinstance(hit, LoadedFaq):
+            loaded.append(hit)
+            continue
         display = display_path(path)
-        faq = validate_model(FaqSource, read(path), display, problems, path=path)
+        before = len(problems)
+        faq = validate_model(FaqSource, read(path, data), display, problems, path=path)
         if faq is not None:
-            loaded.append(LoadedFaq(faq, display))
+            entry = LoadedFaq(faq, display, key)
+            loaded.append(entry)
+            if key and len(problems) == before:
+                cache.put(key, "loaded", entry)
     return loaded
 
 
@@ -350,12 +399,12 @@ def _check_unique_ids(
             first_seen[item.id] = item.file
 
 
-def _read(path: Path, problems: list[Problem]) -> dict[str, Any] | None:
-    if not path.is_file():
+def _read(path: Path, problems: list[Problem], data: bytes | None = None) -> dict[str, Any] | None:
+    if data is None and not path.is_file():
         problems.append(Problem(display_path(path), None, "file is missing"))
         return None
     try:
-        return read_yaml_mapping(path, display_path(path))
+        return read_yaml_mapping(path, display_path(path), data)
     except SiteDataError as error:
         problems.extend(error.problems)
         return None

@@ -18,35 +18,74 @@ from content_builder.errors import Problem, SiteDataError
 from content_builder.loader import Site, located_strings
 from content_builder.yaml_io import with_lines
 
+#: An API link an author wrote: where (dotted location), the URL, the path it names.
+ApiLink = tuple[str, str, str]
 
-def _dangling(text: str, site: Site, published: frozenset[str]) -> list[str]:
-    """The URLs in `text` that point into the API but at no published file."""
+
+def _api_links(site: Site, data: Any) -> list[ApiLink]:
+    """Every URL in `data` that points into the API, with its location and path."""
     return [
-        url
+        (location, url, path)
+        for location, text in located_strings(data)
         for url in links.urls(text)
         if (path := links.api_path(url, site.base_url)) is not None
-        and not links.resolves(path, published)
     ]
+
+
+def _entry_links(site: Site, key: str, source: Any) -> list[ApiLink]:
+    # An entry's links depend on its bytes and the base URL, both in its cache key.
+    found = site.cache.get(key, "api_links") if key else None
+    if found is None:
+        found = _api_links(site, source.model_dump(mode="json"))
+        if key:
+            site.cache.put(key, "api_links", found)
+    return found
 
 
 def check_authored_links(site: Site, published: frozenset[str]) -> None:
     problems: list[Problem] = []
-    sources: list[tuple[str, Any]] = [
-        *((d.file, d.source.model_dump(mode="json")) for d in site.documents),
-        *((f.file, f.source.model_dump(mode="json")) for f in site.faqs),
-        (site.architecture_file, site.architecture.model_dump(mode="json")),
-        (site.on_site_agent_file, site.on_site_agent.model_dump(mode="json")),
+    sources: list[tuple[str, list[ApiLink]]] = [
+        *((d.file, _entry_links(site, d.cache_key, d.source)) for d in site.documents),
+        *((f.file, _entry_links(site, f.cache_key, f.source)) for f in site.faqs),
+        (site.architecture_file, _api_links(site, site.architecture.model_dump(mode="json"))),
+        (site.on_site_agent_file, _api_links(site, site.on_site_agent.model_dump(mode="json"))),
     ]
-    for file, data in sources:
+    for file, found_links in sources:
         found = [
             Problem(file, location, f"link {url} does not resolve to a published file")
-            for location, text in located_strings(data)
-            for url in _dangling(text, site, published)
+            for location, url, path in found_links
+            if not links.resolves(path, published)
         ]
         # `file` is the path as displayed (relative to the working directory).
-        problems += with_lines(found, Path(file))
+        if found:
+            problems += with_lines(found, Path(file))
     if problems:
         raise SiteDataError(problems)
+
+
+#: Bodies up to this size have their links remembered by the build cache: the leaves,
+#: which an edit elsewhere leaves unchanged, not the aggregates, which every edit changes.
+_REMEMBERED_BODY_BYTES = 256 * 1024
+
+
+def _body_links(site: Site, artifact: Artifact) -> list[tuple[str, str]]:
+    """(URL, path) of every link into the API in a published file."""
+    key = ""
+    if artifact.size <= _REMEMBERED_BODY_BYTES:
+        # The links of a body depend on its bytes and the base URL (in the cache's key).
+        key = "body\0" + artifact.sha256
+        found = site.cache.get(key, "api_links")
+        if found is not None:
+            return found
+    text = artifact.body.decode("utf-8")
+    found = [
+        (url, path)
+        for url in links.urls(text)
+        if (path := links.api_path(url, site.base_url)) is not None
+    ]
+    if key:
+        site.cache.put(key, "api_links", found)
+    return found
 
 
 def check_artifacts(site: Site, artifacts: list[Artifact]) -> None:
@@ -59,11 +98,17 @@ def check_artifacts(site: Site, artifacts: list[Artifact]) -> None:
     published = frozenset(by_path)
 
     for artifact in artifacts:
-        where = f"{artifact.path} (from {artifact.source})" if artifact.source else artifact.path
-        problems += [
-            Problem(where, None, f"link {url} does not resolve to a published file")
-            for url in _dangling(artifact.body.decode("utf-8"), site, published)
+        dangling = [
+            url for url, path in _body_links(site, artifact) if not links.resolves(path, published)
         ]
+        if dangling:
+            where = (
+                f"{artifact.path} (from {artifact.source})" if artifact.source else artifact.path
+            )
+            problems += [
+                Problem(where, None, f"link {url} does not resolve to a published file")
+                for url in dangling
+            ]
 
     def load(path: str) -> Any:
         return json.loads(by_path[path].body)

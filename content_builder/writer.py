@@ -82,13 +82,29 @@ def write_output(artifacts: list[Artifact], out_dir: Path, base_url: str) -> lis
             if target.parent not in folders:  # one mkdir per folder, not per file
                 target.parent.mkdir(parents=True, exist_ok=True)
                 folders.add(target.parent)
-            target.write_bytes(artifact.body)
+            if not (previous and _reuse(out_dir / artifact.key, target, artifact.body)):
+                target.write_bytes(artifact.body)
         (staging / MANIFEST_NAME).write_bytes(manifest_body(manifest(artifacts, base_url)))
         _swap_in(staging, out_dir)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
     return report
+
+
+def _reuse(old: Path, target: Path, body: bytes) -> bool:
+    """Hard-link the previous output's file into the staging folder when it holds exactly
+    `body`: creating 20,000 files cost 5-8 s of a 10,000-entry build, linking one 5 us.
+    Compared byte for byte (reading is ~100x cheaper than creating here), so a file
+    changed by hand since is written again. Nothing writes into a published file in
+    place, so sharing its inode with the retired output is safe."""
+    try:
+        if old.stat().st_size != len(body) or old.read_bytes() != body:
+            return False
+        os.link(old, target)
+    except OSError:  # gone, unreadable, or a filesystem without hard links
+        return False
+    return True
 
 
 def _swap_in(staging: Path, out_dir: Path) -> None:

@@ -56,10 +56,14 @@ def _construct_date(loader: _StrictLoader, node: yaml.ScalarNode) -> YamlDate:
 _StrictLoader.add_constructor("tag:yaml.org,2002:timestamp", _construct_date)
 
 
-def read_yaml_mapping(path: Path, display: str) -> dict[str, Any]:
-    """Read one YAML file holding a mapping; every failure names the file."""
+def read_yaml_mapping(path: Path, display: str, data: bytes | None = None) -> dict[str, Any]:
+    """Read one YAML file holding a mapping (`data`: its bytes, when already read);
+    every failure names the file."""
     try:
-        text = path.read_text(encoding="utf-8")
+        if data is None:
+            text = path.read_text(encoding="utf-8")
+        else:  # as read_text would: universal newlines
+            text = data.decode("utf-8").replace("\r\n", "\n").replace("\r", "\n")
     except UnicodeDecodeError as error:
         raise SiteDataError.single(display, None, f"not UTF-8 text ({error.reason})") from error
     except OSError as error:

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from agent_edge.serve import EdgeServer, load_edge
+from content_builder.cache import CACHE_ENV
 from content_builder.cli import main
 
 REPO = Path(__file__).resolve().parents[1]
@@ -47,6 +48,15 @@ def tree_digest(folder: Path) -> dict[str, str]:
         for path in sorted(folder.rglob("*"))
         if path.is_file()
     }
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _build_cache_in_a_temp_folder(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Builds in tests use (and so exercise) the build cache, but in a folder of the test
+    session's own, not the user's ~/.cache/agent-access (one file per temp site)."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv(CACHE_ENV, str(tmp_path_factory.mktemp("build-cache")))
+        yield
 
 
 @pytest.fixture

@@ -39,7 +39,8 @@ def bench(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     readme = run.README.read_bytes()
     code = run.main(
         ["--sizes", str(N), "--publish-n", str(N), "--repeats", "1", "--publisher-only",
-         "--no-readme", "--work", str(work)]
+         "--no-readme", "--work", str(work), "--edge-requests", "50", "--edge-rounds", "1",
+         "--edge-seconds", "0.5"]
     )  # fmt: skip
     assert code == 0
     assert run.README.read_bytes() == readme, "--no-readme must leave the README alone"
@@ -155,3 +156,21 @@ def test_publisher_clients_talk_to_aws_unless_given_an_endpoint() -> None:
     local = publisher.clients("eu-west-1", endpoint_url="http://127.0.0.1:5000")
     assert local.s3.meta.endpoint_url == local.cloudfront.meta.endpoint_url
     assert local.s3.meta.endpoint_url == "http://127.0.0.1:5000"
+
+
+def test_the_incremental_build_is_measured(bench: dict[str, Any]) -> None:
+    incremental = bench["incremental"]
+    assert incremental["n"] == N and len(incremental["edit_runs"]) == 3
+    assert all(seconds > 0 for seconds in incremental["edit_runs"])
+    names = [name for name, _, _ in run.targets(bench)]
+    assert any("after one edit" in name for name in names), names
+    assert any("peak memory" in name for name in names), names
+
+
+def test_the_local_edge_is_measured_next_to_http_server(bench: dict[str, Any]) -> None:
+    edge = bench["edge"]
+    assert (
+        edge["edge"]["requests_per_second"] > 0 and edge["http_server"]["requests_per_second"] > 0
+    )
+    assert edge["edge"]["p50_ms"] <= edge["edge"]["p99_ms"]
+    assert any("http.server" in name for name, _, _ in run.targets(bench))

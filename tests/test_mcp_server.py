@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import http.client
 import json
+import os
 import sys
 import urllib.error
 import urllib.request
@@ -32,6 +33,7 @@ from agent_mcp.catalog import SEARCH_LIMIT
 from agent_mcp.sources import DirectoryFiles, MissingFile
 from benchmarks import sitegen
 from content_builder.build import plan
+from content_builder.cache import CACHE_ENV
 from content_builder.search_eval import QUESTIONS_FILE
 from tests.conftest import REPO, SITE_DATA, SPEC_SITE, TEST_BASE_URL, running_server
 
@@ -55,6 +57,9 @@ def stdio_params(*args: str | Path) -> StdioServerParameters:
         command=sys.executable,
         args=["-m", "content_builder", "mcp", *map(str, args)],
         cwd=str(REPO),
+        # The client passes a minimal environment: keep the server's build cache in the
+        # test session's folder (conftest), not the user's ~/.cache.
+        env={CACHE_ENV: os.environ.get(CACHE_ENV, "off")},
     )
 
 

@@ -83,14 +83,22 @@ def tracked(site: Site, unversioned: list[dict[str, Any]] | None = None) -> list
     if unversioned is None:
         unversioned = unversioned_documents(site)
     items = [
-        Tracked(d.id, source_hash(site, data), d.source.version, d.file)
+        Tracked(d.id, _cached_hash(site, d.cache_key, data), d.source.version, d.file)
         for d, data in zip(site.documents, unversioned, strict=True)
     ]
-    items += [
-        Tracked(f.id, source_hash(site, faq_entry(f).model_dump(mode="json")), None, f.file)
-        for f in site.faqs
-    ]
+    items += [Tracked(f.id, _cached_hash(site, f.cache_key, f), None, f.file) for f in site.faqs]
     return items
+
+
+def _cached_hash(site: Site, key: str, entry: dict[str, Any] | LoadedFaq) -> str:
+    # The source hash depends on the entry's bytes and the settings its key includes.
+    found = site.cache.get(key, "source_hash") if key else None
+    if found is None:
+        data = faq_entry(entry).model_dump(mode="json") if isinstance(entry, LoadedFaq) else entry
+        found = source_hash(site, data)
+        if key:
+            site.cache.put(key, "source_hash", found)
+    return found
 
 
 def content_document(

@@ -186,6 +186,13 @@ def _keywords(entries: list[_EntryTerms], fixed_bytes: int) -> list[list[str]]:
     return published
 
 
+def _remember(site: Site, key: str, terms: _EntryTerms) -> None:
+    # The terms depend on the entry's text and on settings the cache is keyed by
+    # (site.yaml, base URL, code): the entry's bytes name them.
+    if key:
+        site.cache.put(key, "terms", terms)
+
+
 def search_index(site: Site, catalog: Catalog) -> SearchIndex:
     heads: list[tuple[str, str, str, str]] = []  # id, title, description, api_url
     terms: list[_EntryTerms] = []
@@ -196,22 +203,28 @@ def search_index(site: Site, catalog: Catalog) -> SearchIndex:
             (document.id, document.title, loaded.source.description,
              site.base_url + paths.document(document.id))
         )  # fmt: skip
-        salient = [loaded.source.description, *loaded.source.keywords]
-        terms.append(
-            _entry_terms(
+        found = site.cache.get(loaded.cache_key, "terms") if loaded.cache_key else None
+        if found is None:
+            salient = [loaded.source.description, *loaded.source.keywords]
+            found = _entry_terms(
                 [document.title],
                 [*salient, *document_headings(document)],
                 document_text(document),
                 tokenizer,
             )
-        )
+            _remember(site, loaded.cache_key, found)
+        terms.append(found)
     for loaded, faq in catalog.faqs:
         heads.append(
             (faq.id, faq.question, summarize(faq.answer), site.base_url + paths.faq(faq.id))
         )
-        terms.append(
-            _entry_terms([faq.question], list(loaded.source.keywords), [faq.answer], tokenizer)
-        )
+        found = site.cache.get(loaded.cache_key, "terms") if loaded.cache_key else None
+        if found is None:
+            found = _entry_terms(
+                [faq.question], list(loaded.source.keywords), [faq.answer], tokenizer
+            )
+            _remember(site, loaded.cache_key, found)
+        terms.append(found)
     bare = [
         SearchEntry(id=entry_id, title=title, description=description, api_url=api_url,
                     keywords=[])

@@ -1,0 +1,200 @@
+"""The build cache: what a build derived from each source entry, kept between builds.
+
+An entry (a content document or an FAQ file) whose bytes did not change is not parsed,
+validated, link-checked or tokenized again. A record is keyed by the entry's file name
+and the SHA-256 of its bytes; the whole cache is keyed by the build settings (site.yaml's
+bytes, the effective base URL, the site folder, the working directory that display paths
+are relative to) and by a fingerprint of the builder's own code and of the libraries that
+shape its data, so that a code or settings change starts from empty, never from stale.
+
+The records are general: per entry, named fields (`loaded`, `terms`, ...) that any step
+may store and read back, not a list of today's published files.
+
+Where it lives: $AGENT_ACCESS_CACHE_DIR, else $XDG_CACHE_HOME/agent-access, else
+~/.cache/agent-access: never in the repository. One file per site folder and settings
+(about 200 MB for 10,000 documents and 10,000 FAQ entries). Clear it with
+`rm -rf ~/.cache/agent-access` (or the folder above); AGENT_ACCESS_CACHE_DIR=off turns it
+off. A cache that is missing, corrupt, from another version or for other settings is
+ignored and rewritten: it can make a build faster, never different.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import pickle
+import sys
+import tempfile
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+CACHE_ENV = "AGENT_ACCESS_CACHE_DIR"
+_MAGIC = b"agent-access build cache v1\n"
+#: The packages whose code decides what a record holds.
+_CODE_PACKAGES = ("content_builder", "agent_contract")
+
+
+@cache
+def code_fingerprint() -> str:
+    """SHA-256 of the builder's and the contract's sources and of the library versions."""
+    from importlib import metadata
+
+    digest = hashlib.sha256(sys.version.encode())
+    for name in ("pydantic", "pydantic-core", "PyYAML"):
+        try:
+            digest.update(f"{name}={metadata.version(name)};".encode())
+        except metadata.PackageNotFoundError:
+            digest.update(f"{name}=?;".encode())
+    root = Path(__file__).resolve().parent.parent
+    for package in _CODE_PACKAGES:
+        for source in sorted((root / package).rglob("*.py")):
+            digest.update(str(source.relative_to(root)).encode() + b"\0")
+            digest.update(source.read_bytes() + b"\0")
+    return digest.hexdigest()
+
+
+def cache_dir() -> Path | None:
+    chosen = os.environ.get(CACHE_ENV)
+    if chosen == "off":
+        return None
+    if chosen:
+        return Path(chosen)
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    return (Path(xdg) if xdg else Path.home() / ".cache") / "agent-access"
+
+
+def entry_key(name: str, data: bytes) -> str:
+    return name + "\0" + hashlib.sha256(data).hexdigest()
+
+
+#: The last records this process read or wrote, by cache file: a `serve --watch` rebuild
+#: does not read its own cache back from disk. Records are keyed by content, so one
+#: stored by a build that later failed is still right.
+_MEMO: dict[Path, tuple[tuple[int, int], bytes, dict[str, dict[str, Any]]]] = {}
+
+
+class EntryCache:
+    """Records by entry key. A build appends the records it added to the file; when most
+    of the file is records no build uses any more (removed or edited entries), the next
+    save rewrites it with the used ones only."""
+
+    def __init__(
+        self, file: Path | None, header: bytes, records: dict[str, dict[str, Any]], appendable: bool
+    ):
+        self.file = file
+        self.header = header
+        self.records = records
+        self.appendable = appendable  # the file holds this header: new records can follow
+        self.used: set[str] = set()
+        self.added: dict[str, dict[str, Any]] = {}
+
+    @classmethod
+    def disabled(cls) -> EntryCache:
+        return cls(None, b"", {}, False)
+
+    @classmethod
+    def open(cls, site_root: Path, settings: bytes) -> EntryCache:
+        folder = cache_dir()
+        if folder is None:
+            return cls.disabled()
+        root = str(site_root.resolve())
+        # One file per site folder and settings (say `build` and `serve`, whose base URLs
+        # differ, do not evict each other); the code is in the header, so an upgrade
+        # replaces the file rather than adding one.
+        where = hashlib.sha256(root.encode() + b"\0" + settings).hexdigest()[:24]
+        file = folder / f"build-{where}.pickle"
+        header = (
+            hashlib.sha256(
+                code_fingerprint().encode() + b"\0" + root.encode() + b"\0" + settings
+            ).hexdigest()
+        ).encode() + b"\n"
+        memo = _MEMO.get(file)
+        if memo is not None and memo[0] == _signature(file) and memo[1] == header:
+            return cls(file, header, memo[2], True)
+        records, whole = _read_records(file, header)
+        return cls(file, header, records, whole and bool(records))
+
+    def get(self, key: str, field: str) -> Any | None:
+        record = self.records.get(key)
+        if record is None or field not in record:
+            return None
+        self.used.add(key)
+        return record[field]
+
+    def put(self, key: str, field: str, value: Any) -> None:
+        if self.file is None:  # off: hold nothing (the build's peak memory)
+            return
+        record = self.records.setdefault(key, {})
+        record[field] = value
+        self.used.add(key)
+        self.added[key] = record
+
+    def save(self) -> None:
+        """Append the new records (or rewrite the file), atomically for a rewrite; a cache
+        that cannot be written is only a slower next build, never a failed one."""
+        if self.file is None:
+            return
+        stale = len(self.records) - len(self.used)
+        rewrite = not self.appendable or stale > max(len(self.used), 1000)
+        if not rewrite and not self.added:
+            return
+        try:
+            self.file.parent.mkdir(parents=True, exist_ok=True)
+            if rewrite:
+                kept = {key: self.records[key] for key in self.used}
+                _write_new(self.file, _MAGIC + self.header, kept)
+                self.records = kept
+            else:
+                with self.file.open("ab") as stream:
+                    pickle.dump(self.added, stream, protocol=pickle.HIGHEST_PROTOCOL)
+            _MEMO[self.file] = (_signature(self.file), self.header, self.records)
+        except OSError:
+            return
+        self.added = {}
+        self.appendable = True
+
+
+def _signature(file: Path) -> tuple[int, int]:
+    try:
+        stat = file.stat()
+    except OSError:
+        return (-1, -1)
+    return (stat.st_mtime_ns, stat.st_size)
+
+
+def _write_new(file: Path, head: bytes, records: dict[str, dict[str, Any]]) -> None:
+    handle, temporary = tempfile.mkstemp(prefix=".build-", dir=file.parent)
+    try:
+        with os.fdopen(handle, "wb") as stream:
+            stream.write(head)
+            pickle.dump(records, stream, protocol=pickle.HIGHEST_PROTOCOL)
+        os.replace(temporary, file)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
+
+
+def _read_records(file: Path, header: bytes) -> tuple[dict[str, dict[str, Any]], bool]:
+    """The records of every frame, later ones winning, and whether the file was whole.
+    A frame cut short (a build killed while appending) ends the reading: the frames
+    before it are kept, and the next save rewrites the file."""
+    records: dict[str, dict[str, Any]] = {}
+    try:
+        with file.open("rb") as stream:
+            if stream.read(len(_MAGIC)) != _MAGIC or stream.readline() != header:
+                return {}, False  # another version, other settings, not ours: not unpickled
+            while True:
+                try:
+                    frame = pickle.load(stream)
+                except EOFError:
+                    break
+                if not isinstance(frame, dict) or not all(
+                    isinstance(key, str) and isinstance(value, dict) for key, value in frame.items()
+                ):
+                    return {}, False
+                for key, value in frame.items():
+                    records.setdefault(key, {}).update(value)
+    except Exception:  # missing, truncated, corrupt: what was read whole is kept
+        return records, False
+    return records, True

@@ -1,0 +1,189 @@
+"""The build cache (content_builder.cache) makes a build faster, never different.
+
+After each kind of edit a build that starts from the previous build's cache writes the
+same bytes as a build with the cache off; a corrupt or foreign cache is ignored; an
+unchanged entry is not parsed again; the cache lives outside the repository.
+"""
+
+from __future__ import annotations
+
+import pickle
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from content_builder import cache as build_cache
+from content_builder import yaml_io
+from tests.conftest import REPO, run_cli, tree_digest
+
+
+def _build(site: Path, out: Path, *extra: str) -> dict[str, str]:
+    result = run_cli("build", "--site", site, "--out", out, *extra)
+    assert result.code == 0, result.err
+    return tree_digest(out)
+
+
+def _cold(site: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, *extra: str):
+    """The same build with the cache off, from a copy of the site in the same state."""
+    twin = tmp_path / "cold" / "site_data"
+    shutil.rmtree(twin.parent, ignore_errors=True)
+    shutil.copytree(site, twin)
+    with monkeypatch.context() as patch:
+        patch.setenv(build_cache.CACHE_ENV, "off")
+        return _build(twin, tmp_path / "cold" / "out", *extra)
+
+
+def _edit(site: Path) -> None:
+    path = site / "faq" / "q01-difference.yaml"
+    path.write_text(path.read_text().replace("sitemap", "site map"))
+
+
+def _add(site: Path) -> None:
+    text = (site / "faq" / "q02-endpoints.yaml").read_text()
+    (site / "faq" / "q99-added.yaml").write_text(text.replace("q02-endpoints", "q99-added"))
+
+
+def _remove(site: Path) -> None:  # every fixture FAQ is linked: remove one added before
+    (site / "faq" / "q99-added.yaml").unlink()
+
+
+def _site_yaml(site: Path) -> None:
+    path = site / "site.yaml"
+    path.write_text(path.read_text().replace("www.parlance.example", "www.parlance.test"))
+
+
+def _lock(site: Path) -> None:
+    path = site / "content.lock.json"
+    text = path.read_text()
+    assert '"content_version": "1.0.0"' in text
+    path.write_text(text.replace('"content_version": "1.0.0"', '"content_version": "1.0.7"', 1))
+
+
+EDITS: dict[str, Callable[[Path], None]] = {
+    "edit": _edit,
+    "add": _add,
+    "remove": _remove,
+    "site.yaml": _site_yaml,
+    "lock": _lock,
+}
+
+
+@pytest.fixture
+def cache_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    folder = tmp_path / "cache"
+    monkeypatch.setenv(build_cache.CACHE_ENV, str(folder))
+    return folder
+
+
+@pytest.mark.parametrize("kind", sorted(EDITS))
+def test_a_cached_build_after_an_edit_is_byte_identical_to_a_cold_one(
+    kind: str, site_copy: Path, tmp_path: Path, cache_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    out = tmp_path / "out"
+    if kind == "remove":
+        _add(site_copy)
+    _build(site_copy, out)
+    assert list(cache_dir.glob("build-*.pickle")), "the first build filled the cache"
+    EDITS[kind](site_copy)
+    warm = _build(site_copy, out)
+    cold = _cold(site_copy, tmp_path, monkeypatch)
+    assert warm == cold
+    if kind == "lock":
+        assert "1.0.7" in (tmp_path / "out" / "llms-full.txt").read_text()
+
+
+def test_a_changed_base_url_is_byte_identical_to_a_cold_build(
+    site_copy: Path, tmp_path: Path, cache_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _build(site_copy, tmp_path / "out")
+    other = ("--base-url", "https://agents.other.example")
+    warm = _build(site_copy, tmp_path / "out", *other)
+    assert warm == _cold(site_copy, tmp_path, monkeypatch, *other)
+
+
+def test_an_unchanged_entry_is_not_parsed_again(
+    site_copy: Path, tmp_path: Path, cache_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _build(site_copy, tmp_path / "out")
+    _edit(site_copy)
+    parsed: list[str] = []
+    real = yaml_io.read_yaml_mapping
+
+    def counting(path: Path, display: str, data: bytes | None = None):  # type: ignore[no-untyped-def]
+        parsed.append(str(path.relative_to(site_copy)))
+        return real(path, display, data)
+
+    monkeypatch.setattr("content_builder.loader.read_yaml_mapping", counting)
+    _build(site_copy, tmp_path / "out")
+    assert [name for name in parsed if name.startswith(("content/", "faq/"))] == [
+        "faq/q01-difference.yaml"
+    ]
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        b"",
+        b"garbage",
+        b"agent-access build cache v1\n",  # the magic, then nothing
+        b"agent-access build cache v1\nnot our header\n" + pickle.dumps({"k": {}}),
+    ],
+)
+def test_a_corrupt_or_foreign_cache_is_ignored(
+    content: bytes,
+    site_copy: Path,
+    tmp_path: Path,
+    cache_dir: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    _build(site_copy, tmp_path / "out")
+    [file] = cache_dir.glob("build-*.pickle")
+    file.write_bytes(content)
+    _edit(site_copy)
+    assert _build(site_copy, tmp_path / "out") == _cold(site_copy, tmp_path, monkeypatch)
+
+
+def test_a_cache_with_the_right_header_but_wrong_records_is_ignored(
+    site_copy: Path, tmp_path: Path, cache_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _build(site_copy, tmp_path / "out")
+    [file] = cache_dir.glob("build-*.pickle")
+    head = file.read_bytes().split(b"\n", 2)
+    file.write_bytes(head[0] + b"\n" + head[1] + b"\n" + pickle.dumps(["not", "a", "dict"]))
+    assert _build(site_copy, tmp_path / "out") == _cold(site_copy, tmp_path, monkeypatch)
+
+
+def test_the_cache_lives_outside_the_repository(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(build_cache.CACHE_ENV, raising=False)
+    monkeypatch.delenv("XDG_CACHE_HOME", raising=False)
+    folder = build_cache.cache_dir()
+    assert folder is not None and REPO.resolve() not in folder.resolve().parents
+    monkeypatch.setenv(build_cache.CACHE_ENV, "off")
+    assert build_cache.cache_dir() is None
+
+
+def test_a_code_change_invalidates_the_cache(monkeypatch: pytest.MonkeyPatch) -> None:
+    before = build_cache.code_fingerprint()
+    build_cache.code_fingerprint.cache_clear()
+    monkeypatch.setattr(build_cache, "_CODE_PACKAGES", ("content_builder",))
+    try:
+        assert build_cache.code_fingerprint() != before
+    finally:
+        build_cache.code_fingerprint.cache_clear()
+
+
+def test_a_cache_cut_short_while_appending_keeps_its_whole_frames(
+    site_copy: Path, tmp_path: Path, cache_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _build(site_copy, tmp_path / "out")
+    _edit(site_copy)
+    _build(site_copy, tmp_path / "out")  # appends the edited entry's records
+    [file] = cache_dir.glob("build-*.pickle")
+    file.write_bytes(file.read_bytes()[:-7])
+    build_cache._MEMO.clear()  # as a new process would: read the file
+    _add(site_copy)
+    assert _build(site_copy, tmp_path / "out") == _cold(site_copy, tmp_path, monkeypatch)
+    _remove(site_copy)
+    assert _build(site_copy, tmp_path / "out") == _cold(site_copy, tmp_path, monkeypatch)
