@@ -325,9 +325,10 @@ def behaviour_methods(resources: Sequence[Declared]) -> list[Violation]:
     return found
 
 
-# Distributions allow 25 cache behaviours by default:
+# Distributions allow 75 cache behaviours by default ("Cache behaviors per distribution:
+# 75" on the quotas page as of late 2026; it read 25 in older versions):
 # https://docs.aws.amazon.com/AmazonCloudFront/latest/DeveloperGuide/cloudfront-limits.html
-CACHE_BEHAVIOURS_MAX = 25
+CACHE_BEHAVIOURS_MAX = 75
 # The default root object is an object name with no leading `/`; a custom error page
 # path starts with `/`:
 # https://docs.aws.amazon.com/AmazonCloudFront/latest/DeveloperGuide/DefaultRootObject.html
@@ -340,7 +341,11 @@ def distribution_shape(resources: Sequence[Declared]) -> list[Violation]:
         inputs = distribution.inputs
         if len(_behaviours(distribution)) > CACHE_BEHAVIOURS_MAX:
             found.append(
-                Violation("distribution-shape", distribution.name, "more than 25 cache behaviours")
+                Violation(
+                    "distribution-shape",
+                    distribution.name,
+                    f"more than {CACHE_BEHAVIOURS_MAX} cache behaviours",
+                )
             )
         root = inputs.get("defaultRootObject")
         if root is not None and (root.startswith("/") or not root):

@@ -221,11 +221,11 @@ BREAKS: dict[str, tuple[str, str, Callable[[dict[str, Any]], None]]] = {
         lambda i: _negotiated(i)["functionAssociations"].append(
             dict(_negotiated(i)["functionAssociations"][0])),
     ),
-    "twenty-six-behaviours": (
+    "seventy-six-behaviours": (
         aws_rules.DISTRIBUTION,
         "distribution-shape",
         lambda i: i["orderedCacheBehaviors"].extend(
-            dict(i["orderedCacheBehaviors"][0], pathPattern=f"/x{n}/*") for n in range(25)),
+            dict(i["orderedCacheBehaviors"][0], pathPattern=f"/x{n}/*") for n in range(75)),
     ),
 }  # fmt: skip
 
