@@ -196,8 +196,13 @@ def _merged_links(headers: list[tuple[str, str]]) -> list[tuple[str, str]]:
     return merged
 
 
+#: RFC 9110 12.4.2's qvalue, strictly: the CloudFront Function that negotiates on AWS
+#: (infra/edge_functions/markdown_negotiation.js) parses q the same way, so the two agree.
+QVALUE = re.compile(r"0(\.[0-9]{0,3})?|1(\.0{0,3})?")
+
+
 def _weights(accept: str) -> dict[str, float]:
-    """Media range -> q (RFC 9110 12.5.1); a malformed q counts as 0."""
+    """Media range -> q (RFC 9110 12.5.1); a q outside RFC 9110's grammar counts as 0."""
     weights: dict[str, float] = {}
     for item in accept.split(","):
         media_range, *params = (part.strip() for part in item.split(";"))
@@ -207,10 +212,7 @@ def _weights(accept: str) -> dict[str, float]:
         for param in params:
             name, _, value = param.partition("=")
             if name.strip().lower() == "q":
-                try:
-                    q = float(value)
-                except ValueError:
-                    q = 0.0
+                q = float(value.strip()) if QVALUE.fullmatch(value.strip()) else 0.0
         weights[media_range.lower()] = q
     return weights
 

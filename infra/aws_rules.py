@@ -18,6 +18,7 @@ from typing import Any, Protocol
 
 DISTRIBUTION = "aws:cloudfront/distribution:Distribution"
 CACHE_POLICY = "aws:cloudfront/cachePolicy:CachePolicy"
+FUNCTION = "aws:cloudfront/function:Function"
 HEADERS_POLICY = "aws:cloudfront/responseHeadersPolicy:ResponseHeadersPolicy"
 BUCKET_CORS = "aws:s3/bucketCorsConfiguration:BucketCorsConfiguration"
 CERTIFICATE = "aws:acm/certificate:Certificate"
@@ -324,9 +325,10 @@ def behaviour_methods(resources: Sequence[Declared]) -> list[Violation]:
     return found
 
 
-# Distributions allow 25 cache behaviours by default:
+# Distributions allow 75 cache behaviours by default ("Cache behaviors per distribution:
+# 75" on the quotas page as of late 2026; it read 25 in older versions):
 # https://docs.aws.amazon.com/AmazonCloudFront/latest/DeveloperGuide/cloudfront-limits.html
-CACHE_BEHAVIOURS_MAX = 25
+CACHE_BEHAVIOURS_MAX = 75
 # The default root object is an object name with no leading `/`; a custom error page
 # path starts with `/`:
 # https://docs.aws.amazon.com/AmazonCloudFront/latest/DeveloperGuide/DefaultRootObject.html
@@ -339,7 +341,11 @@ def distribution_shape(resources: Sequence[Declared]) -> list[Violation]:
         inputs = distribution.inputs
         if len(_behaviours(distribution)) > CACHE_BEHAVIOURS_MAX:
             found.append(
-                Violation("distribution-shape", distribution.name, "more than 25 cache behaviours")
+                Violation(
+                    "distribution-shape",
+                    distribution.name,
+                    f"more than {CACHE_BEHAVIOURS_MAX} cache behaviours",
+                )
             )
         root = inputs.get("defaultRootObject")
         if root is not None and (root.startswith("/") or not root):
@@ -366,6 +372,96 @@ def distribution_shape(resources: Sequence[Declared]) -> list[Violation]:
                 found.append(
                     Violation("distribution-shape", distribution.name, f"{where}: no pathPattern")
                 )
+    return found
+
+
+# --- CloudFront Functions ----------------------------------------------------------------
+
+# Name: 1 to 64 of [A-Za-z0-9_-] (CreateFunction's Name; pulumi-aws: "Valid names contain
+# only alphanumeric characters, hyphens, and underscores, and must be between 1 and 64
+# characters"): https://docs.aws.amazon.com/cloudfront/latest/APIReference/API_CreateFunction.html
+FUNCTION_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
+# FunctionConfig.Runtime: cloudfront-js-1.0 | cloudfront-js-2.0
+# https://docs.aws.amazon.com/cloudfront/latest/APIReference/API_FunctionConfig.html
+FUNCTION_RUNTIMES = frozenset({"cloudfront-js-1.0", "cloudfront-js-2.0"})
+# "Maximum size of a function: 10 KB" (Quotas on CloudFront Functions; refused with
+# FunctionSizeLimitExceeded): https://docs.aws.amazon.com/AmazonCloudFront/latest/DeveloperGuide/cloudfront-limits.html#limits-functions
+FUNCTION_CODE_MAX_BYTES = 10 * 1024
+# CloudFront Functions run on viewer events only; one function per event type and
+# behaviour; "your functions must be published to the LIVE stage to associate them with
+# a cache behavior":
+# https://docs.aws.amazon.com/cloudfront/latest/APIReference/API_FunctionAssociation.html
+# https://docs.aws.amazon.com/cloudfront/latest/APIReference/API_FunctionAssociations.html
+FUNCTION_EVENT_TYPES = frozenset({"viewer-request", "viewer-response"})
+
+
+def cloudfront_functions(resources: Sequence[Declared]) -> list[Violation]:
+    found = []
+    published: set[str] = set()
+    for function in _of(resources, FUNCTION):
+        inputs = function.inputs
+        name = str(inputs.get("name", ""))
+        if not FUNCTION_NAME.fullmatch(name):
+            found.append(
+                Violation(
+                    "cloudfront-function",
+                    function.name,
+                    f"name {name!r}: 1 to 64 letters, digits, '-' or '_'",
+                )
+            )
+        runtime = inputs.get("runtime")
+        if runtime not in FUNCTION_RUNTIMES:
+            found.append(
+                Violation(
+                    "cloudfront-function",
+                    function.name,
+                    f"runtime {runtime!r}: one of {sorted(FUNCTION_RUNTIMES)}",
+                )
+            )
+        size = len(str(inputs.get("code", "")).encode("utf-8"))
+        if size > FUNCTION_CODE_MAX_BYTES:
+            found.append(
+                Violation(
+                    "cloudfront-function",
+                    function.name,
+                    f"code is {size} bytes; CloudFront takes at most {FUNCTION_CODE_MAX_BYTES}",
+                )
+            )
+        # pulumi-aws publishes unless told not to (`publish` defaults to true).
+        if inputs.get("publish", True) is not False:
+            published.add(name)
+    for distribution in _of(resources, DISTRIBUTION):
+        for where, behaviour in _behaviours(distribution):
+            associations = behaviour.get("functionAssociations") or []
+            events = [str(a.get("eventType", "")) for a in associations]
+            for event in events:
+                if event not in FUNCTION_EVENT_TYPES:
+                    found.append(
+                        Violation(
+                            "cloudfront-function",
+                            distribution.name,
+                            f"{where}.functionAssociations: {event!r} is not a viewer event",
+                        )
+                    )
+            if len(events) != len(set(events)):
+                found.append(
+                    Violation(
+                        "cloudfront-function",
+                        distribution.name,
+                        f"{where}.functionAssociations: two functions on one event type",
+                    )
+                )
+            for association in associations:
+                arn = str(association.get("functionArn", ""))
+                if arn.rsplit("/", 1)[-1] not in published:
+                    found.append(
+                        Violation(
+                            "cloudfront-function",
+                            distribution.name,
+                            f"{where}.functionAssociations: {arn} is not a published "
+                            "function of this program (only LIVE functions can be associated)",
+                        )
+                    )
     return found
 
 
@@ -567,6 +663,7 @@ RULES: tuple[Rule, ...] = (
     cache_policy_ttls,
     behaviour_methods,
     distribution_shape,
+    cloudfront_functions,
     s3_cors_rules,
     acm_certificate_region,
     viewer_certificate_tls,

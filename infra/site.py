@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import json
 import posixpath
+import re
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pulumi
@@ -43,6 +45,20 @@ CACHED_METHODS = list(HEADER_POLICY.origin_methods)  # preflights are not cached
 #: cannot add): https://docs.aws.amazon.com/AmazonCloudFront/latest/DeveloperGuide/add-origin-custom-headers.html
 #: Any value matches the rule's `*`; `.invalid` (RFC 2606) names no real site.
 ORIGIN_HEADER = ("Origin", "https://cdn.agent-access.invalid")
+
+#: The CloudFront Function that serves a document's Markdown on its JSON URL to a viewer
+#: whose Accept prefers text/markdown (issue 14): viewer request, URI rewrite only.
+NEGOTIATION_SOURCE = Path(__file__).parent / "edge_functions" / "markdown_negotiation.js"
+#: Its runtime: 2.0 is the current one (CreateFunction's FunctionConfig.Runtime).
+FUNCTION_RUNTIME = "cloudfront-js-2.0"
+#: The behaviours the function runs on: every JSON file in the document and FAQ folders
+#: (the function itself leaves index.json and search-index.json alone).
+NEGOTIATED_PATTERNS = tuple(
+    template.split("{", 1)[0] + "*.json"
+    for template in (paths.DOCUMENT_TEMPLATE, paths.FAQ_TEMPLATE)
+)
+#: What the local edge sends with either answer of a negotiated URL (agent_edge/edge.py).
+NEGOTIATED_HEADERS = {"Vary": "Accept"}
 
 Build = Callable[[str], dict[str, dict[str, Any]]]
 
@@ -125,9 +141,10 @@ class AgentSite(pulumi.ComponentResource):
         bucket, public_access = self._private_bucket(child)
         headers_policy, caches, oac = self._policies(child)
         mcp = self._mcp_function(headers_policy, child)
+        negotiation = self._markdown_negotiation(child)
         certificate_arn = self._certificate(us_east_1)
         distribution = self._distribution(
-            bucket, oac, caches, headers_policy, mcp, certificate_arn, child
+            bucket, oac, caches, headers_policy, mcp, negotiation, certificate_arn, child
         )
         self._bucket_policy(bucket, public_access, distribution, child)
         self._dns(distribution, child)
@@ -226,7 +243,7 @@ class AgentSite(pulumi.ComponentResource):
     ]:
         """Origin access control, the cache policies (files, errors) and the response
         headers policy (CORS, security headers)."""
-        name, config = self._name, self._config
+        name = self._name
         oac = aws.cloudfront.OriginAccessControl(
             f"{name}-oac",
             description="Signed requests from the agent-access distribution to its bucket",
@@ -241,8 +258,17 @@ class AgentSite(pulumi.ComponentResource):
         error_cache = self._cache_policy(
             name, "errors", ERROR_CACHE.edge_ttl, ERROR_CACHE.edge_ttl, child
         )
-        headers_policy = aws.cloudfront.ResponseHeadersPolicy(
-            f"{name}-headers",
+        headers_policy = self._headers_policy(f"{name}-headers", {}, child)
+        return headers_policy, (default_cache, error_cache), oac
+
+    def _headers_policy(
+        self, resource_name: str, extra_custom: dict[str, str], child: pulumi.ResourceOptions
+    ) -> aws.cloudfront.ResponseHeadersPolicy:
+        """CORS, security headers and the custom headers every response carries, plus
+        `extra_custom` (the negotiated behaviours' `Vary: Accept`)."""
+        config = self._config
+        return aws.cloudfront.ResponseHeadersPolicy(
+            resource_name,
             comment="CORS * for CORS requests (S3 answers the others), plus security headers",
             # CloudFront refuses CORS header names among custom headers ("... is a CORS
             # header and cannot be set as custom header"); the CORS section only answers
@@ -294,12 +320,34 @@ class AgentSite(pulumi.ComponentResource):
                     aws.cloudfront.ResponseHeadersPolicyCustomHeadersConfigItemArgs(
                         header=name, value=value, override=True
                     )
-                    for name, value in HEADER_POLICY.custom.items()
+                    for name, value in {**HEADER_POLICY.custom, **extra_custom}.items()
                 ]
             ),
             opts=child,
         )
-        return headers_policy, (default_cache, error_cache), oac
+
+    def _markdown_negotiation(
+        self, child: pulumi.ResourceOptions
+    ) -> tuple[aws.cloudfront.Function, aws.cloudfront.ResponseHeadersPolicy]:
+        """`Accept: text/markdown` on a document's JSON URL, at the edge: a CloudFront
+        Function rewrites the URI to the `.md` twin before the cache lookup, so the cache
+        key is the URI and nothing else; the behaviours' own headers policy adds
+        `Vary: Accept` (docs/decisions.md, issue 14)."""
+        name = self._name
+        # Function names are unique in the account: the stack goes in, and characters
+        # outside [A-Za-z0-9_-] become '-' (the API's pattern, aws_rules.py).
+        function_name = re.sub(r"[^A-Za-z0-9_-]", "-", f"{name}-{pulumi.get_stack()}-markdown")
+        function = aws.cloudfront.Function(
+            f"{name}-markdown-negotiation",
+            name=function_name[:64],
+            runtime=FUNCTION_RUNTIME,
+            comment="Accept: text/markdown on a document's JSON URL serves its .md twin",
+            code=NEGOTIATION_SOURCE.read_text(encoding="utf-8"),
+            publish=True,
+            opts=child,
+        )
+        policy = self._headers_policy(f"{name}-headers-negotiated", NEGOTIATED_HEADERS, child)
+        return function, policy
 
     def _mcp_function(
         self, headers_policy: aws.cloudfront.ResponseHeadersPolicy, child: pulumi.ResourceOptions
@@ -327,12 +375,14 @@ class AgentSite(pulumi.ComponentResource):
         caches: tuple[aws.cloudfront.CachePolicy, aws.cloudfront.CachePolicy],
         headers_policy: aws.cloudfront.ResponseHeadersPolicy,
         mcp: mcp_function.McpOrigin | None,
+        negotiation: tuple[aws.cloudfront.Function, aws.cloudfront.ResponseHeadersPolicy],
         certificate_arn: pulumi.Input[str] | None,
         child: pulumi.ResourceOptions,
     ) -> aws.cloudfront.Distribution:
         """HTTPS only, the bucket as the origin, a short-lived behaviour for errors."""
         name, config = self._name, self._config
         default_cache, error_cache = caches
+        negotiation_function, negotiated_headers = negotiation
         origin_id = "content-bucket"
 
         def behaviour(cache_policy: aws.cloudfront.CachePolicy) -> dict[str, Any]:
@@ -378,6 +428,24 @@ class AgentSite(pulumi.ComponentResource):
                 *([mcp.behaviour] if mcp else []),
                 aws.cloudfront.DistributionOrderedCacheBehaviorArgs(
                     path_pattern=ERROR_PATH_PATTERN, **behaviour(error_cache)
+                ),
+                # Document and FAQ JSON: the same cache policy (the function's rewritten
+                # URI is the key), the negotiation function, and `Vary: Accept`.
+                *(
+                    aws.cloudfront.DistributionOrderedCacheBehaviorArgs(
+                        path_pattern=pattern,
+                        **{
+                            **behaviour(default_cache),
+                            "response_headers_policy_id": negotiated_headers.id,
+                        },
+                        function_associations=[
+                            aws.cloudfront.DistributionOrderedCacheBehaviorFunctionAssociationArgs(
+                                event_type="viewer-request",
+                                function_arn=negotiation_function.arn,
+                            )
+                        ],
+                    )
+                    for pattern in NEGOTIATED_PATTERNS
                 ),
             ],
             custom_error_responses=[

@@ -66,6 +66,8 @@ class RecordingMocks(pulumi.runtime.Mocks):
                     }
                 ],
             )
+        elif args.typ == "aws:cloudfront/function:Function":
+            outputs.update(arn=f"arn:aws:cloudfront::{ACCOUNT}:function/{args.inputs['name']}")
         elif args.typ == "aws:lambda/functionUrl:FunctionUrl":
             outputs.update(functionUrl=FUNCTION_URL)
         elif args.typ == "aws:route53/record:Record":

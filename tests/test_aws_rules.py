@@ -39,9 +39,9 @@ def test_the_program_breaks_no_aws_rule(variants: dict[str, ProgramRun], variant
     resources = variants[variant].mocks.resources
     checked = {r.typ for r in resources} & {
         aws_rules.DISTRIBUTION, aws_rules.CACHE_POLICY, aws_rules.HEADERS_POLICY,
-        aws_rules.BUCKET_CORS,
+        aws_rules.BUCKET_CORS, aws_rules.FUNCTION,
     }  # fmt: skip
-    assert len(checked) == 4, "the rules see the resources they are about"
+    assert len(checked) == 5, "the rules see the resources they are about"
     assert aws_rules.check(resources) == []
 
 
@@ -185,7 +185,53 @@ BREAKS: dict[str, tuple[str, str, Callable[[dict[str, Any]], None]]] = {
         "web-acl",
         lambda i: i.update(webAclId="473e64fd-f30b-4765-81a0-62ad96dd167a"),
     ),
+    "function-name-with-a-dot": (
+        aws_rules.FUNCTION,
+        "cloudfront-function",
+        lambda i: i.update(name="agent-access-prod.eu-markdown"),
+    ),
+    "function-name-too-long": (
+        aws_rules.FUNCTION,
+        "cloudfront-function",
+        lambda i: i.update(name="f" * 65),
+    ),
+    "function-runtime-unknown": (
+        aws_rules.FUNCTION,
+        "cloudfront-function",
+        lambda i: i.update(runtime="nodejs20.x"),
+    ),
+    "function-code-over-10-kb": (
+        aws_rules.FUNCTION,
+        "cloudfront-function",
+        lambda i: i.update(code=i["code"] + "//" + "x" * 10 * 1024),
+    ),
+    "function-not-published-but-associated": (
+        aws_rules.FUNCTION,
+        "cloudfront-function",
+        lambda i: i.update(publish=False),
+    ),
+    "function-on-origin-request": (
+        aws_rules.DISTRIBUTION,
+        "cloudfront-function",
+        lambda i: _negotiated(i)["functionAssociations"][0].update(eventType="origin-request"),
+    ),
+    "two-functions-on-viewer-request": (
+        aws_rules.DISTRIBUTION,
+        "cloudfront-function",
+        lambda i: _negotiated(i)["functionAssociations"].append(
+            dict(_negotiated(i)["functionAssociations"][0])),
+    ),
+    "seventy-six-behaviours": (
+        aws_rules.DISTRIBUTION,
+        "distribution-shape",
+        lambda i: i["orderedCacheBehaviors"].extend(
+            dict(i["orderedCacheBehaviors"][0], pathPattern=f"/x{n}/*") for n in range(75)),
+    ),
 }  # fmt: skip
+
+
+def _negotiated(inputs: dict[str, Any]) -> dict[str, Any]:
+    return next(b for b in inputs["orderedCacheBehaviors"] if b.get("functionAssociations"))
 
 
 @pytest.mark.parametrize("case", sorted(BREAKS))
@@ -219,9 +265,9 @@ def test_every_rule_is_run_and_has_a_breaking_case() -> None:
         "response-policy-custom-header", "response-policy-cors", "origin-custom-header",
         "oac-origin",
         "cache-policy-ttl", "behaviour-methods", "distribution-shape", "s3-cors",
-        "acm-region", "viewer-tls", "web-acl",
+        "acm-region", "viewer-tls", "web-acl", "cloudfront-function",
     }  # fmt: skip
-    assert len(aws_rules.RULES) == 11
+    assert len(aws_rules.RULES) == 12
 
 
 def test_origin_is_not_on_cloudfronts_origin_header_denylist() -> None:

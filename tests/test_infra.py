@@ -212,7 +212,14 @@ def test_origin_request_policy_forwards_cors_headers_to_s3(plain: ProgramRun) ->
 
 
 def _headers_policy(run: ProgramRun) -> Registered:
-    return run.mocks.one("aws:cloudfront/responseHeadersPolicy:ResponseHeadersPolicy")
+    """The policy of the default behaviour (the negotiated behaviours' copy adds Vary)."""
+    policy_id = distribution(run)["defaultCacheBehavior"]["responseHeadersPolicyId"]
+    [policy] = [
+        p
+        for p in run.mocks.of_type("aws:cloudfront/responseHeadersPolicy:ResponseHeadersPolicy")
+        if p.id == policy_id
+    ]
+    return policy
 
 
 def test_cors_comes_from_the_cors_section_and_s3_never_custom_headers(
@@ -229,10 +236,14 @@ def test_cors_comes_from_the_cors_section_and_s3_never_custom_headers(
     assert cors["accessControlAllowCredentials"] is False
     assert cors["originOverride"] is True, "one header on CORS requests, not S3's and ours"
     assert cors["accessControlMaxAgeSec"] > 0
-    assert not plain.mocks.of_type("aws:cloudfront/function:Function")
+    # CORS is the policy's, never a function's: the one function only rewrites Markdown
+    # URIs (tests/test_edge_function.py), and every behaviour's policy has this CORS.
+    [function] = plain.mocks.of_type("aws:cloudfront/function:Function")
+    assert function.name.endswith("-markdown-negotiation")
+    policies = {p.id: p.inputs for p in plain.mocks.of_type(
+        "aws:cloudfront/responseHeadersPolicy:ResponseHeadersPolicy")}  # fmt: skip
     for behaviour in behaviours(plain):
-        assert behaviour["responseHeadersPolicyId"] == policy.id
-        assert not behaviour.get("functionAssociations")
+        assert policies[behaviour["responseHeadersPolicyId"]]["corsConfig"] == cors
 
 
 def test_s3_origin_always_gets_an_origin_header(plain: ProgramRun) -> None:
@@ -275,6 +286,55 @@ def test_every_response_links_the_api_catalog(plain: ProgramRun) -> None:
             "override": True,
         }
     ]
+
+
+def test_markdown_negotiation_function(plain: ProgramRun) -> None:
+    """Issue 14 on AWS: a published cloudfront-js-2.0 function whose code is the tested
+    source file, named after the stack."""
+    function = plain.mocks.one("aws:cloudfront/function:Function")
+    inputs = function.inputs
+    assert inputs["runtime"] == "cloudfront-js-2.0"
+    assert inputs["publish"] is True
+    assert inputs["name"] == "agent-access-test-markdown"
+    assert inputs["code"] == (REPO / "infra/edge_functions/markdown_negotiation.js").read_text()
+    assert "function handler(event)" in inputs["code"]
+    assert inputs["comment"]
+
+
+def test_document_and_faq_json_behaviours_negotiate_markdown(plain: ProgramRun) -> None:
+    inputs = distribution(plain)
+    function = plain.mocks.one("aws:cloudfront/function:Function")
+    arn = f"arn:aws:cloudfront::123456789012:function/{function.inputs['name']}"
+    negotiated = {
+        b["pathPattern"]: b
+        for b in inputs["orderedCacheBehaviors"]
+        if b.get("functionAssociations")
+    }
+    assert set(negotiated) == {"/api/v1/content/*.json", "/api/v1/faq/*.json"}
+    policies = {p.id: p.inputs for p in plain.mocks.of_type(
+        "aws:cloudfront/responseHeadersPolicy:ResponseHeadersPolicy")}  # fmt: skip
+    default = inputs["defaultCacheBehavior"]
+    for behaviour in negotiated.values():
+        assert behaviour["functionAssociations"] == [
+            {"eventType": "viewer-request", "functionArn": arn}
+        ]
+        # The rewritten URI is the cache key: the files' cache policy, nothing added to it.
+        assert behaviour["cachePolicyId"] == default["cachePolicyId"]
+        assert behaviour["targetOriginId"] == default["targetOriginId"]
+        assert behaviour["originRequestPolicyId"] == default["originRequestPolicyId"]
+        policy = policies[behaviour["responseHeadersPolicyId"]]
+        items = {i["header"]: i for i in policy["customHeadersConfig"]["items"]}
+        assert items["Vary"] == {"header": "Vary", "value": "Accept", "override": True}
+        assert "Link" in items, "the api-catalog link stays on negotiated answers"
+        base = policies[default["responseHeadersPolicyId"]]
+        assert policy["corsConfig"] == base["corsConfig"]
+        assert policy["securityHeadersConfig"] == base["securityHeadersConfig"]
+    # Every other behaviour runs no function and sends no Vary: Accept.
+    for behaviour in behaviours(plain):
+        if behaviour.get("pathPattern") not in negotiated:
+            assert not behaviour.get("functionAssociations")
+            items = policies[behaviour["responseHeadersPolicyId"]]["customHeadersConfig"]["items"]
+            assert "Vary" not in {i["header"] for i in items}
 
 
 def test_distribution_basics(plain: ProgramRun) -> None:

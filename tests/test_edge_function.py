@@ -1,0 +1,199 @@
+"""The CloudFront Function that negotiates Markdown on AWS (issue 14), run under node.
+
+The function's source (infra/edge_functions/markdown_negotiation.js) is run with events
+shaped like CloudFront's (functions-event-structure: lowercase header names, `{value}`
+objects, `multiValue` for repeated headers), and its decisions are compared with the
+local edge's over the same Accept values and paths: the two must never disagree.
+
+node is required, not optional: a skipped test here would leave the only code deployed to
+CloudFront untested while CI stays green. If node is missing the test fails and says so
+(CI's image and this machine have it at /usr/bin/node; `apt-get install nodejs` otherwise).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agent_contract import paths
+from agent_contract.artifacts import Artifact
+from agent_edge.edge import Edge, prefers_markdown
+from content_builder.build import plan
+from infra.site import NEGOTIATED_HEADERS, NEGOTIATED_PATTERNS, NEGOTIATION_SOURCE
+from tests.conftest import SPEC_SITE, TEST_BASE_URL
+
+RUNNER = Path(__file__).with_name("edge_function_runner.js")
+
+ACCEPTS: list[str | None] = [
+    None,
+    "",
+    "*/*",
+    "text/*",
+    "text/markdown",
+    "TEXT/Markdown",
+    "text/markdown; charset=utf-8",
+    "text/markdown, text/html, */*",
+    "text/markdown, application/json",
+    "application/json, text/markdown",
+    "application/json, text/markdown;q=0.5",
+    "text/markdown;q=0.9, application/json;q=0.5",
+    "text/markdown;q=0.5, */*;q=0.5",
+    "text/markdown;q=0.5, application/*;q=0.6",
+    "application/json;q=0.8, text/markdown",
+    "text/markdown;q=0",
+    "text/markdown;q=0.000",
+    "text/markdown;q=abc",
+    "text/markdown;q=0.5abc, application/json;q=0.4",  # parseFloat would say 0.5
+    "text/markdown;q=1.5",  # outside RFC 9110's qvalue grammar: 0
+    "text/markdown;q=0.0001",  # four decimals: outside the grammar
+    "text/markdown;q= 0.7 , application/json;q=0.6",
+    "text/markdown;Q=0.7, application/json;q=0.6",
+    " , text/markdown",
+    "text/html, application/xhtml+xml, application/xml;q=0.9, */*;q=0.8",  # a browser
+]
+
+PATHS = [
+    paths.document("site"),
+    paths.faq("q01-difference"),
+    paths.CONTENT_INDEX,
+    paths.SEARCH_INDEX,
+    paths.API_PREFIX + "/faq/index.json",
+    paths.document_markdown("site"),
+    paths.LLMS_TXT,
+    paths.API_PREFIX + "/content/a/b.json",
+    paths.API_PREFIX + "/content/.json",
+]
+
+
+def node() -> str:
+    found = shutil.which("node")
+    if found is None:
+        pytest.fail(
+            "node is not installed: the CloudFront Function cannot be tested "
+            "(install nodejs; see this module's docstring for why this is not a skip)"
+        )
+    return found
+
+
+def viewer_request(uri: str, headers: dict[str, Any], method: str = "GET") -> dict[str, Any]:
+    """An event as CloudFront passes it to a viewer-request function."""
+    return {
+        "version": "1.0",
+        "context": {
+            "distributionDomainName": "d111111abcdef8.cloudfront.net",
+            "distributionId": "EDFDVBD6EXAMPLE",
+            "eventType": "viewer-request",
+            "requestId": "4TyzHTaYWb1GX1qTfsHhEqV6HUDd_BzoBZnwfnvQc_1oF26ClkoUSEQ==",
+        },
+        "viewer": {"ip": "198.51.100.11"},
+        "request": {
+            "method": method,
+            "uri": uri,
+            "querystring": {},
+            "headers": {"host": {"value": "d111111abcdef8.cloudfront.net"}, **headers},
+            "cookies": {},
+        },
+    }
+
+
+def run_function(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    payload = json.dumps({"source": NEGOTIATION_SOURCE.read_text("utf-8"), "events": events})
+    done = subprocess.run(
+        [node(), str(RUNNER)], input=payload, capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+def accept_header(accept: str | None) -> dict[str, Any]:
+    return {} if accept is None else {"accept": {"value": accept}}
+
+
+def test_the_function_decides_as_the_contract_and_the_local_edge_do() -> None:
+    cases = [(path, accept) for path in PATHS for accept in ACCEPTS]
+    results = run_function([viewer_request(p, accept_header(a)) for p, a in cases])
+    rewritten = 0
+    for (path, accept), request in zip(cases, results, strict=True):
+        twin = paths.markdown_twin(path)
+        expected = twin if twin and prefers_markdown(accept) else path
+        assert request["uri"] == expected, (path, accept)
+        assert request["headers"]["host"] == {"value": "d111111abcdef8.cloudfront.net"}
+        rewritten += request["uri"] != path
+    assert rewritten >= 2 * 10, "the cases exercise the rewrite, not only the pass-through"
+
+
+@pytest.fixture(scope="module")
+def spec_files() -> dict[str, Artifact]:
+    return {a.path: a for a in plan(SPEC_SITE, TEST_BASE_URL).artifacts}
+
+
+def test_the_local_edge_and_the_function_serve_the_same_file(
+    spec_files: dict[str, Artifact],
+) -> None:
+    """Same Accept, same URL: the file the local edge answers with is the object the
+    function's rewritten URI names, and both sides add the same Vary."""
+    edge = Edge(spec_files, TEST_BASE_URL + "/.well-known/service.json")
+    urls = [paths.document("site"), paths.faq("q01-difference"), paths.CONTENT_INDEX]
+    cases = [(url, accept) for url in urls for accept in ACCEPTS]
+    results = run_function([viewer_request(u, accept_header(a)) for u, a in cases])
+    for (url, accept), request in zip(cases, results, strict=True):
+        answer = edge.handle("GET", url, {"Accept": accept} if accept is not None else {})
+        assert answer.body == spec_files[request["uri"]].body, (url, accept)
+        if paths.markdown_twin(url):
+            for name, value in NEGOTIATED_HEADERS.items():
+                assert dict(answer.headers)[name] == value
+
+
+def test_repeated_accept_headers_are_joined() -> None:
+    """RFC 9110 5.3: repeated fields are one comma-separated list; CloudFront hands them
+    to the function as `multiValue`."""
+    path = paths.document("site")
+    twin = paths.markdown_twin(path)
+    both = {
+        "accept": {
+            "value": "application/json;q=0.5",
+            "multiValue": [{"value": "application/json;q=0.5"}, {"value": "text/markdown"}],
+        }
+    }
+    json_wins = {
+        "accept": {
+            "value": "text/markdown;q=0.5",
+            "multiValue": [{"value": "text/markdown;q=0.5"}, {"value": "application/json"}],
+        }
+    }
+    results = run_function([viewer_request(path, both), viewer_request(path, json_wins)])
+    assert [r["uri"] for r in results] == [twin, path]
+
+
+@pytest.mark.parametrize("method", ["OPTIONS", "POST"])
+def test_only_reads_are_rewritten(method: str) -> None:
+    path = paths.document("site")
+    [request] = run_function([viewer_request(path, accept_header("text/markdown"), method)])
+    assert request["uri"] == path
+
+
+def test_the_behaviour_patterns_cover_every_negotiated_url(spec_files: dict[str, Artifact]) -> None:
+    """Every JSON path with a Markdown twin falls under one of the function's behaviours
+    (CloudFront's `*` matches any characters, `/` included)."""
+    negotiated = [p for p in spec_files if paths.markdown_twin(p)]
+    assert negotiated
+    prefixes = [pattern.removesuffix("*.json") for pattern in NEGOTIATED_PATTERNS]
+    for path in negotiated:
+        assert any(path.startswith(p) and path.endswith(".json") for p in prefixes), path
+
+
+def test_the_runner_refuses_node_globals() -> None:
+    """The runner's sandbox is what makes these tests mean anything for CloudFront: code
+    reaching for Node's `require` must fail here as it would there."""
+    payload = json.dumps(
+        {"source": "function handler(e) { return require('fs'); }", "events": [{}]}
+    )
+    done = subprocess.run(
+        [node(), str(RUNNER)], input=payload, capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode != 0 and "require is not defined" in done.stderr
