@@ -315,9 +315,12 @@ class AgentClient:
         """Bring `state` to the feed's generation, downloading only what changed.
 
         1. GET /api/v1/changes.json (conditional: a 304 when nothing was published).
-        2. Same generation: done. Held generation None, older than `oldest_generation`
-           (its removals are no longer listed) or newer than the feed (another
-           deployment, or a rollback): start over from an empty state.
+        2. Held generation None, older than `oldest_generation` (its removals are no
+           longer listed) or newer than the feed (another deployment, or a rollback):
+           start over from an empty state. The same generation is NOT taken as "nothing
+           changed": two content branches merged cleanly, or `serve --watch` rebuilding
+           from an unchanged lock, publish new content under one generation number, so
+           the per-entry hashes (already downloaded with the feed) decide.
         3. Drop the ids the feed lists as removed after the held generation, and any held
            id the feed no longer has (the two agree on a consistent deployment).
         4. GET every entry whose content_hash differs from the held one, or that is new,
@@ -329,8 +332,6 @@ class AgentClient:
         held = state.generation
         started_over = held is None or not (feed.oldest_generation <= held <= feed.generation)
         entries = {} if started_over else dict(state.entries)
-        if not started_over and held == feed.generation:
-            return SyncResult(SyncState(held, entries), [], [], False)
         listed = {entry.id for entry in feed.entries}
         removed = {
             entry_id

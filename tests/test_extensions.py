@@ -324,6 +324,30 @@ def test_sync_across_three_builds_fetches_only_what_changed(
         assert fresh.state == third.state
 
 
+def test_sync_trusts_the_hashes_when_the_generation_does_not_move(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`serve --watch` rebuilds from an unchanged lock (and two content branches merged
+    cleanly publish one generation): new content under the same generation number must
+    still reach a client that synced the first one."""
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", "1800000000")
+    shape = sites.Shape(documents=2, faqs=2)
+    site = sites.make_site(tmp_path / "site", shape)
+    faq = sites.faq_ids(shape)[0]
+    with running_server(site) as server:
+        agent = AgentClient(server.base_url)
+        state = agent.sync(SyncState()).state
+        generations = []
+        for text in ("First edit.", "Second edit."):
+            _edit_faq(site, faq, text)
+            server.edge = load_edge(site, server.base_url)  # the lock is not written
+            result = agent.sync(state)
+            state = result.state
+            generations.append(state.generation)
+            assert result.fetched == [faq] and text.encode() in state.entries[faq].body
+        assert generations[0] == generations[1]
+
+
 def test_sync_starts_over_when_the_held_generation_is_too_old(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
