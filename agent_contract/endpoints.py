@@ -305,12 +305,7 @@ ENDPOINTS: tuple[Endpoint, ...] = (
         MARKDOWN_MEDIA,
         "getContentDocumentMarkdown",
         "One content document as Markdown, generated from the same model as its JSON",
-        llms=LlmsListing(
-            "Interfaces",
-            11,
-            "Documents as Markdown",
-            "every document's JSON URL with .md instead of .json, lossless",
-        ),
+        # Not listed as a template: llms.txt names each entry's twin by its real URL.
         discovery=11,
         parameter=Parameter("document_id", "content document"),
     ),
@@ -322,12 +317,7 @@ ENDPOINTS: tuple[Endpoint, ...] = (
         MARKDOWN_MEDIA,
         "getFaqMarkdown",
         "One FAQ entry as Markdown",
-        llms=LlmsListing(
-            "Interfaces",
-            12,
-            "FAQ as Markdown",
-            "every FAQ entry's JSON URL with .md instead of .json",
-        ),
+        # Not listed as a template: llms.txt names each entry's twin by its real URL.
         discovery=12,
         parameter=Parameter("faq_id", "FAQ entry"),
     ),

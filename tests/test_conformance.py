@@ -434,8 +434,16 @@ def test_llms_txt_parses_with_the_reference_parser(built: Path) -> None:
     links = [link for section in parsed.sections.values() for link in section]
     assert all(link["url"].startswith(TEST_BASE_URL + "/") for link in links)
     linked = {urlsplit(link["url"]).path for link in links}
-    extensions = {"/api/v1/changes.json", "/.well-known/api-catalog"} | MARKDOWN_TEMPLATES
+    extensions = {"/api/v1/changes.json", "/.well-known/api-catalog"}
     assert linked == (set(SPEC_PATHS) - {"/llms.txt", "/errors/404.json"}) | extensions
+    # No template in a link (a reader following it gets a 404); each entry names its
+    # Markdown twin by its real, published URL instead.
+    assert not [link for link in links if "{" in link["url"]]
+    for section in ("Documents", "FAQ"):
+        for link in parsed.sections[section]:
+            twin = link["url"].removesuffix(".json") + ".md"
+            assert f"(Markdown: {twin})" in link["desc"], link
+            assert (built / urlsplit(twin).path.lstrip("/")).is_file(), twin
     titles = [link["title"] for link in parsed.sections["Documents"]]
     index = read_json(built, "/api/v1/content/index.json")["documents"]
     assert titles == [entry["title"] for entry in index if entry["id"] in DOCUMENT_IDS]

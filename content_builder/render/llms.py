@@ -37,13 +37,27 @@ def _entry_links(site: Site, catalog: Catalog) -> dict[str, list[str]]:
     def url(path: str) -> str:
         return site.base_url + path
 
+    def with_twin(note: str, path: str) -> str:
+        # Each entry names its Markdown twin by a real URL (a template in a Markdown link
+        # would be a dead link to any reader that follows it).
+        twin = paths.markdown_twin(path)
+        return f"{note.rstrip()} (Markdown: {url(twin)})" if twin else note
+
     return {
         "Documents": [
-            _link(document.title, url(paths.document(document.id)), loaded.source.description)
+            _link(
+                document.title,
+                url(paths.document(document.id)),
+                with_twin(loaded.source.description, paths.document(document.id)),
+            )
             for loaded, document in catalog.documents
         ],
         "FAQ": [
-            _link(faq.question, url(paths.faq(faq.id)), summarize(faq.answer))
+            _link(
+                faq.question,
+                url(paths.faq(faq.id)),
+                with_twin(summarize(faq.answer), paths.faq(faq.id)),
+            )
             for _, faq in catalog.faqs
         ],
     }
