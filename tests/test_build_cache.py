@@ -187,3 +187,36 @@ def test_a_cache_cut_short_while_appending_keeps_its_whole_frames(
     assert _build(site_copy, tmp_path / "out") == _cold(site_copy, tmp_path, monkeypatch)
     _remove(site_copy)
     assert _build(site_copy, tmp_path / "out") == _cold(site_copy, tmp_path, monkeypatch)
+
+
+def test_lock_body_is_what_json_dumps_writes_ascii_or_not() -> None:
+    """lock_body takes pydantic-core's bytes only when they are ASCII; json.dumps escapes
+    non-ASCII text, so an id with an accent must still come out escaped, as before."""
+    import json
+
+    from content_builder.lock import History, LockEntry, lock_body
+
+    for entry_id in ("plain-id", "café-ünïcode"):
+        lock = {
+            entry_id: LockEntry(
+                source_hash="sha256:" + "0" * 64,
+                content_version="2",
+                updated_at="2025-01-01T00:00:00Z",
+            )
+        }
+        history = History(generation=3, removed=((2, ("gone",)),))
+        body = lock_body(lock, history)
+        data = {
+            "format": json.loads(body)["format"],
+            "generation": 3,
+            "removed": {"2": ["gone"]},
+            "entries": {
+                entry_id: {
+                    "source_hash": "sha256:" + "0" * 64,
+                    "content_version": "2",
+                    "updated_at": "2025-01-01T00:00:00Z",
+                }
+            },
+        }
+        assert body == (json.dumps(data, indent=2) + "\n").encode("utf-8")
+        assert body.isascii()

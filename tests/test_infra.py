@@ -591,3 +591,45 @@ def test_pulumi_project_declares_every_option_the_program_reads() -> None:
     assert "aws:region" in yaml.safe_load(example)["config"]
     for option in read:
         assert f"agent-access:{option}" in example, f"Pulumi.dev.yaml documents {option}"
+
+
+def test_no_output_is_made_per_published_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The preview benchmark measures the program, not the harness: neither lifts the
+    per-file `files` map into one Output per file (Output.all on a dict does, ~4 per
+    file, which was most of the preview's growth with the site). The count of
+    `Output.from_input` calls must not grow with the number of files."""
+    import pulumi
+
+    import infra.program as program
+
+    def fake_files(count: int) -> dict[str, dict[str, object]]:
+        return {
+            f"/api/v1/faq/q{i:05d}.json": {
+                "sha256": f"{i:064x}",
+                "size": 100 + i,
+                "media_type": "application/json",
+                "cache_control": "public, max-age=3600",
+            }
+            for i in range(count)
+        }
+
+    original = pulumi.Output.from_input
+    calls: list[int] = []
+
+    def counting(value: object) -> object:
+        calls.append(1)
+        return original(value)
+
+    counted = {}
+    for count in (20, 2000):
+        files = fake_files(count)
+        monkeypatch.setattr(program, "build_files", lambda _config, _url, f=files: f)
+        monkeypatch.setattr(pulumi.Output, "from_input", staticmethod(counting))
+        calls.clear()
+        run = run_program(make_config(tmp_path / str(count)), preview=True)
+        monkeypatch.setattr(pulumi.Output, "from_input", staticmethod(original))
+        assert decode_files(run.outputs["files"]) == files
+        counted[count] = len(calls)
+    assert counted[2000] - counted[20] < 100, counted

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 from agent_contract import paths
@@ -101,6 +103,17 @@ def _cached_hash(site: Site, key: str, entry: dict[str, Any] | LoadedFaq) -> str
     return found
 
 
+def cached_content_hash(site: Site, key: str, data: Callable[[], dict[str, Any]]) -> str:
+    """metadata.content_hash of an entry. Like the source hash, it depends only on the
+    entry's bytes and the settings, both in the entry's cache key."""
+    found = site.cache.get(key, "content_hash") if key else None
+    if found is None:
+        found = content_hash(data())
+        if key:
+            site.cache.put(key, "content_hash", found)
+    return found
+
+
 def content_document(
     site: Site, document: LoadedDocument, lock: Lock, data: dict[str, Any] | None = None
 ) -> ContentDocument:
@@ -112,7 +125,8 @@ def content_document(
             **data,
             "updated_at": entry.updated_at,
             "metadata": DocumentMetadata(
-                content_version=entry.content_version, content_hash=content_hash(data)
+                content_version=entry.content_version,
+                content_hash=cached_content_hash(site, document.cache_key, lambda: data),
             ),
         }
     )
@@ -150,8 +164,11 @@ def build_catalog(
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 
 
+@lru_cache(maxsize=1 << 15)
 def summarize(text: str, limit: int = 200) -> str:
-    """First sentence of `text`, cut at a word boundary past `limit` characters."""
+    """First sentence of `text`, cut at a word boundary past `limit` characters.
+    Memoized (a pure function): the content index, the search index and llms.txt each
+    summarize every FAQ answer."""
     first = _SENTENCE_END.split(" ".join(text.split()), maxsplit=1)[0]
     if len(first) <= limit:
         return first

@@ -7,7 +7,6 @@ from xml.sax.saxutils import escape
 
 from agent_contract import paths
 from agent_contract.endpoints import JSON_MEDIA
-from agent_contract.hashing import content_hash
 from agent_contract.models import (
     ApiCatalog,
     ApiCatalogContext,
@@ -17,7 +16,7 @@ from agent_contract.models import (
     RemovedIds,
 )
 from content_builder.loader import Site
-from content_builder.render.documents import Catalog
+from content_builder.render.documents import Catalog, cached_content_hash
 
 SITEMAP_NS = "http://www.sitemaps.org/schemas/sitemap/0.9"
 
@@ -38,9 +37,11 @@ def change_feed(site: Site, catalog: Catalog) -> ChangeFeed:
             id=faq.id,
             api_url=site.base_url + paths.faq(faq.id),
             updated_at=catalog.lock[faq.id].updated_at,
-            content_hash=content_hash(faq.model_dump(mode="json")),
+            content_hash=cached_content_hash(
+                site, loaded.cache_key, lambda faq=faq: faq.model_dump(mode="json")
+            ),
         )
-        for _, faq in catalog.faqs
+        for loaded, faq in catalog.faqs
     ]
     return ChangeFeed(
         generation=history.generation,
