@@ -27,10 +27,12 @@ import sys
 import tempfile
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 CACHE_ENV = "AGENT_ACCESS_CACHE_DIR"
-_MAGIC = b"agent-access build cache v1\n"
+# v2: every frame carries its length and sha256, checked before it is unpickled (v1
+# frames had none, so a flipped byte inside a string was published as content).
+_MAGIC = b"agent-access build cache v2\n"
 #: The packages whose code decides what a record holds.
 _CODE_PACKAGES = ("content_builder", "agent_contract")
 
@@ -147,7 +149,7 @@ class EntryCache:
                 self.records = kept
             else:
                 with self.file.open("ab") as stream:
-                    pickle.dump(self.added, stream, protocol=pickle.HIGHEST_PROTOCOL)
+                    _write_frame(stream, self.added)
             _MEMO[self.file] = (_signature(self.file), self.header, self.records)
         except OSError:
             return
@@ -168,11 +170,33 @@ def _write_new(file: Path, head: bytes, records: dict[str, dict[str, Any]]) -> N
     try:
         with os.fdopen(handle, "wb") as stream:
             stream.write(head)
-            pickle.dump(records, stream, protocol=pickle.HIGHEST_PROTOCOL)
+            _write_frame(stream, records)
         os.replace(temporary, file)
     except BaseException:
         Path(temporary).unlink(missing_ok=True)
         raise
+
+
+_LENGTH = 8
+_DIGEST = hashlib.sha256().digest_size
+
+
+def _write_frame(stream: BinaryIO, records: dict[str, dict[str, Any]]) -> None:
+    data = pickle.dumps(records, protocol=pickle.HIGHEST_PROTOCOL)
+    stream.write(len(data).to_bytes(_LENGTH, "big") + hashlib.sha256(data).digest() + data)
+
+
+def _read_frame(stream: BinaryIO) -> Any:
+    """The next frame, unpickled only once its bytes match their digest; EOFError at the
+    end of the file, ValueError for a frame cut short or damaged."""
+    length = stream.read(_LENGTH)
+    if not length:
+        raise EOFError
+    digest = stream.read(_DIGEST)
+    data = stream.read(int.from_bytes(length, "big")) if len(length) == _LENGTH else b""
+    if len(digest) != _DIGEST or hashlib.sha256(data).digest() != digest:
+        raise ValueError("a cache frame cut short or damaged")
+    return pickle.loads(data)
 
 
 def _read_records(file: Path, header: bytes) -> tuple[dict[str, dict[str, Any]], bool]:
@@ -186,7 +210,7 @@ def _read_records(file: Path, header: bytes) -> tuple[dict[str, dict[str, Any]],
                 return {}, False  # another version, other settings, not ours: not unpickled
             while True:
                 try:
-                    frame = pickle.load(stream)
+                    frame = _read_frame(stream)
                 except EOFError:
                     break
                 if not isinstance(frame, dict) or not all(

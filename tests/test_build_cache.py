@@ -189,6 +189,24 @@ def test_a_cache_cut_short_while_appending_keeps_its_whole_frames(
     assert _build(site_copy, tmp_path / "out") == _cold(site_copy, tmp_path, monkeypatch)
 
 
+def test_a_flipped_byte_inside_a_record_is_never_published(
+    site_copy: Path, tmp_path: Path, cache_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A byte changed inside a cached string (same length, still a valid pickle) was
+    published as content: every frame is now checked against its digest first."""
+    _build(site_copy, tmp_path / "out")
+    [file] = cache_dir.glob("build-*.pickle")
+    data = file.read_bytes()
+    text = (site_copy / "faq" / "q03-protection.yaml").read_text(encoding="utf-8")
+    word = next(w for w in text.split() if len(w) >= 9 and w.isalpha() and w.encode() in data)
+    damaged = word[:-1] + ("z" if word[-1] != "z" else "y")
+    file.write_bytes(data.replace(word.encode(), damaged.encode()))
+    build_cache._MEMO.clear()  # as a new process would: read the file
+    out = _build(site_copy, tmp_path / "out")
+    assert out == _cold(site_copy, tmp_path, monkeypatch)
+    assert damaged not in (tmp_path / "out" / "llms-full.txt").read_text(encoding="utf-8")
+
+
 def test_lock_body_is_what_json_dumps_writes_ascii_or_not() -> None:
     """lock_body takes pydantic-core's bytes only when they are ASCII; json.dumps escapes
     non-ASCII text, so an id with an accent must still come out escaped, as before."""
