@@ -105,9 +105,12 @@ class Edge:
         # A document's JSON URL has two representations (issue 14): the Markdown when the
         # client asks for it by name, else the JSON. Either answer varies with Accept, so
         # caches key on it; each keeps its own ETag, so a 304 never crosses them.
-        alternate = f'<{twin.path}>; rel="alternate"; type="{MARKDOWN_MEDIA}"'
-        negotiated = (("Vary", "Accept"), ("Link", alternate))
+        # The Link names the OTHER representation: the Markdown from the JSON answer, the
+        # JSON from the Markdown one (a link to itself would tell a client nothing).
         chosen = twin if prefers_markdown(_get(headers, "Accept")) else artifact
+        other = artifact if chosen is twin else twin
+        alternate = f'<{other.path}>; rel="alternate"; type="{other.rule.media_type.split(";")[0]}"'
+        negotiated = (("Vary", "Accept"), ("Link", alternate))
         return self._file(method, chosen, 200, headers, negotiated)
 
     def _file(

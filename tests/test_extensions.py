@@ -102,7 +102,10 @@ def test_edge_answers_markdown_on_a_document_url_with_vary_and_its_own_etag(
         assert json_headers["Vary"] == md_headers["Vary"] == "Accept"
         assert md_headers["Content-Type"] == "text/markdown; charset=utf-8"
         assert json_headers["ETag"] != md_headers["ETag"]
-        assert 'rel="alternate"; type="text/markdown"' in json_headers["Link"]
+        twin = path.removesuffix(".json") + ".md"
+        # Each answer links the other representation, never itself.
+        assert f'<{twin}>; rel="alternate"; type="text/markdown"' in json_headers["Link"]
+        assert f'<{path}>; rel="alternate"; type="application/json"' in md_headers["Link"]
         # A validator of one representation never answers 304 for the other.
         cross = edge.handle(
             "GET", path, {"Accept": "text/markdown", "If-None-Match": json_headers["ETag"]}
