@@ -35,6 +35,13 @@ HANDLER = "agent_mcp.lambda_handler.handler"
 #: CloudFront allows GET/HEAD, GET/HEAD/OPTIONS, or all seven; only the last has POST.
 ALL_METHODS = ["GET", "HEAD", "OPTIONS", "PUT", "POST", "PATCH", "DELETE"]
 CACHED_METHODS = ["GET", "HEAD"]
+#: The /mcp response headers policy's CORS section (methods, allow headers, expose
+#: headers), as agent_mcp.http answers a preflight: browser-based MCP clients POST.
+CORS = (
+    ["POST", "OPTIONS"],
+    ["content-type", "accept", "mcp-protocol-version", "mcp-session-id", "last-event-id"],
+    ["mcp-session-id", "mcp-protocol-version"],
+)
 #: AWS managed policies (ids are global constants).
 CACHING_DISABLED_POLICY_ID = "4135ea2d-6df8-44a3-9df3-4b5a84be39ad"
 ALL_VIEWER_EXCEPT_HOST_HEADER_POLICY_ID = "b689b0a8-53d0-40ab-baf2-68738e2966ac"
