@@ -10,7 +10,8 @@ for every AWS behaviour relied on are in docs/decisions.md ("MCP server on AWS")
 - The Host header must not reach a function URL (it routes on its own host name): the
   behaviour uses the managed origin request policy AllViewerExceptHostHeader.
 - Nothing is cached (managed CachingDisabled); the behaviour allows all seven methods,
-  the only set that includes POST; the handler refuses all but POST with 405.
+  the only set that includes POST; the handler refuses all but POST (and a CORS
+  preflight) with 405. Its own response headers policy: CORS with POST (CORS below).
 - Reserved concurrency is the throttle: a flood of agents cannot run up the bill past it.
 """
 
