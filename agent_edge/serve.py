@@ -95,7 +95,9 @@ class EdgeRequestHandler(BaseHTTPRequestHandler):
             edge.artifacts, loopback_hosts(self.server.server_address[0]),
         )  # fmt: skip
         self.send_response(status)
-        for name, value in [*headers, *HEADER_POLICY.every_response.items()]:  # as the CDN
+        own = {name.lower() for name, _ in headers}  # /mcp's CORS headers win, as on the CDN
+        policy = [(k, v) for k, v in HEADER_POLICY.every_response.items() if k.lower() not in own]
+        for name, value in [*headers, *policy]:  # as the CDN
             self.send_header(name, value)
         self.end_headers()
         self.wfile.write(payload if self.command != "HEAD" else b"")

@@ -9,7 +9,9 @@ first use, kept while that source is the latest one seen), so `serve --watch` sw
 rebuilt site simply by passing the new files.
 
 Only POST reaches the SDK: stateless with JSON responses, there is no stream to GET and
-no session to DELETE, so every other method answers 405 with `Allow: POST`.
+no session to DELETE, so every other method answers 405 with `Allow: POST`, except a
+CORS preflight (OPTIONS with Origin and Access-Control-Request-Method), which answers
+204 so that browser-based MCP clients can POST (CORS_PREFLIGHT).
 """
 
 from __future__ import annotations
@@ -33,6 +35,22 @@ METHOD_NOT_ALLOWED = (
 )
 Response = tuple[int, list[tuple[str, str]], bytes]
 Files = FileSource | Mapping[str, Any]  # a source, or URL path -> bytes / artifact (.body)
+
+#: CORS for browser-based clients: POST answers carry CORS_RESPONSE; a preflight answers
+#: CORS_PREFLIGHT. The headers are what the SDK's clients send (content-type, accept,
+#: mcp-protocol-version, mcp-session-id, last-event-id); no authorization (public API).
+CORS_RESPONSE = {
+    "Access-Control-Allow-Origin": "*",
+    "Access-Control-Expose-Headers": "mcp-session-id, mcp-protocol-version",
+}
+CORS_PREFLIGHT = {
+    "Access-Control-Allow-Origin": "*",
+    "Access-Control-Allow-Methods": "POST, OPTIONS",
+    "Access-Control-Allow-Headers": (
+        "content-type, accept, mcp-protocol-version, mcp-session-id, last-event-id"
+    ),
+    "Access-Control-Max-Age": "86400",
+}
 
 #: Loopback hosts: a server bound to one of them refuses other Host headers (DNS
 #: rebinding protection, as the SDK does for its own localhost apps).
@@ -98,18 +116,25 @@ class HttpEndpoint:
         self._loop.call_soon_threadsafe(self._stop.set)
 
     def handle(self, method: str, path: str, headers: Mapping[str, str], body: bytes) -> Response:
-        if method.upper() != "POST":
+        names = {k.lower() for k in headers}
+        if method.upper() == "OPTIONS" and {"origin", "access-control-request-method"} <= names:
+            status, response_headers, payload = 204, list(CORS_PREFLIGHT.items()), b""
+        elif method.upper() != "POST":
             status, response_headers, payload = (
                 405,
                 [("Allow", "POST"), ("Content-Type", "application/json")],
-                b'{"error":"method_not_allowed","message":"MCP over streamable HTTP: POST only '
-                b'(stateless, JSON responses)"}\n',
+                METHOD_NOT_ALLOWED,
             )
         else:
             future = asyncio.run_coroutine_threadsafe(
                 _call_asgi(self.app, method.upper(), path, headers, body), self._loop
             )
             status, response_headers, payload = future.result(timeout=REQUEST_TIMEOUT)
+            cors = {k.lower() for k in CORS_RESPONSE}
+            response_headers = [
+                *((k, v) for k, v in response_headers if k.lower() not in cors),
+                *CORS_RESPONSE.items(),
+            ]
         # One framing for every answer, whatever the host does with it: the whole body and
         # its exact length (without it a keep-alive client waits for a body that never ends).
         kept = [(k, v) for k, v in response_headers if k.lower() != "content-length"]

@@ -10,7 +10,8 @@ for every AWS behaviour relied on are in docs/decisions.md ("MCP server on AWS")
 - The Host header must not reach a function URL (it routes on its own host name): the
   behaviour uses the managed origin request policy AllViewerExceptHostHeader.
 - Nothing is cached (managed CachingDisabled); the behaviour allows all seven methods,
-  the only set that includes POST; the handler refuses all but POST with 405.
+  the only set that includes POST; the handler refuses all but POST (and a CORS
+  preflight) with 405. Its own response headers policy: CORS with POST (CORS below).
 - Reserved concurrency is the throttle: a flood of agents cannot run up the bill past it.
 """
 
@@ -35,6 +36,13 @@ HANDLER = "agent_mcp.lambda_handler.handler"
 #: CloudFront allows GET/HEAD, GET/HEAD/OPTIONS, or all seven; only the last has POST.
 ALL_METHODS = ["GET", "HEAD", "OPTIONS", "PUT", "POST", "PATCH", "DELETE"]
 CACHED_METHODS = ["GET", "HEAD"]
+#: The /mcp response headers policy's CORS section (methods, allow headers, expose
+#: headers), as agent_mcp.http answers a preflight: browser-based MCP clients POST.
+CORS = (
+    ["POST", "OPTIONS"],
+    ["content-type", "accept", "mcp-protocol-version", "mcp-session-id", "last-event-id"],
+    ["mcp-session-id", "mcp-protocol-version"],
+)
 #: AWS managed policies (ids are global constants).
 CACHING_DISABLED_POLICY_ID = "4135ea2d-6df8-44a3-9df3-4b5a84be39ad"
 ALL_VIEWER_EXCEPT_HOST_HEADER_POLICY_ID = "b689b0a8-53d0-40ab-baf2-68738e2966ac"

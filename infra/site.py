@@ -140,7 +140,7 @@ class AgentSite(pulumi.ComponentResource):
 
         bucket, public_access = self._private_bucket(child)
         headers_policy, caches, oac = self._policies(child)
-        mcp = self._mcp_function(headers_policy, child)
+        mcp = self._mcp_function(child)
         negotiation = self._markdown_negotiation(child)
         certificate_arn = self._certificate(us_east_1)
         distribution = self._distribution(
@@ -262,11 +262,21 @@ class AgentSite(pulumi.ComponentResource):
         return headers_policy, (default_cache, error_cache), oac
 
     def _headers_policy(
-        self, resource_name: str, extra_custom: dict[str, str], child: pulumi.ResourceOptions
+        self,
+        resource_name: str,
+        extra_custom: dict[str, str],
+        child: pulumi.ResourceOptions,
+        cors: tuple[list[str], list[str], list[str]] | None = None,
     ) -> aws.cloudfront.ResponseHeadersPolicy:
         """CORS, security headers and the custom headers every response carries, plus
-        `extra_custom` (the negotiated behaviours' `Vary: Accept`)."""
+        `extra_custom` (the negotiated behaviours' `Vary: Accept`). `cors` replaces the
+        CORS section's (methods, allow headers, expose headers): /mcp's POST."""
         config = self._config
+        methods, allow_headers, expose_headers = cors or (
+            list(HEADER_POLICY.preflight_methods),
+            ["*"],
+            list(HEADER_POLICY.expose_headers),
+        )
         return aws.cloudfront.ResponseHeadersPolicy(
             resource_name,
             comment="CORS * for CORS requests (S3 answers the others), plus security headers",
@@ -278,16 +288,16 @@ class AgentSite(pulumi.ComponentResource):
             cors_config=aws.cloudfront.ResponseHeadersPolicyCorsConfigArgs(
                 access_control_allow_credentials=False,
                 access_control_allow_headers=aws.cloudfront.ResponseHeadersPolicyCorsConfigAccessControlAllowHeadersArgs(
-                    items=["*"]
+                    items=allow_headers
                 ),
                 access_control_allow_methods=aws.cloudfront.ResponseHeadersPolicyCorsConfigAccessControlAllowMethodsArgs(
-                    items=list(HEADER_POLICY.preflight_methods)
+                    items=methods
                 ),
                 access_control_allow_origins=aws.cloudfront.ResponseHeadersPolicyCorsConfigAccessControlAllowOriginsArgs(
                     items=[HEADER_POLICY.allow_origin]
                 ),
                 access_control_expose_headers=aws.cloudfront.ResponseHeadersPolicyCorsConfigAccessControlExposeHeadersArgs(
-                    items=list(HEADER_POLICY.expose_headers)
+                    items=expose_headers
                 ),
                 access_control_max_age_sec=HEADER_POLICY.preflight_max_age,
                 origin_override=True,
@@ -349,16 +359,17 @@ class AgentSite(pulumi.ComponentResource):
         policy = self._headers_policy(f"{name}-headers-negotiated", NEGOTIATED_HEADERS, child)
         return function, policy
 
-    def _mcp_function(
-        self, headers_policy: aws.cloudfront.ResponseHeadersPolicy, child: pulumi.ResourceOptions
-    ) -> mcp_function.McpOrigin | None:
+    def _mcp_function(self, child: pulumi.ResourceOptions) -> mcp_function.McpOrigin | None:
         """The live MCP server at /mcp, opt-in (infra/mcp_function.py)."""
         config = self._config
-        return (
-            mcp_function.declare(f"{self._name}-mcp", config, headers_policy.id, child)
-            if config.mcp
-            else None
+        if not config.mcp:
+            return None
+        # Its own policy: the same security and custom headers, a CORS section with POST
+        # (the shared one allows GET/HEAD/OPTIONS only). docs/decisions.md, issue 13.
+        mcp_policy = self._headers_policy(
+            f"{self._name}-mcp-headers", {}, child, cors=mcp_function.CORS
         )
+        return mcp_function.declare(f"{self._name}-mcp", config, mcp_policy.id, child)
 
     def _certificate(self, us_east_1: aws.Provider) -> pulumi.Input[str] | None:
         """The ACM certificate for a custom domain: given, or requested and validated."""

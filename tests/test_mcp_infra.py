@@ -7,6 +7,7 @@ back from infra/mcp_function.py.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import threading
@@ -28,6 +29,7 @@ from agent_mcp import lambda_handler
 from agent_mcp.sources import DirectoryFiles
 from benchmarks import sitegen
 from content_builder.build import plan
+from infra import aws_rules
 from infra.config import ConfigError, McpServerConfig, SiteConfig
 from tests.conftest import REPO
 from tests.pulumi_harness import FUNCTION_URL, ProgramRun, run_program
@@ -185,7 +187,43 @@ def test_distribution_origin_and_behaviour(on) -> None:
     assert first["originRequestPolicyId"] == ALL_VIEWER_EXCEPT_HOST  # never Host to Lambda
     assert first["viewerProtocolPolicy"] == "https-only"
     default = inputs["defaultCacheBehavior"]
-    assert first["responseHeadersPolicyId"] == default["responseHeadersPolicyId"]
+    assert first["responseHeadersPolicyId"] != default["responseHeadersPolicyId"]
+
+
+def test_mcp_behaviour_has_its_own_headers_policy_with_post(on) -> None:
+    """The shared policy's CORS section allows GET/HEAD/OPTIONS only: a browser's POST to
+    /mcp would be refused after its preflight. /mcp gets POST, the same security headers."""
+    inputs = distribution(on)
+    policies = {
+        p.id: p.inputs
+        for p in on.mocks.of_type("aws:cloudfront/responseHeadersPolicy:ResponseHeadersPolicy")
+    }
+    mcp = policies[inputs["orderedCacheBehaviors"][0]["responseHeadersPolicyId"]]
+    shared = policies[inputs["defaultCacheBehavior"]["responseHeadersPolicyId"]]
+    cors = mcp["corsConfig"]
+    assert set(cors["accessControlAllowMethods"]["items"]) == {"POST", "OPTIONS"}
+    assert cors["accessControlAllowOrigins"]["items"] == ["*"]
+    assert cors["originOverride"] is True
+    assert cors["accessControlAllowCredentials"] is False
+    assert {h.lower() for h in cors["accessControlAllowHeaders"]["items"]} >= {
+        "content-type", "accept", "mcp-protocol-version", "mcp-session-id", "last-event-id"
+    }  # fmt: skip
+    assert set(cors["accessControlExposeHeaders"]["items"]) >= {"mcp-session-id"}
+    assert mcp["securityHeadersConfig"] == shared["securityHeadersConfig"]
+    assert mcp["customHeadersConfig"] == shared["customHeadersConfig"]
+    assert "POST" not in shared["corsConfig"]["accessControlAllowMethods"]["items"]
+    # the rules read plain inputs: the origins (the secret header) are unwrapped first
+    plain = [dataclasses.replace(r, inputs=unsecret_all(r.inputs)) for r in on.mocks.resources]
+    assert aws_rules.check(plain) == []
+
+
+def unsecret_all(value: Any) -> Any:
+    value = unsecret(value)
+    if isinstance(value, dict):
+        return {k: unsecret_all(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [unsecret_all(v) for v in value]
+    return value
 
 
 def test_config_rules(root: Path) -> None:
@@ -318,6 +356,16 @@ def test_lambda_handler_serves_mcp_over_http(packaged: dict[str, bytes]) -> None
         with pytest.raises(urllib.error.HTTPError) as caught:
             urllib.request.urlopen(request, timeout=10)
         assert caught.value.code == 405 and caught.value.headers["Allow"] == "POST"
+
+
+def test_lambda_handler_answers_a_cors_preflight(packaged: dict[str, bytes]) -> None:
+    from tests.test_mcp_server import PREFLIGHT, check_preflight
+
+    for url in emulator(SECRET):
+        request = urllib.request.Request(url, method="OPTIONS", headers=PREFLIGHT)
+        with urllib.request.urlopen(request, timeout=10) as response:
+            assert response.read() == b""
+            check_preflight(response.status, response.headers)
 
 
 @pytest.mark.parametrize("secret", [None, "wrong-secret-of-the-same-size-0123456"])

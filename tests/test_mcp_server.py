@@ -236,6 +236,52 @@ def test_mcp_endpoint_refuses_every_method_but_post(http_server: Any, method: st
     assert caught.value.headers["Strict-Transport-Security"].startswith("max-age=")
 
 
+PREFLIGHT = {
+    "Origin": "http://localhost:5173",
+    "Access-Control-Request-Method": "POST",
+    "Access-Control-Request-Headers": "content-type, mcp-protocol-version, mcp-session-id",
+}
+
+
+def check_preflight(status: int, headers: Any) -> None:
+    """A browser's CORS preflight to /mcp: answered, and POST allowed with MCP's headers."""
+    assert status in (200, 204)
+    assert headers.get_all("Access-Control-Allow-Origin") == ["*"]
+    assert {m.strip() for m in headers["Access-Control-Allow-Methods"].split(",")} >= {
+        "POST", "OPTIONS"
+    }  # fmt: skip
+    allowed = {h.strip().lower() for h in headers["Access-Control-Allow-Headers"].split(",")}
+    assert allowed >= {
+        "content-type", "accept", "mcp-protocol-version", "mcp-session-id", "last-event-id"
+    }  # fmt: skip
+    assert int(headers["Access-Control-Max-Age"]) > 0
+    assert headers["Content-Length"] in (None, "0")
+
+
+def test_a_cors_preflight_is_answered_and_post_answers_carry_cors(http_server: Any) -> None:
+    host, port = urlsplit(http_server.base_url).hostname, urlsplit(http_server.base_url).port
+    connection = http.client.HTTPConnection(host, port, timeout=5)
+    try:
+        connection.request("OPTIONS", "/mcp", headers=PREFLIGHT)
+        response = connection.getresponse()
+        assert response.read() == b""
+        check_preflight(response.status, response.headers)
+        body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "ping"})
+        headers = {
+            "Origin": "http://localhost:5173",
+            "Content-Type": "application/json",
+            "Accept": "application/json, text/event-stream",
+        }
+        connection.request("POST", "/mcp", body=body, headers=headers)  # same connection
+        response = connection.getresponse()
+        response.read()
+        assert response.headers.get_all("Access-Control-Allow-Origin") == ["*"]
+        exposed = {h.strip() for h in response.headers["Access-Control-Expose-Headers"].split(",")}
+        assert exposed >= {"mcp-session-id", "mcp-protocol-version"}
+    finally:
+        connection.close()
+
+
 def test_a_refused_method_is_framed_so_keep_alive_clients_go_on(http_server: Any) -> None:
     """A 405 without Content-Length kept a keep-alive client (curl) waiting for the body
     until its timeout: every answer carries its length, and the connection stays usable."""
