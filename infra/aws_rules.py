@@ -671,5 +671,32 @@ RULES: tuple[Rule, ...] = (
 )
 
 
+#: How the Pulumi engine marks a secret in serialized inputs (the SDK's `_special_sig_key`
+#: with `_special_secret_sig`, pulumi/runtime/rpc.py): `{SIG: SECRET, "value": ...}`.
+_SIG_KEY = "4dabf18193072939515e22adb298388d"
+_SECRET_SIG = "1b47061264138c4ac30d75fd1eb44270"
+
+
+@dataclass(frozen=True)
+class _Plain:
+    typ: str
+    name: str
+    inputs: Mapping[str, Any]
+    provider: str | None
+
+
+def _unwrapped(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        if value.get(_SIG_KEY) == _SECRET_SIG:
+            return _unwrapped(value.get("value"))
+        return {key: _unwrapped(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_unwrapped(item) for item in value]
+    return value
+
+
 def check(resources: Sequence[Declared]) -> list[Violation]:
-    return [violation for rule in RULES for violation in rule(resources)]
+    """Every rule over the declared resources. A secret input (the MCP origin's header,
+    say) is checked by its value: a rule must see what AWS will be sent."""
+    plain = [_Plain(r.typ, r.name, _unwrapped(r.inputs), r.provider) for r in resources]
+    return [violation for rule in RULES for violation in rule(plain)]

@@ -306,3 +306,19 @@ def test_config_refuses_what_the_web_acl_rule_refuses(tmp_path: Path) -> None:
         make_config(
             tmp_path, web_acl_arn="arn:aws:wafv2:us-east-1:123456789012:regional/webacl/a/1"
         )
+
+
+def test_a_violation_inside_a_secret_input_is_still_found(variants: dict[str, ProgramRun]) -> None:
+    """The engine wraps secret inputs (the MCP origin's header is one); the rules check
+    what AWS will be sent, so a forbidden header hidden in a secret is reported."""
+
+    def hide_a_forbidden_header(inputs: dict[str, Any]) -> None:
+        origin = inputs["origins"][0]
+        origin["customHeaders"] = [{"name": "Host", "value": "example.com"}]
+        inputs["origins"] = {
+            "4dabf18193072939515e22adb298388d": "1b47061264138c4ac30d75fd1eb44270",
+            "value": inputs["origins"],
+        }
+
+    resources = _mutate(variants["no-domain"], aws_rules.DISTRIBUTION, hide_a_forbidden_header)
+    assert any("Host" in str(violation) for violation in aws_rules.check(resources))
