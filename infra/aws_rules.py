@@ -673,8 +673,8 @@ RULES: tuple[Rule, ...] = (
 
 #: How the Pulumi engine marks a secret in serialized inputs (the SDK's `_special_sig_key`
 #: with `_special_secret_sig`, pulumi/runtime/rpc.py): `{SIG: SECRET, "value": ...}`.
-_SIG_KEY = "4dabf18193072939515e22adb298388d"
-_SECRET_SIG = "1b47061264138c4ac30d75fd1eb44270"
+SECRET_SIG_KEY = "4dabf18193072939515e22adb298388d"
+SECRET_SIG = "1b47061264138c4ac30d75fd1eb44270"
 
 
 @dataclass(frozen=True)
@@ -685,18 +685,19 @@ class _Plain:
     provider: str | None
 
 
-def _unwrapped(value: Any) -> Any:
+def unwrap_secrets(value: Any) -> Any:
+    """`value` with every secret the engine marked replaced by what it holds."""
     if isinstance(value, Mapping):
-        if value.get(_SIG_KEY) == _SECRET_SIG:
-            return _unwrapped(value.get("value"))
-        return {key: _unwrapped(item) for key, item in value.items()}
+        if value.get(SECRET_SIG_KEY) == SECRET_SIG:
+            return unwrap_secrets(value.get("value"))
+        return {key: unwrap_secrets(item) for key, item in value.items()}
     if isinstance(value, list):
-        return [_unwrapped(item) for item in value]
+        return [unwrap_secrets(item) for item in value]
     return value
 
 
 def check(resources: Sequence[Declared]) -> list[Violation]:
     """Every rule over the declared resources. A secret input (the MCP origin's header,
     say) is checked by its value: a rule must see what AWS will be sent."""
-    plain = [_Plain(r.typ, r.name, _unwrapped(r.inputs), r.provider) for r in resources]
+    plain = [_Plain(r.typ, r.name, unwrap_secrets(r.inputs), r.provider) for r in resources]
     return [violation for rule in RULES for violation in rule(plain)]

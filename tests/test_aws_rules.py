@@ -316,7 +316,7 @@ def test_a_violation_inside_a_secret_input_is_still_found(variants: dict[str, Pr
         origin = inputs["origins"][0]
         origin["customHeaders"] = [{"name": "Host", "value": "example.com"}]
         inputs["origins"] = {
-            "4dabf18193072939515e22adb298388d": "1b47061264138c4ac30d75fd1eb44270",
+            aws_rules.SECRET_SIG_KEY: aws_rules.SECRET_SIG,
             "value": inputs["origins"],
         }
 

@@ -29,6 +29,7 @@ from agent_mcp.sources import DirectoryFiles
 from benchmarks import sitegen
 from content_builder.build import plan
 from infra import aws_rules
+from infra.aws_rules import unwrap_secrets
 from infra.config import ConfigError, McpServerConfig, SiteConfig
 from tests.conftest import REPO
 from tests.pulumi_harness import FUNCTION_URL, ProgramRun, run_program
@@ -40,13 +41,6 @@ SECRET = "k3Jx9-origin-secret-0123456789abcdef"
 SEVEN_METHODS = {"GET", "HEAD", "OPTIONS", "PUT", "POST", "PATCH", "DELETE"}
 CACHING_DISABLED = "4135ea2d-6df8-44a3-9df3-4b5a84be39ad"  # AWS managed CachingDisabled
 ALL_VIEWER_EXCEPT_HOST = "b689b0a8-53d0-40ab-baf2-68738e2966ac"  # AllViewerExceptHostHeader
-SECRET_SIG = "4dabf18193072939515e22adb298388d"  # how the engine marks a secret value
-
-
-def unsecret(value: Any) -> Any:
-    if isinstance(value, dict) and SECRET_SIG in value:
-        return value["value"]
-    return value
 
 
 def config(root: Path, mcp: bool = True, **mcp_options: Any) -> SiteConfig:
@@ -88,7 +82,8 @@ def distribution(run: ProgramRun) -> dict[str, Any]:
 
 def test_off_by_default_declares_nothing_and_files_stay_byte_identical(off, root) -> None:
     assert not [r for r in off.mocks.resources if r.typ.startswith("aws:lambda")]
-    assert [o["originId"] for o in unsecret(distribution(off)["origins"])] == ["content-bucket"]
+    origins = unwrap_secrets(distribution(off)["origins"])
+    assert [o["originId"] for o in origins] == ["content-bucket"]
     behaviours = distribution(off)["orderedCacheBehaviors"]
     assert all(b["pathPattern"] != "/mcp" for b in behaviours)
     expected = {a.key: a.body for a in plan(root / "site_data", f"https://{DOMAIN}").artifacts}
@@ -132,9 +127,9 @@ def test_function_runtime_throttle_and_secret(on) -> None:
     assert function["runtime"].startswith("python3.")
     assert function["handler"] == "agent_mcp.lambda_handler.handler"
     assert function["reservedConcurrentExecutions"] == 5
-    assert unsecret(function["environment"])["variables"]["MCP_ORIGIN_SECRET"] == SECRET
+    assert unwrap_secrets(function["environment"])["variables"]["MCP_ORIGIN_SECRET"] == SECRET
     # the secret is marked secret in state, not stored in plain text
-    assert SECRET_SIG in function["environment"]
+    assert aws_rules.SECRET_SIG_KEY in function["environment"]
     layer = on.mocks.one("aws:lambda/layerVersion:LayerVersion").inputs
     assert function["runtime"] in layer["compatibleRuntimes"]
 
@@ -171,7 +166,7 @@ def test_function_url_is_public_and_both_permissions_are_granted(on) -> None:
 
 def test_distribution_origin_and_behaviour(on) -> None:
     inputs = distribution(on)
-    origins = {o["originId"]: o for o in unsecret(inputs["origins"])}
+    origins = {o["originId"]: o for o in unwrap_secrets(inputs["origins"])}
     origin = origins["mcp-function"]
     assert origin["domainName"] == urlsplit(FUNCTION_URL).hostname
     assert "originAccessControlId" not in origin
