@@ -117,7 +117,9 @@ class _Server:
             self.process = subprocess.Popen(
                 command, cwd=REPO, stdin=subprocess.DEVNULL, stdout=sink,
                 stderr=subprocess.STDOUT, start_new_session=True,
-                env={**os.environ, "AGENT_ACCESS_CACHE_DIR": str(cache)},
+                # Unbuffered: the log's tail (a failed rebuild's message) is there when
+                # a failure quotes it, even after the server is killed.
+                env={**os.environ, "AGENT_ACCESS_CACHE_DIR": str(cache), "PYTHONUNBUFFERED": "1"},
             )  # fmt: skip
         self.connection: http.client.HTTPConnection | None = None
 
