@@ -299,7 +299,9 @@ def render(results: dict[str, Any]) -> list[str]:
             f"(cold, empty build cache); idle {watch['idle_cpu_percent']:.2f} % of a core over "
             f"{watch['idle_seconds']:.0f} s; one FAQ edit to both its files served: "
             + ", ".join(f"{e['seconds']:.2f} s (`{e['faq_id']}`, server CPU "
-                        f"{e['server_cpu_seconds']:.1f} s)" for e in watch["edits"])
+                        f"{e['server_cpu_seconds']:.1f} s, then busy "
+                        f"{e['busy_after_seconds']:.1f} s)"
+                        for e in watch["edits"])
             + f"; peak RSS {watch['peak_rss_mb']:,.0f} MB.",
         ]  # fmt: skip
     previews = results.get("preview") or []

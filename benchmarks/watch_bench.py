@@ -7,14 +7,15 @@ HTTP to it and reads its /proc entries:
 - *first answer*: seconds from starting the server until GET /llms.txt answers 200 (a
   cold build, the cache empty);
 - *idle*: CPU (utime + stime of every thread, /proc/<pid>/stat) over `idle_seconds`
-  after a short settling pause, as a percentage of one core;
+  once the server is quiet (`_quiet`), as a percentage of one core;
 - *edit to served*: one FAQ file at a time gets a sentence with a unique word put in
   front of its answer (written to a temporary file and renamed over the original, as
   editors save, so the watcher never reads a half-written file); from the rename, GET
   /api/v1/faq/<id>.json and its .md twin every `poll_seconds` until both carry the word.
   `edits` different FAQ entries, one after the other (each edit stays in place until the
-  end, so no restore rebuild runs in the middle of the next one); the server's CPU
-  seconds over each edit are recorded too;
+  end, so no restore rebuild runs in the middle of the next one), each started on a
+  quiet server; the server's CPU seconds over each edit, and how long it stays busy
+  after serving it, are recorded too;
 - *peak memory*: the server's VmHWM (/proc/<pid>/status) at the end.
 
 An edit never served within `timeout` seconds, a non-200 answer for the edited entry, or
@@ -61,6 +62,7 @@ class Edit:
     word: str
     seconds: float  # from the rename to both files served with the word
     server_cpu_seconds: float  # the server's CPU over the same span
+    busy_after_seconds: float  # from served until the server is quiet again (_quiet)
 
 
 @dataclass(frozen=True)
@@ -94,6 +96,23 @@ def peak_rss_mb(pid: int) -> float:
         if line.startswith("VmHWM:"):
             return int(line.split()[1]) / 1024
     raise RuntimeError(f"no VmHWM in /proc/{pid}/status")
+
+
+#: The server counts as quiet once it used less than this share of a core over one
+#: QUIET_WINDOW: after it served an edit it still frees the previous build's objects.
+QUIET_SHARE = 0.05
+QUIET_WINDOW = 0.5
+
+
+def _quiet(pid: int, limit: float) -> float:
+    """Wait until `pid` idles (QUIET_SHARE over QUIET_WINDOW); seconds waited."""
+    started = time.perf_counter()
+    while time.perf_counter() - started < limit:
+        before = cpu_seconds(pid)
+        time.sleep(QUIET_WINDOW)
+        if cpu_seconds(pid) - before < QUIET_SHARE * QUIET_WINDOW:
+            break
+    return time.perf_counter() - started
 
 
 def _free_port() -> int:
@@ -273,7 +292,7 @@ def measure(
     try:
         first = _first_answer(server, timeout)
         pid = server.process.pid
-        time.sleep(1.0)  # the watcher's first scan and the cache save settle
+        _quiet(pid, timeout)  # the watcher's first scan
         before, started = cpu_seconds(pid), time.perf_counter()
         time.sleep(idle_seconds)
         idle_wall = time.perf_counter() - started
@@ -286,7 +305,9 @@ def measure(
             cpu_before = cpu_seconds(pid)
             _replace(path, edited.encode("utf-8"))
             seconds = _wait_served(server, faq_id, word, timeout, poll_seconds)
-            done.append(Edit(faq_id, word, seconds, cpu_seconds(pid) - cpu_before))
+            cpu = cpu_seconds(pid) - cpu_before
+            # Each edit starts on a quiet server, not during the last one's clean-up.
+            done.append(Edit(faq_id, word, seconds, cpu, _quiet(pid, timeout)))
         peak = peak_rss_mb(pid)
     finally:
         server.stop()
