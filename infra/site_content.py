@@ -1,13 +1,19 @@
 """SiteContent: a Pulumi dynamic resource whose provider is the publisher.
 
-Its input is the build manifest (path -> sha256, size, media type, Cache-Control), so
-`pulumi preview --diff` shows, file by file, what a pull request changes. The provider
-is serialized with dill and run by the engine in another process: it lives in this
-importable module, creates its boto3 clients inside each method and holds no state.
+Its input is the build manifest (path -> sha256, size, media type, Cache-Control), as
+one JSON object in one string (`encode_input`): the Pulumi SDK serializes a string in
+one piece, where a map costs futures per value (flat preview time at any site size),
+and the CLI decodes a JSON string on both sides of a diff and shows the objects' diff,
+so `pulumi preview --diff` still lists, file by file, what a pull request changes
+(docs/decisions.md, "Preview at any size"). The provider is serialized with dill and
+run by the engine in another process: it lives in this importable module, creates its
+boto3 clients inside each method and holds no state.
 """
 
 from __future__ import annotations
 
+import json
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -26,8 +32,43 @@ def _is_unknown(value: Any) -> bool:
     return isinstance(value, str) and value == rpc.UNKNOWN
 
 
+def encode_input(files: build_manifest.Files) -> str:
+    """The `files` input: a JSON object, path -> `build_manifest.encode_entry` line, in
+    path order, one file per line (so any line-based diff of the state reads file by
+    file too)."""
+    return json.dumps(build_manifest.encode_files(files), indent=0)
+
+
+def input_entries(value: Any) -> dict[str, str]:
+    """path -> encoded entry, from the `files` input or output in any form a stack may
+    hold: the JSON string (this version), or the map of one string per file that the
+    previous version wrote into every stack's state (or a map of manifest entries, the
+    one before); None or empty for a resource that has none."""
+    if value is None or value == "":
+        return {}
+    if isinstance(value, str):
+        value = json.loads(value)
+    if not isinstance(value, Mapping):
+        raise TypeError(f"SiteContent files: expected a JSON object or a map, got {value!r:.80}")
+    return {
+        path: entry if isinstance(entry, str) else build_manifest.encode_entry(entry)
+        for path, entry in value.items()
+    }
+
+
+def decode_input(value: Any) -> dict[str, build_manifest.ManifestEntry]:
+    """The manifest files from the `files` input or output, in any form (input_entries)."""
+    return build_manifest.decode_files(input_entries(value))
+
+
+def input_digest(value: Any) -> str:
+    """`build_manifest.files_digest` of the files, whatever form they are stored in: the
+    same digest for the same files before and after the input changed form."""
+    return build_manifest.files_digest(input_entries(value))
+
+
 def _files(props: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    return build_manifest.decode_files(props.get("files"))
+    return decode_input(props.get("files"))
 
 
 def _publisher(props: dict[str, Any]) -> publisher.Publisher:
@@ -80,7 +121,7 @@ class SiteContentProvider(ResourceProvider):
             # An empty id tells the engine the resource is gone (refresh drops it).
             return ReadResult("", {})
         observed = site.read_state(_files(props))
-        return ReadResult(id_, {**props, "files": build_manifest.encode_files(observed)})
+        return ReadResult(id_, {**props, "files": encode_input(observed)})
 
     def delete(self, _id: str, props: dict[str, Any]) -> None:
         site = _publisher(props)
@@ -91,7 +132,7 @@ class SiteContentProvider(ResourceProvider):
 class SiteContent(pulumi.dynamic.Resource, module="agent-access", name="SiteContent"):
     """The published files of one build, in one bucket, behind one distribution."""
 
-    files: pulumi.Output[dict[str, str]]  # path -> build_manifest.encode_entry(...)
+    files: pulumi.Output[str]  # encode_input(...); a map in state from earlier versions
     last_publish: pulumi.Output[dict[str, Any]]
 
     def __init__(
@@ -102,7 +143,7 @@ class SiteContent(pulumi.dynamic.Resource, module="agent-access", name="SiteCont
         distribution_id: pulumi.Input[str],
         region: pulumi.Input[str],
         source_dir: pulumi.Input[str],
-        files: pulumi.Input[dict[str, str]],
+        files: pulumi.Input[str],
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
         super().__init__(
