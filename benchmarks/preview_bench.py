@@ -53,15 +53,17 @@ def worker(site: Path, dist: Path) -> dict[str, Any]:
     start = time.perf_counter()
     run = run_program(config, preview=True)
     seconds = time.perf_counter() - start
+    from infra.site_content import input_entries
+
     content = site_content(run)
-    files = content.inputs["files"]
+    files = content.inputs["files"]  # one JSON string (infra/site_content.py)
     return {
         "seconds": seconds,
         "build_seconds": spent["build"],
         "imports_seconds": imports,
         "resources": len(run.mocks.resources),
-        "manifest_entries": len(files),
-        "manifest_input_bytes": len(json.dumps(files)),
+        "manifest_entries": len(input_entries(files)),
+        "manifest_input_bytes": len(files.encode()),
         "peak_rss_kb": peak_rss_kb(),
     }
 
@@ -122,9 +124,8 @@ def _median_seconds(action: Callable[[], Any], repeats: int) -> float:
 
 def plan_timings(files: dict[str, dict[str, Any]], repeats: int = 5) -> dict[str, Any]:
     """Median seconds of planning a publish of `files` (a build's manifest files)."""
-    from agent_contract import manifest as build_manifest
     from infra import publisher
-    from infra.site_content import SiteContentProvider
+    from infra.site_content import SiteContentProvider, encode_input
 
     edited = copy.deepcopy(files)
     document = next(p for p in sorted(edited) if p.startswith("/api/v1/content/") and
@@ -138,9 +139,8 @@ def plan_timings(files: dict[str, dict[str, Any]], repeats: int = 5) -> dict[str
     props = {"bucket": "b", "region": REGION, "distribution_id": "D", "source_dir": "dist"}
 
     def encoded(files: dict[str, dict[str, Any]] | None) -> Any:
-        """The provider's `files` input: one string per file (the SiteContent input
-        since it stopped being a nested map)."""
-        return build_manifest.encode_files(files) if files else {}
+        """The provider's `files` input: one JSON string (infra/site_content.py)."""
+        return encode_input(files) if files else ""
 
     provider = SiteContentProvider()
     cases = {
