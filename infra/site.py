@@ -24,7 +24,7 @@ from agent_contract import paths
 from agent_contract.routes import ERROR_CACHE, HEADER_POLICY, ROUTE_RULES
 from infra import mcp_function, publisher
 from infra.config import SiteConfig
-from infra.site_content import SiteContent, encode_input, input_digest, input_entries
+from infra.site_content import SiteContent, encode_input, input_summary
 
 #: AWS-managed origin request policy "Managed-CORS-S3Origin": forwards Origin,
 #: Access-Control-Request-Method and Access-Control-Request-Headers to S3, so the
@@ -552,8 +552,9 @@ class AgentSite(pulumi.ComponentResource):
         self.distribution_id = distribution.id
         self.files = content.files
         self.last_publish = content.last_publish
-        self.file_count = content.files.apply(lambda encoded: len(input_entries(encoded)))
-        self.files_digest = content.files.apply(input_digest)
+        summary = content.files.apply(input_summary)
+        self.file_count = summary.apply(lambda counted: counted[0])
+        self.files_digest = summary.apply(lambda counted: counted[1])
         self.publish_summary = content.last_publish.apply(publisher.publish_summary)
         self.register_outputs(
             {

@@ -34,9 +34,9 @@ def _is_unknown(value: Any) -> bool:
 
 def encode_input(files: build_manifest.Files) -> str:
     """The `files` input: a JSON object, path -> `build_manifest.encode_entry` line, in
-    path order, one file per line (so any line-based diff of the state reads file by
-    file too)."""
-    return json.dumps(build_manifest.encode_files(files), indent=0)
+    path order, one file per line (so a line-based diff of the state, say of `pulumi
+    stack export`, reads file by file too). The separators keep it on the C encoder."""
+    return json.dumps(build_manifest.encode_files(files), separators=(",\n", ": "))
 
 
 def input_entries(value: Any) -> dict[str, str]:
@@ -48,6 +48,8 @@ def input_entries(value: Any) -> dict[str, str]:
         return {}
     if isinstance(value, str):
         value = json.loads(value)
+        if isinstance(value, dict):
+            return value  # written by encode_input: path -> line already
     if not isinstance(value, Mapping):
         raise TypeError(f"SiteContent files: expected a JSON object or a map, got {value!r:.80}")
     return {
@@ -61,10 +63,16 @@ def decode_input(value: Any) -> dict[str, build_manifest.ManifestEntry]:
     return build_manifest.decode_files(input_entries(value))
 
 
+def input_summary(value: Any) -> tuple[int, str]:
+    """(file count, `build_manifest.files_digest`) of the files, whatever form they are
+    stored in: the same figures for the same files before and after the input changed
+    form. One decode for both stack outputs."""
+    entries = input_entries(value)
+    return len(entries), build_manifest.files_digest(entries)
+
+
 def input_digest(value: Any) -> str:
-    """`build_manifest.files_digest` of the files, whatever form they are stored in: the
-    same digest for the same files before and after the input changed form."""
-    return build_manifest.files_digest(input_entries(value))
+    return input_summary(value)[1]
 
 
 def _files(props: dict[str, Any]) -> dict[str, dict[str, Any]]:
