@@ -24,7 +24,7 @@ from agent_contract import paths
 from agent_contract.routes import ERROR_CACHE, HEADER_POLICY, ROUTE_RULES
 from infra import mcp_function, publisher
 from infra.config import SiteConfig
-from infra.site_content import SiteContent, encode_input, input_summary
+from infra.site_content import SiteContent, encode_input_and_summary
 
 #: AWS-managed origin request policy "Managed-CORS-S3Origin": forwards Origin,
 #: Access-Control-Request-Method and Access-Control-Request-Headers to S3, so the
@@ -535,8 +535,11 @@ class AgentSite(pulumi.ComponentResource):
             if config.base_url
             else distribution.domain_name.apply(lambda domain: f"https://{domain}")
         )
-        # One string, not a map: see infra/site_content.py and docs/decisions.md.
-        files = base_url.apply(lambda url: encode_input(build(url)))
+        # One string, not a map: see infra/site_content.py and docs/decisions.md. The
+        # count and digest exported are those of the files registered (what a
+        # successful `pulumi up` publishes), computed while writing the string.
+        built = base_url.apply(lambda url: encode_input_and_summary(build(url)))
+        files = built.apply(lambda encoded: encoded[0])
         content = SiteContent(
             f"{name}-files",
             bucket=bucket.bucket,
@@ -552,9 +555,8 @@ class AgentSite(pulumi.ComponentResource):
         self.distribution_id = distribution.id
         self.files = content.files
         self.last_publish = content.last_publish
-        summary = content.files.apply(input_summary)
-        self.file_count = summary.apply(lambda counted: counted[0])
-        self.files_digest = summary.apply(lambda counted: counted[1])
+        self.file_count = built.apply(lambda encoded: encoded[1])
+        self.files_digest = built.apply(lambda encoded: encoded[2])
         self.publish_summary = content.last_publish.apply(publisher.publish_summary)
         self.register_outputs(
             {

@@ -135,3 +135,40 @@ def test_a_second_program_run_reuses_the_build_cache(tmp_path: Path) -> None:
     # a fresh folder or with another base URL would have keyed a second file).
     assert list(cache.iterdir()) == [cache_file]
     assert (cache_file.read_bytes(), cache_file.stat().st_mtime_ns) == stored
+
+
+def test_the_input_is_exactly_what_json_dumps_writes() -> None:
+    """encode_input writes the JSON by hand (json's own C escaper, one file per line);
+    it must be what json.dumps writes, for any path and header text."""
+    from infra.site_content import encode_input, encode_input_and_summary, input_summary
+
+    entry = build_manifest.entry("ab" * 32, 7, 'application/x; profile="a\\b"', "no-cache")
+    awkward = {
+        "/a.json": entry,
+        '/q"uote\\/back\tslash.json': entry,
+        "/caf\u00e9/\u6587\u4ef6.md": {**entry, "cache_control": "public,\nmax-age=1\u2028"},
+    }
+    for files in ({}, {"/x": entry}, awkward):
+        encoded = build_manifest.encode_files(files)
+        text = encode_input(files)
+        assert text == json.dumps(encoded, separators=(",\n", ": "))
+        assert json.loads(text) == encoded and decode_input(text) == dict(files)
+        assert len(text.splitlines()) == max(len(files), 1)
+        summary = encode_input_and_summary(files)
+        assert summary == (text, len(files), build_manifest.files_digest(encoded))
+        assert input_summary(text) == summary[1:] == input_summary(encoded)
+
+
+def test_the_exported_count_and_digest_are_those_of_the_registered_files(
+    tmp_path: Path,
+) -> None:
+    from infra.site_content import input_summary
+
+    site = tmp_path / "site_data"
+    shutil.copytree(SITE_DATA, site)
+    run = run_program(_config(site, tmp_path / "dist"), preview=True)
+    registered = site_content(run).inputs["files"]
+    manifest = json.loads((tmp_path / "dist" / "manifest.json").read_text())
+    expected = build_manifest.files_digest(build_manifest.encode_files(manifest["files"]))
+    assert input_summary(registered) == (len(manifest["files"]), expected)
+    assert (run.outputs["file_count"], run.outputs["files_digest"]) == input_summary(registered)
