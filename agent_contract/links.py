@@ -32,9 +32,26 @@ NON_FILE_PATHS = frozenset({"", "/", paths.API_PREFIX, paths.API_PREFIX + "/"})
 
 
 def urls(text: str) -> Iterator[str]:
-    """Every http(s) URL in `text`, without the punctuation that ends a sentence."""
-    for match in URL.finditer(text):
+    """Every http(s) URL in `text`, without the punctuation that ends a sentence.
+
+    The same matches as `URL.finditer(text)`, found faster: a case-insensitive regex has
+    no literal prefix for the regex engine to skip ahead with, so it would try every
+    position of an 86 MB llms-full.txt. Every match holds `://` right after its scheme, so
+    the URL regex is run only where a plain `find` sees one: at the `https` or `http`
+    that would end there (matching there, it is the leftmost match holding that `://`).
+    """
+    find = text.find
+    match_at = URL.match
+    position = 0
+    while (found := find("://", position)) >= 0:
+        match = match_at(text, found - 5) if found >= 5 else None
+        if match is None and found >= 4:
+            match = match_at(text, found - 4)
+        if match is None:
+            position = found + 1
+            continue
         yield match.group(0).rstrip(_TRAILING)
+        position = match.end()
 
 
 @lru_cache(maxsize=16)
