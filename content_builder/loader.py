@@ -473,15 +473,15 @@ def located_strings_containing(value: Any, needle: str) -> list[tuple[str, str]]
 def _collect_containing(
     value: dict[Any, Any] | list[Any], location: str, needle: str, found: list[tuple[str, str]]
 ) -> None:
-    pairs = value.items() if isinstance(value, dict) else enumerate(value)
     in_list = isinstance(value, list)
-    for key, item in pairs:
+    prefix = f"{location}." if location else ""
+    for key, item in enumerate(value) if in_list else value.items():  # type: ignore[union-attr]
         if isinstance(item, str):
             if needle not in item:
                 continue
         elif not isinstance(item, dict | list):
             continue
-        child = f"{location}[{key}]" if in_list else f"{location}.{key}" if location else str(key)
+        child = f"{location}[{key}]" if in_list else f"{prefix}{key}"
         if isinstance(item, str):
             found.append((child, item))
         else:

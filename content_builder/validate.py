@@ -40,18 +40,24 @@ _memo: tuple[str, dict[str, str | None]] = ("", {})
 _MEMO_LIMIT = 1 << 18  # distinct URLs; a long `serve --watch` starts over past it
 
 
-def _api_path_memo(base_url: str) -> Callable[[str], str | None]:
+_UNSEEN: Any = object()
+
+
+def _known_api_paths(base_url: str) -> dict[str, str | None]:
     global _memo
     if _memo[0] != base_url or len(_memo[1]) > _MEMO_LIMIT:
         _memo = (base_url, {})
-    known = _memo[1]
+    return _memo[1]
+
+
+def _api_path_memo(base_url: str) -> Callable[[str], str | None]:
+    known = _known_api_paths(base_url)
 
     def api_path(url: str) -> str | None:
-        try:
-            return known[url]
-        except KeyError:
+        path = known.get(url, _UNSEEN)
+        if path is _UNSEEN:
             path = known[url] = links.api_path(url, base_url)
-            return path
+        return path  # type: ignore[no-any-return]
 
     return api_path
 
@@ -102,8 +108,14 @@ def _body_links(site: Site, artifact: Artifact) -> list[tuple[str, str]]:
         if found is not None:
             return found
     text = artifact.body.decode("utf-8")
-    api_path = _api_path_memo(site.base_url)
-    found = [(url, path) for url in links.urls(text) if (path := api_path(url)) is not None]
+    found = []
+    known = _known_api_paths(site.base_url)
+    for url in links.urls(text):
+        path = known.get(url, _UNSEEN)
+        if path is _UNSEEN:
+            path = known[url] = links.api_path(url, site.base_url)
+        if path is not None:
+            found.append((url, path))
     if key:
         site.cache.put(key, "api_links", found)
     return found
@@ -119,16 +131,14 @@ def check_artifacts(site: Site, artifacts: list[Artifact]) -> None:
     published = frozenset(by_path)
 
     resolved: dict[str, bool] = {}  # a path is linked from many files
-
-    def resolves(path: str) -> bool:
-        try:
-            return resolved[path]
-        except KeyError:
-            answer = resolved[path] = links.resolves(path, published)
-            return answer
-
     for artifact in artifacts:
-        dangling = [url for url, path in _body_links(site, artifact) if not resolves(path)]
+        dangling = []
+        for url, path in _body_links(site, artifact):
+            found = resolved.get(path)
+            if found is None:
+                found = resolved[path] = links.resolves(path, published)
+            if not found:
+                dangling.append(url)
         if dangling:
             where = (
                 f"{artifact.path} (from {artifact.source})" if artifact.source else artifact.path

@@ -33,7 +33,18 @@ class _StrictLoader(_BaseLoader):  # type: ignore[valid-type,misc]
                 if len(value) <= _REMEMBERED_LENGTH and len(_PLAIN_TAGS) < _REMEMBERED_COUNT:
                     _PLAIN_TAGS[value] = tag
                 return tag
-        return super().resolve(kind, value, implicit)  # type: ignore[no-any-return]
+        if kind is yaml.ScalarNode:
+            return self.DEFAULT_SCALAR_TAG  # type: ignore[no-any-return]
+        if kind is yaml.SequenceNode:
+            return self.DEFAULT_SEQUENCE_TAG  # type: ignore[no-any-return]
+        return self.DEFAULT_MAPPING_TAG  # type: ignore[no-any-return]
+
+    # Path resolvers are not used (asserted below): nothing to follow node by node.
+    def descend_resolver(self, current_node: Any, current_index: Any) -> None:
+        pass
+
+    def ascend_resolver(self) -> None:
+        pass
 
 
 assert not _StrictLoader.yaml_path_resolvers  # else a tag depends on more than the text
