@@ -8,7 +8,9 @@ then every built file (a safety net for what the renderers generate).
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+import re
+from collections.abc import Callable, Iterable
+from itertools import repeat
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -107,15 +109,15 @@ def _body_links(site: Site, artifact: Artifact) -> list[tuple[str, str]]:
         found = site.cache.get(key, "api_links")
         if found is not None:
             return found
-    text = artifact.body.decode("utf-8")
-    found = []
+    urls = links.urls(artifact.body.decode("utf-8"))
     known = _known_api_paths(site.base_url)
-    for url in links.urls(text):
-        path = known.get(url, _UNSEEN)
-        if path is _UNSEEN:
-            path = known[url] = links.api_path(url, site.base_url)
-        if path is not None:
-            found.append((url, path))
+    # Hundreds of thousands of links into a few thousand distinct URLs: looked up in bulk.
+    api_paths = list(map(known.get, urls, repeat(_UNSEEN)))
+    if _UNSEEN in api_paths:
+        for index, url in enumerate(urls):
+            if api_paths[index] is _UNSEEN:
+                api_paths[index] = known[url] = links.api_path(url, site.base_url)
+    found = [(url, path) for url, path in zip(urls, api_paths, strict=True) if path is not None]
     if key:
         site.cache.put(key, "api_links", found)
     return found
@@ -132,13 +134,14 @@ def check_artifacts(site: Site, artifacts: list[Artifact]) -> None:
 
     resolved: dict[str, bool] = {}  # a path is linked from many files
     for artifact in artifacts:
-        dangling = []
-        for url, path in _body_links(site, artifact):
-            found = resolved.get(path)
-            if found is None:
-                found = resolved[path] = links.resolves(path, published)
-            if not found:
-                dangling.append(url)
+        body_links = _body_links(site, artifact)
+        answers = [resolved.get(path) for _, path in body_links]
+        if all(answers):
+            continue
+        for index, (_, path) in enumerate(body_links):
+            if answers[index] is None:
+                answers[index] = resolved[path] = links.resolves(path, published)
+        dangling = [url for (url, _), ok in zip(body_links, answers, strict=True) if not ok]
         if dangling:
             where = (
                 f"{artifact.path} (from {artifact.source})" if artifact.source else artifact.path
@@ -183,11 +186,11 @@ def check_artifacts(site: Site, artifacts: list[Artifact]) -> None:
 
 
 def _openapi_coverage(operations: dict[str, Any], published: frozenset[str]) -> list[Problem]:
-    patterns = [links.template_pattern(template) for template in operations]
+    covered = _any_of(links.template_pattern(template) for template in operations)
     problems = [
         Problem(paths.OPENAPI, "paths", f"no operation covers {path}")
         for path in sorted(published)
-        if not any(pattern.fullmatch(path) for pattern in patterns)
+        if not covered.fullmatch(path)
     ]
     problems += [
         Problem(paths.OPENAPI, "paths", f"describes {template}, which is not published")
@@ -207,9 +210,16 @@ def _discovery_coverage(
         if url.startswith(site.base_url)
     }
     # A template (the Markdown mirrors' {document_id}.md) links every path it matches.
-    templates = [links.template_pattern(path) for path in linked if "{" in path]
+    templates = _any_of(links.template_pattern(path) for path in linked if "{" in path)
     return [
         Problem(paths.discovery(site.config.brand), None, f"does not link {path}")
         for path in sorted(published - linked - {paths.NOT_FOUND})
-        if not any(pattern.fullmatch(path) for pattern in templates)
+        if not templates.fullmatch(path)
     ]
+
+
+def _any_of(patterns: Iterable[re.Pattern[str]]) -> re.Pattern[str]:
+    """One regex that fully matches what any of `patterns` fully matches (none: nothing),
+    tried once per published path instead of once per pattern."""
+    alternatives = [f"(?:{pattern.pattern})" for pattern in patterns]
+    return re.compile("|".join(alternatives) if alternatives else "(?!)")
