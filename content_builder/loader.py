@@ -311,7 +311,7 @@ def _url_problem(url: str, literal_bases: tuple[str, ...], base_url: str) -> str
             f"link to a local server ({url}); write {BASE_URL_TOKEN}/... so that it "
             "points at each deployment"
         )
-    if host == urlsplit(base_url).hostname and parts.scheme == "http":
+    if host == _hostname(base_url) and parts.scheme == "http":
         return f"link to the API over http ({url}); write {BASE_URL_TOKEN}/... (HTTPS only)"
     if any(links.api_path(url, base) not in (None, *links.NON_FILE_PATHS)
            for base in literal_bases):  # fmt: skip
@@ -323,6 +323,11 @@ def _url_problem(url: str, literal_bases: tuple[str, ...], base_url: str) -> str
             f"(found {url})"
         )
     return None
+
+
+@lru_cache(maxsize=16)
+def _hostname(url: str) -> str | None:
+    return urlsplit(url).hostname
 
 
 def _is_local(host: str | None) -> bool:
@@ -440,10 +445,26 @@ def _read(path: Path, problems: list[Problem], data: bytes | None = None) -> dic
         problems.append(Problem(display_path(path), None, "file is missing"))
         return None
     try:
-        return read_yaml_mapping(path, display_path(path), data)
+        return read_yaml_mapping(path, _display_of_file(path), data)
     except SiteDataError as error:
         problems.extend(error.problems)
         return None
+
+
+def _display_of_file(path: Path) -> str:
+    """`display_path(path)` for a file, at a fraction of the cost (`os.path.relpath`
+    normalizes both paths each time): its folder's is remembered, then its name joined.
+    A file cannot hold the working directory, so the two spellings agree."""
+    name = path.name
+    if name in ("", ".", ".."):
+        return display_path(path)
+    folder = _display_of_folder(os.getcwd(), path.parent)
+    return name if folder == os.curdir else os.path.join(folder, name)
+
+
+@lru_cache(maxsize=64)
+def _display_of_folder(cwd: str, folder: Path) -> str:
+    return display_path(folder)
 
 
 def located_strings(value: Any, location: str = "") -> Iterator[tuple[str, str]]:
@@ -495,16 +516,43 @@ def _substitute(value: Any, tokens: dict[str, str], checked: list[str] | None = 
         if "{" in value:
             if checked is not None:
                 checked.append(value)
-            for token, replacement in tokens.items():
-                value = value.replace(token, replacement)
-        elif checked is not None and "://" in value:
+            return _substituted(value, tokens)
+        if checked is not None and "://" in value:
             checked.append(value)
         return value
-    if isinstance(value, dict):
-        return {key: _substitute(item, tokens, checked) for key, item in value.items()}
-    if isinstance(value, list):
-        return [_substitute(item, tokens, checked) for item in value]
+    if isinstance(value, dict | list):
+        return _substitute_in(value, tokens, checked)
     return value
+
+
+def _substituted(text: str, tokens: dict[str, str]) -> str:
+    for token, replacement in tokens.items():
+        text = text.replace(token, replacement)
+        if "{" not in text:  # no token left for the rest to replace
+            break
+    return text
+
+
+def _substitute_in(
+    value: dict[Any, Any] | list[Any], tokens: dict[str, str], checked: list[str] | None
+) -> dict[Any, Any] | list[Any]:
+    """A copy of a mapping or list, substituted (`_substitute`), with a call per
+    container rather than per value: site data is mostly text."""
+    is_dict = isinstance(value, dict)
+    items: list[Any] = list(value.values()) if is_dict else list(value)  # type: ignore[union-attr]
+    for index, item in enumerate(items):
+        if type(item) is str:
+            if "{" in item:
+                if checked is not None:
+                    checked.append(item)
+                items[index] = _substituted(item, tokens)
+            elif checked is not None and "://" in item:
+                checked.append(item)
+        elif isinstance(item, dict | list):
+            items[index] = _substitute_in(item, tokens, checked)
+        elif isinstance(item, str):  # a subclass (YamlDate): as `_substitute` treats it
+            items[index] = _substitute(item, tokens, checked)
+    return dict(zip(value, items, strict=True)) if is_dict else items
 
 
 def validate_model(

@@ -251,10 +251,15 @@ def _holds_date(value: Any) -> bool:
     elif not isinstance(value, list):
         return False
     for item in value:
-        if isinstance(item, str):
-            if isinstance(item, YamlDate):
+        kind = type(item)
+        if kind is str:
+            continue
+        if kind is YamlDate:
+            return True
+        if isinstance(item, dict | list):
+            if _holds_date(item):
                 return True
-        elif isinstance(item, dict | list) and _holds_date(item):
+        elif isinstance(item, YamlDate):
             return True
     return False
 
