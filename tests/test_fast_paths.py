@@ -1,0 +1,128 @@
+"""The fast paths of the load and link checks give what the plain ones give.
+
+`links.urls` must find exactly `URL.finditer`'s matches, and the YAML fast constructor
+exactly the data (or the error) of PyYAML's own constructors: a build's output and its
+error messages must not depend on which path ran.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from agent_contract import links
+from content_builder import yaml_io
+
+
+def finditer_urls(text: str) -> list[str]:
+    return [match.group(0).rstrip(links._TRAILING) for match in links.URL.finditer(text)]
+
+
+URL_PIECES = st.sampled_from(
+    ["http", "https", "HTTPS", "hTtP", "http\u017f", "://", ":/", "/", "a.example", " ", "[", "]",
+     "::1", "(", ".", ",", "{x}", '"', "\u017f", "s", "\\", "?u=", "\n", "é", "x"]
+)  # fmt: skip
+
+
+@settings(max_examples=2000, deadline=None, database=None)
+@given(st.lists(URL_PIECES, max_size=16).map("".join))
+def test_urls_are_the_regex_matches(text: str) -> None:
+    assert links.urls(text) == finditer_urls(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "see https://a.example/x. and HTTP://B.example/y, done",  # mixed case: the slow scan
+        "https://a.example/?next=https://b.example/z",  # two :// in one match
+        "mcp://resource and http://[::1]:8000/api/v1/x.json)",
+        "",
+    ],
+)
+def test_urls_on_both_scans(text: str) -> None:
+    assert links.urls(text) == finditer_urls(text)
+
+
+def constructors_only(text: str) -> Any:
+    """What PyYAML's own constructors make of `text` (the path before the fast one)."""
+    return yaml.load(text, Loader=yaml_io._StrictLoader)
+
+
+def fast(text: str) -> Any:
+    data = yaml_io._load(text)
+    return data.value if isinstance(data, yaml_io._Plain) else data
+
+
+def outcome(load: Any, text: str) -> tuple[str, Any]:
+    try:
+        data = load(text)
+    except yaml.YAMLError as error:
+        return "error", str(error)
+    except RecursionError:
+        return "error", "recursion"
+    return "data", typed(data)
+
+
+def typed(value: Any, inside: frozenset[int] = frozenset()) -> Any:
+    """`value` with the type of every part spelt out (a YamlDate is not just text)."""
+    if id(value) in inside:
+        return "recursive"
+    inside |= {id(value)}
+    if isinstance(value, dict):
+        return ("dict", [(typed(k, inside), typed(v, inside)) for k, v in value.items()])
+    if isinstance(value, list):
+        return ("list", [typed(item, inside) for item in value])
+    return (type(value).__name__, repr(value))
+
+
+TRICKY = [
+    "a: 1\nb: yes\nc: 0o17\nd: 1:20\ne: .inf\nf: ~\ng: 0x1F\nh: 2025-01-01\ni: '2025-01-01'",
+    "a: !!str 12\nb: !!int '7'\nc: !!float '1'\nd: !!null ''\ne: !!bool 'on'",
+    "a: &x [1, 2]\nb: *x",
+    "a: &x {k: v}\nb: *x",
+    "a: &x [*x]",
+    "<<: {a: 1}\nb: 2",
+    "a: {<<: [{x: 1}, {y: 2}], z: 3}",
+    "= : v\na: b",
+    "a: 1\na: 2",
+    "1: x",
+    "? [a]\n: x",
+    "a: !!set {x, y}",
+    "a: !!binary aGVsbG8=",
+    "a: !!omap [{x: 1}]",
+    "a: !foo bar",
+    "a: 2025-02-30",
+    "[1, 2]",
+    "just text",
+    "",
+    "a:\n\t- x",
+    "a: " + "[" * 50 + "]" * 50,
+    "a: " + "{b: " * 1200 + "c" + "}" * 1200,
+]
+
+
+@pytest.mark.parametrize("text", TRICKY)
+def test_fast_construction_matches_the_constructors(text: str) -> None:
+    assert outcome(fast, text) == outcome(constructors_only, text)
+
+
+values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text()
+    | st.sampled_from(["yes", "2020-01-01", "1:20", "0o7", "~", "<<", "=", "{base_url}/x"]),
+    lambda children: st.lists(children, max_size=4)
+    | st.dictionaries(st.text() | st.sampled_from(["<<", "="]), children, max_size=4),
+    max_leaves=20,
+)  # fmt: skip
+
+
+@settings(max_examples=500, deadline=None, database=None)
+@given(values, st.booleans())
+def test_random_yaml_builds_the_same_data(value: Any, flow: bool) -> None:
+    text = yaml.safe_dump({"root": value}, allow_unicode=True, default_flow_style=flow)
+    # Unquote what the dumper quoted, so that plain scalars get retyped as authors see them.
+    for text_variant in (text, text.replace("'", "")):
+        assert outcome(fast, text_variant) == outcome(constructors_only, text_variant)
