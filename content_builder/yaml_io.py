@@ -179,7 +179,10 @@ def _build_mapping(node: yaml.MappingNode, loader: _StrictLoader, seen: set[int]
         key = key_node.value
         if key in mapping:
             raise _NotFast  # a duplicate: the constructors say so with its line
-        mapping[key] = _build(value_node, loader, seen)
+        if type(value_node) is yaml.ScalarNode and value_node.tag == _STR_TAG:
+            mapping[key] = value_node.value  # most values: text, without a call
+        else:
+            mapping[key] = _build(value_node, loader, seen)
     return mapping
 
 
@@ -199,7 +202,12 @@ def _build(node: yaml.Node, loader: _StrictLoader, seen: set[int]) -> Any:
         return _build_mapping(node, loader, seen)
     if kind is yaml.SequenceNode and node.tag == _SEQ_TAG and id(node) not in seen:
         seen.add(id(node))
-        return [_build(child, loader, seen) for child in node.value]
+        return [
+            child.value
+            if type(child) is yaml.ScalarNode and child.tag == _STR_TAG
+            else _build(child, loader, seen)
+            for child in node.value
+        ]
     raise _NotFast
 
 

@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from agent_contract import links
-from content_builder import yaml_io
+from content_builder import loader, yaml_io
 
 
 def finditer_urls(text: str) -> list[str]:
@@ -126,3 +126,20 @@ def test_random_yaml_builds_the_same_data(value: Any, flow: bool) -> None:
     # Unquote what the dumper quoted, so that plain scalars get retyped as authors see them.
     for text_variant in (text, text.replace("'", "")):
         assert outcome(fast, text_variant) == outcome(constructors_only, text_variant)
+
+
+LINK_PIECES = st.sampled_from(
+    ["{base_url}", "{website}", "{brand}", "{name}", "{base-url}", "{bse_url}", "{names}",
+     "{discovery_url}", "{", "}", "/", "//", "api/v1/x.json", "https://", "http://", "HTTP://",
+     "agents.example.com", "localhost", "127.0.0.1", "[::1]", ":8000", "www.example.org",
+     " ", ".", "a", "_", "~"]
+)  # fmt: skip
+BASES = ("https://agents.example.com", "https://agents.example.org")
+
+
+@settings(max_examples=3000, deadline=None, database=None)
+@given(st.lists(LINK_PIECES, max_size=10).map("".join))
+def test_the_quick_link_check_agrees_with_link_problems(text: str) -> None:
+    for base_url in BASES:
+        expected = any(True for _ in loader.link_problems(text, set(BASES), base_url))
+        assert loader._has_link_problem(text, BASES, base_url) is expected
