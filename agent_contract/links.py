@@ -77,6 +77,10 @@ def _origin(base_url: str) -> tuple[str, str]:
 @lru_cache(maxsize=1 << 16)
 def api_path(url: str, base_url: str) -> str | None:
     """The path of `url` when it points into the API at `base_url`, else None."""
+    scheme, netloc = _origin(base_url)
+    origin = f"{scheme}://{netloc}"
+    if url[: len(origin)].lower() != origin and _splits_as_written(url):
+        return None  # another origin (most misses: the website's own pages), unsplit
     target = urlsplit(url)
     if (target.scheme, target.netloc.lower()) != _origin(base_url):
         return None
@@ -87,6 +91,12 @@ def api_path(url: str, base_url: str) -> str | None:
     if meant in NON_FILE_PATHS or meant in API_ROOT_FILES or meant.startswith(API_PREFIXES):
         return path
     return None
+
+
+def _splits_as_written(url: str) -> bool:
+    """Whether `urlsplit(url)` reads `url` as written: no character it strips or drops,
+    and nothing it validates (a bracketed host, a non-ASCII one) that could raise."""
+    return url.isascii() and url[:1] > " " and not any(character in url for character in "[\t\r\n")
 
 
 def api_paths(text: str, base_url: str) -> set[str]:

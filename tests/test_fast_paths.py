@@ -8,6 +8,7 @@ error messages must not depend on which path ran.
 from __future__ import annotations
 
 from typing import Any
+from urllib.parse import urlsplit
 
 import pytest
 import yaml
@@ -143,3 +144,41 @@ def test_the_quick_link_check_agrees_with_link_problems(text: str) -> None:
     for base_url in BASES:
         expected = any(True for _ in loader.link_problems(text, set(BASES), base_url))
         assert loader._has_link_problem(text, BASES, base_url) is expected
+
+
+def api_path_by_split(url: str, base_url: str) -> str | type[ValueError] | None:
+    """`links.api_path` without its shortcut for other origins (the plain definition)."""
+    try:
+        target = urlsplit(url)
+    except ValueError:
+        return ValueError
+    if (target.scheme, target.netloc.lower()) != links._origin(base_url):
+        return None
+    path = target.path
+    meant = "/" + path.lstrip("/") if path.startswith("//") else path
+    if (
+        meant in links.NON_FILE_PATHS
+        or meant in links.API_ROOT_FILES
+        or meant.startswith(links.API_PREFIXES)
+    ):
+        return path
+    return None
+
+
+URL_PARTS = st.sampled_from(
+    ["https://", "http://", "HTTPS://", "https:/", "Agents.Example.com", "agents.example.com",
+     "agents.example.comx", ":8000", "/api/v1/x.json", "//api/v1/", "/llms.txt", "/docs/x",
+     "?q=1", "#f", " ", "\t", "\n", "[::1]", "[1.2.3]", "é", "\x00", "", "/", "."]
+)  # fmt: skip
+
+
+@settings(max_examples=3000, deadline=None, database=None)
+@given(st.lists(URL_PARTS, max_size=6).map("".join))
+def test_api_path_shortcut_agrees_with_urlsplit(url: str) -> None:
+    for base_url in ("https://agents.example.com", "http://Agents.Example.com:8000"):
+        expected = api_path_by_split(url, base_url)
+        try:
+            found: str | type[ValueError] | None = links.api_path(url, base_url)
+        except ValueError:
+            found = ValueError
+        assert found == expected
