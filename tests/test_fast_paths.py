@@ -29,7 +29,7 @@ URL_PIECES = st.sampled_from(
 )  # fmt: skip
 
 
-@settings(max_examples=2000, deadline=None, database=None)
+@settings(max_examples=1000, deadline=None, database=None)
 @given(st.lists(URL_PIECES, max_size=16).map("".join))
 def test_urls_are_the_regex_matches(text: str) -> None:
     assert links.urls(text) == finditer_urls(text)
@@ -138,7 +138,7 @@ LINK_PIECES = st.sampled_from(
 BASES = ("https://agents.example.com", "https://agents.example.org")
 
 
-@settings(max_examples=3000, deadline=None, database=None)
+@settings(max_examples=1500, deadline=None, database=None)
 @given(st.lists(LINK_PIECES, max_size=10).map("".join))
 def test_the_quick_link_check_agrees_with_link_problems(text: str) -> None:
     for base_url in BASES:
@@ -172,7 +172,7 @@ URL_PARTS = st.sampled_from(
 )  # fmt: skip
 
 
-@settings(max_examples=3000, deadline=None, database=None)
+@settings(max_examples=1500, deadline=None, database=None)
 @given(st.lists(URL_PARTS, max_size=6).map("".join))
 def test_api_path_shortcut_agrees_with_urlsplit(url: str) -> None:
     for base_url in ("https://agents.example.com", "http://Agents.Example.com:8000"):
