@@ -45,6 +45,8 @@ _SYMBOL = {"create": "+", "update": "~", "delete": "-", "replace": "+-", "import
 #: A change to more files than this gets a per-folder count table above the file list.
 _FOLDERS_FROM = 50
 _FOLDERS = 30
+#: Each input value shown old -> new is cut to this (a policy document can be long).
+_VALUE_CHARS = 300
 #: Diagnostics are the CLI's words (errors from providers, warnings); each is cut to this.
 _DIAGNOSTIC_CHARS = 2_000
 
@@ -224,6 +226,45 @@ def _folder_lines(changes: FileChanges) -> list[str]:
     return lines
 
 
+def _short(value: Any) -> str:
+    text = json.dumps(value, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+    return text if len(text) <= _VALUE_CHARS else text[:_VALUE_CHARS] + " ..."
+
+
+def _input_changes(changing: Sequence[Mapping[str, Any]], budget: int) -> list[str]:
+    """Old -> new value of each input that differs, for updates and replacements (a
+    create's inputs are all new; SiteContent's `files` has its own section). Values as
+    the CLI printed them: secrets are "[secret]" already (json.go, stateForJSONOutput)."""
+    lines: list[str] = []
+    left_out = 0
+    for step in changing:
+        if step.get("op") not in ("update", "replace"):
+            continue
+        name, type_ = _name_and_type(step)
+        olds, news = _inputs(step.get("oldState")), _inputs(step.get("newState"))
+        keys = [
+            k for k in step.get("diffReasons") or []
+            if not (k == "files" and type_ == SITE_CONTENT_TYPE)
+        ]  # fmt: skip
+        block = [f"~ {name}"] + [
+            f"    {key}: {_short(olds.get(key))} -> {_short(news.get(key))}" for key in keys
+        ]
+        if len(block) == 1:
+            continue
+        if sum(len(line) + 1 for line in [*lines, *block]) > budget:
+            left_out += 1
+            continue
+        lines += block
+    if not lines:
+        return []
+    fence = _fence(lines)
+    section = ["", "<details><summary>Inputs that differ, old -> new</summary>", ""]
+    section += [fence, *lines, fence]
+    if left_out:
+        section += ["", f"... and {left_out:,} more resources (see `make preview`)."]
+    return [*section, "", "</details>"]
+
+
 def _summary_line(digest: Mapping[str, Any]) -> str:
     summary: Mapping[str, int] = digest.get("changeSummary") or {}
     parts = [
@@ -290,8 +331,12 @@ def render_comment(
             body.append(f"| {_SYMBOL.get(op, op)} {op} | `{name}` | `{type_}` | {reasons} |")
         if len(changing) > 100:
             body.append(f"\n... and {len(changing) - 100:,} more resources.")
-    # Whatever the lines above left: a quarter for diagnostics, the rest for the files.
+    # Whatever the lines above left: a quarter for input values, a quarter of the rest
+    # for diagnostics, the rest for the files.
     remaining = budget - len("\n".join([*body, *footer])) - 500
+    values = _input_changes(changing, remaining // 4)
+    body += values
+    remaining -= sum(len(line) + 1 for line in values)
     diagnostics = _diagnostics(digest, remaining // 4)
     remaining -= sum(len(line) + 1 for line in diagnostics)
     contents = [

@@ -152,11 +152,26 @@ def test_a_change_outside_site_content_is_a_table_row_and_no_file_list() -> None
         "| ~ update | `agent-access-cdn` | `aws:cloudfront/distribution:Distribution` "
         "| `defaultCacheBehavior`, `priceClass` |" in body.splitlines()
     )
-    assert "published files" not in body and "```" not in body
-    assert "PriceClass_All" not in body, "inputs are named, never their values"
+    assert "published files" not in body
+    lines = body.splitlines()
+    assert '    priceClass: "PriceClass_100" -> "PriceClass_All"' in lines
+    assert "    defaultCacheBehavior: null -> null" in lines  # not in the fixture's inputs
 
 
-def test_values_and_config_stay_out_of_the_comment() -> None:
+def test_long_input_values_are_cut_and_secrets_stay_masked() -> None:
+    urn = f"{PREFIX}aws:iam/policy:Policy::deploy"
+    step = {
+        "op": "update", "urn": urn, "diffReasons": ["policy", "tags"],
+        "oldState": {"inputs": {"policy": "p" * 5_000, "tags": {"t": "1"}}},
+        "newState": {"inputs": {"policy": "q" * 5_000, "tags": "[secret]"}},
+    }  # fmt: skip
+    body = render(digest(step, update=1))
+    (policy,) = [line for line in body.splitlines() if line.startswith("    policy: ")]
+    assert len(policy) < 700 and policy.count(" ...") == 2
+    assert '    tags: {"t":"1"} -> "[secret]"' in body.splitlines()
+
+
+def test_config_and_unchanged_values_stay_out_of_the_comment() -> None:
     old = grown_site(2)
     new = {**old, "/llms.txt": manifest_entry("/llms.txt", "2")}
     step = content_step("update", encode_input(old), encode_input(new), distribution_id="[secret]")
