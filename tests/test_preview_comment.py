@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +32,7 @@ from infra.preview_comment import (
     render_comment,
 )
 from infra.site_content import decode_input, encode_input
+from tests.conftest import REPO
 
 GITHUB_LIMIT = 65_536  # "Body is too long (maximum is 65536 characters)"
 PREFIX = "urn:pulumi:dev::agent-access::"
@@ -299,3 +302,17 @@ def test_a_large_change_is_also_counted_per_folder() -> None:
     assert "| `/` | 2 | 0 | 0 |" in lines
     small = render(digest(content_step("create", None, encode_input(grown_site(2))), create=1))
     assert "| folder |" not in small, "a short list needs no table"
+
+
+def test_the_script_needs_only_the_standard_library_and_the_contract() -> None:
+    """It runs in CI on what the CLI printed: no Pulumi SDK, no builder, no AWS."""
+    probe = (
+        f"import sys; sys.path.insert(0, {str(REPO)!r}); import infra.preview_comment\n"
+        "loaded = {m.split('.')[0] for m in sys.modules} - {'__main__'}\n"
+        "print(sorted(loaded - set(sys.stdlib_module_names)))"
+    )
+    completed = subprocess.run(
+        [sys.executable, "-S", "-E", "-c", probe], cwd=REPO,
+        capture_output=True, text=True, timeout=60, check=True,
+    )  # fmt: skip
+    assert completed.stdout.split() == ["['agent_contract',", "'infra']"]
