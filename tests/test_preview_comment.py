@@ -79,8 +79,9 @@ def content_step(op: str, old: Any, new: Any, **inputs: Any) -> dict[str, Any]:
             "urn": CONTENT_URN, "custom": True, "type": SITE_CONTENT_TYPE,
             "inputs": {**base, "files": new},
         }  # fmt: skip
-    if op == "update":
-        step["diffReasons"] = ["files"]
+    # No diffReasons: a Python dynamic provider's Diff sends no changed keys (pulumi/pulumi
+    # sdk/python/lib/pulumi/dynamic/__main__.py), and the engine fills them in only when
+    # the provider says DiffUnknown (pkg/resource/deploy/step_generator.go:2996-3005).
     return step
 
 
