@@ -87,8 +87,9 @@ def test_preview_comments_a_summary_from_the_json_preview_not_the_diff() -> None
 
     preview = named(workflow, "pulumi preview")
     assert preview["id"] == "preview" and preview["continue-on-error"] is True
-    command = " ".join(preview["run"].split())
-    assert command.startswith('pulumi preview --stack "$PULUMI_STACK" --json')
+    login, command = " ".join(preview["run"].replace("\\\n", " ").split()).split(" pulumi ", 1)
+    assert login == "pulumi login --non-interactive"
+    assert command.startswith('preview --stack "$PULUMI_STACK" --json')
     assert "--diff" not in command and command.endswith('> "$RUNNER_TEMP/preview.json"')
     assert preview["env"] == {"PULUMI_ACCESS_TOKEN": "${{ secrets.PULUMI_ACCESS_TOKEN }}"}
 
