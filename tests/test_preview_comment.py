@@ -317,3 +317,15 @@ def test_the_script_needs_only_the_standard_library_and_the_contract() -> None:
         capture_output=True, text=True, timeout=60, check=True,
     )  # fmt: skip
     assert completed.stdout.split() == ["['agent_contract',", "'infra']"]
+
+
+def test_a_site_content_under_the_component_is_found_by_its_own_type() -> None:
+    """The program registers SiteContent as a child of the AgentSite component, so its
+    URN's type is qualified by the parent's (`parent$child`)."""
+    old = grown_site(1)
+    new = {**old, "/llms.txt": manifest_entry("/llms.txt", "2")}
+    step = content_step("update", encode_input(old), encode_input(new))
+    step["urn"] = f"{PREFIX}agent-access:index:AgentSite${SITE_CONTENT_TYPE}::site-files"
+    body = render(digest(step, update=1))
+    assert "**site-files** (published files)" in body and "~ /llms.txt" in body
+    assert f"| ~ update | `site-files` | `{SITE_CONTENT_TYPE}` |  |" in body.splitlines()
