@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -10,6 +12,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from infra.preview_comment import MARKER
 from tests.conftest import REPO
 
 WORKFLOWS = REPO / ".github" / "workflows"
@@ -62,13 +65,145 @@ def test_aws_credentials_come_from_oidc_not_stored_keys(name: str) -> None:
     assert any(s.get("run") == "make test" for s in steps(workflow))
 
 
-def test_preview_comments_the_diff_on_pull_requests() -> None:
+SAME_REPO = "github.event.pull_request.head.repo.full_name == github.repository"
+
+
+def named(workflow: dict, prefix: str) -> dict:
+    (step,) = [s for s in steps(workflow) if s.get("name", "").startswith(prefix)]
+    return step
+
+
+def test_preview_comments_a_summary_from_the_json_preview_not_the_diff() -> None:
+    """The action's own comment is the whole `--diff` text cut at 64,000 characters
+    (pulumi/actions v6.6.1 src/libs/pr.ts): at real site sizes, unchanged paths only. So
+    the action only installs the CLI, the preview is `--json`, and our script writes the
+    comment (docs/decisions.md, "The pull-request preview comment at any size")."""
     workflow = load("preview.yml")
     assert "pull_request" in workflow[True]  # PyYAML reads the key `on` as True
-    (pulumi,) = [s for s in steps(workflow) if s.get("uses", "").startswith("pulumi/actions@")]
-    assert pulumi["with"]["command"] == "preview"
-    assert pulumi["with"]["comment-on-pr"] is True
-    assert pulumi["with"]["diff"] is True
+    ordered = steps(workflow)
+    (cli,) = [s for s in ordered if s.get("uses", "").startswith("pulumi/actions@")]
+    assert "command" not in cli.get("with", {}), "install-only mode: the action runs nothing"
+    assert "comment-on-pr" not in cli.get("with", {})
+
+    preview = named(workflow, "pulumi preview")
+    assert preview["id"] == "preview" and preview["continue-on-error"] is True
+    login, command = " ".join(preview["run"].replace("\\\n", " ").split()).split(" pulumi ", 1)
+    assert login == "pulumi login --non-interactive"
+    assert command.startswith('preview --stack "$PULUMI_STACK" --json')
+    assert "--diff" not in command and command.endswith('> "$RUNNER_TEMP/preview.json"')
+    assert preview["env"] == {"PULUMI_ACCESS_TOKEN": "${{ secrets.PULUMI_ACCESS_TOKEN }}"}
+
+    comment, post, fail = (named(workflow, n) for n in ("Comment body", "Post or", "Fail if"))
+    assert '-m infra.preview_comment "$RUNNER_TEMP/preview.json"' in comment["run"]
+    assert comment["env"]["OUTCOME"] == "${{ steps.preview.outcome }}"
+    assert '--payload "$RUNNER_TEMP/comment.json"' in comment["run"]
+    assert '--input "$RUNNER_TEMP/comment.json"' in post["run"]
+    assert "steps.preview.outcome != 'skipped'" in comment["if"] == post["if"]
+    assert fail["if"] == "steps.preview.outcome == 'failure'" and "exit 1" in fail["run"]
+    positions = [ordered.index(s) for s in (cli, preview, comment, post, fail)]
+    assert positions == sorted(positions), "install, preview, comment, post, then fail"
+
+
+def test_only_the_posting_step_holds_the_github_token() -> None:
+    workflow = load("preview.yml")
+    (job,) = workflow["jobs"].values()
+    assert job["permissions"] == {
+        "contents": "read", "id-token": "write", "pull-requests": "write"
+    }  # fmt: skip
+    holders = [s["name"] for s in steps(workflow) if "GITHUB_TOKEN" in json.dumps(s)]
+    assert holders == ["Post or update the preview comment"]
+    assert named(workflow, "Post or")["env"]["GH_TOKEN"] == "${{ secrets.GITHUB_TOKEN }}"
+
+
+def test_the_posting_step_finds_the_comment_by_the_scripts_marker() -> None:
+    post = named(load("preview.yml"), "Post or")["run"]
+    assert f'startswith("{MARKER}")' in post
+    assert 'select(.user.login == "github-actions[bot]")' in post
+
+
+def _run_posting_step(tmp_path: Path, existing_ids: str) -> list[list[str]]:
+    """The step's own shell, with a `gh` on PATH that records its arguments and answers
+    the comment listing with `existing_ids` (what `--jq` would print)."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    log = tmp_path / "gh.log"
+    fake = bin_dir / "gh"
+    fake.write_text(
+        f"#!{sys.executable}\n"
+        "import json, sys\n"
+        f"open({str(log)!r}, 'a').write(json.dumps(sys.argv[1:]) + '\\n')\n"
+        f"if '--paginate' in sys.argv: print({existing_ids!r}, end='')\n"
+    )
+    fake.chmod(0o755)
+    (tmp_path / "comment.json").write_text('{"body": "x"}')
+    env = {
+        "PATH": f"{bin_dir}:/usr/bin:/bin", "RUNNER_TEMP": str(tmp_path),
+        "GITHUB_REPOSITORY": "owner/site", "PR_NUMBER": "42", "GH_TOKEN": "t",
+    }  # fmt: skip
+    run = named(load("preview.yml"), "Post or")["run"]
+    completed = subprocess.run(
+        ["bash", "-e", "-c", run], env=env, capture_output=True, text=True, timeout=60,
+        check=False,
+    )  # fmt: skip
+    assert completed.returncode == 0, completed.stderr
+    return [json.loads(line) for line in log.read_text().splitlines()]
+
+
+def test_the_posting_step_creates_a_comment_when_there_is_none(tmp_path: Path) -> None:
+    calls = _run_posting_step(tmp_path, "")
+    assert calls[0][:3] == ["api", "--paginate", "repos/owner/site/issues/42/comments"]
+    assert calls[1][:4] == ["api", "--method", "POST", "repos/owner/site/issues/42/comments"]
+    assert calls[1][calls[1].index("--input") + 1] == str(tmp_path / "comment.json")
+    assert len(calls) == 2
+
+
+def test_the_posting_step_edits_its_earlier_comment(tmp_path: Path) -> None:
+    calls = _run_posting_step(tmp_path, "1001\n1002\n")
+    assert calls[1][:4] == ["api", "--method", "PATCH", "repos/owner/site/issues/comments/1001"]
+    assert len(calls) == 2, "one comment edited, none added"
+
+
+@pytest.mark.parametrize("printed", ["", '{"steps": [], "changeSummary": {"same": 15}}'])
+def test_the_comment_step_writes_the_payload_and_the_step_summary(
+    tmp_path: Path, printed: str
+) -> None:
+    """The step's own shell (the venv's interpreter swapped for this one): what the
+    preview printed, even nothing at all, becomes a comment and a step summary."""
+    (tmp_path / "preview.json").write_text(printed)
+    summary = tmp_path / "summary.md"
+    env = {
+        "PATH": "/usr/bin:/bin", "RUNNER_TEMP": str(tmp_path), "GITHUB_STEP_SUMMARY": str(summary),
+        "PULUMI_STACK": "dev", "OUTCOME": "success" if printed else "failure",
+        "RUN_URL": "https://github.com/owner/site/actions/runs/7",
+    }  # fmt: skip
+    run = named(load("preview.yml"), "Comment body")["run"]
+    assert run.startswith(".venv/bin/python -m infra.preview_comment")
+    completed = subprocess.run(
+        ["bash", "-e", "-c", run.replace(".venv/bin/python", sys.executable, 1)], cwd=REPO,
+        env=env, capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert completed.returncode == 0, completed.stderr
+    body = json.loads((tmp_path / "comment.json").read_text())["body"]
+    assert body == summary.read_text() == (tmp_path / "comment.md").read_text()
+    assert body.startswith(MARKER)
+    assert ("**No changes.**" in body) if printed else ("printed no JSON digest" in body)
+
+
+@pytest.mark.skipif(shutil.which("jq") is None, reason="jq (as gh --jq runs it) not installed")
+def test_the_comment_filter_picks_only_the_bots_preview_comment() -> None:
+    post = named(load("preview.yml"), "Post or")["run"]
+    expression = re.search(r"--jq '([^']*)'", post, re.S)
+    assert expression
+    comments = [
+        {"id": 1, "user": {"login": "someone"}, "body": f"{MARKER}\nquoted by a person"},
+        {"id": 2, "user": {"login": "github-actions[bot]"}, "body": "another workflow's"},
+        {"id": 3, "user": {"login": "github-actions[bot]"}, "body": f"{MARKER}\n#### ..."},
+    ]
+    completed = subprocess.run(
+        ["jq", "-r", expression.group(1)], input=json.dumps(comments),
+        capture_output=True, text=True, timeout=30, check=True,
+    )  # fmt: skip
+    assert completed.stdout.split() == ["3"]
 
 
 def test_deploy_runs_up_then_verifies_against_the_build() -> None:
@@ -99,13 +234,17 @@ def test_every_action_is_pinned_to_a_commit_and_checkouts_keep_no_token(name: st
 
 def test_fork_pull_requests_skip_the_preview_instead_of_failing() -> None:
     workflow = load("preview.yml")
+    # Everything after the tests needs credentials, secrets or the preview they give.
     needs_aws = [
         s for s in steps(workflow)
         if "configure-aws-credentials" in s.get("uses", "") or "pulumi/actions" in s.get("uses", "")
+        or "secrets." in json.dumps(s) or "pulumi " in s.get("run", "")
+        or "steps.preview" in s.get("if", "")
     ]  # fmt: skip
-    assert len(needs_aws) == 2
+    assert len(needs_aws) == 6
     for step in needs_aws:
-        assert step["if"] == "github.event.pull_request.head.repo.full_name == github.repository"
+        # A fork's preview step is skipped, so the steps gated on its outcome skip too.
+        assert SAME_REPO in step["if"] or step["if"] == "steps.preview.outcome == 'failure'"
     assert any(s.get("run") == "make test" for s in steps(workflow) if "if" not in s)
 
 
