@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from agent_contract import paths
-from agent_contract.artifacts import Artifact, json_body
+from agent_contract.artifacts import Artifact
 from agent_contract.endpoints import SINGLE_FILES
 from agent_contract.routes import rule_for
 from content_builder.budgets import check_budgets
@@ -30,13 +30,10 @@ from content_builder.lock import (
     read_lock,
     resolve,
 )
-from content_builder.render.documents import (
-    Catalog,
-    build_catalog,
-    tracked,
-    unversioned_documents,
-)
+from content_builder.render.catalog import Catalog
+from content_builder.render.documents import DocumentData, tracked
 from content_builder.render.endpoints import RENDERERS, RenderContext, markdown_mirrors
+from content_builder.render.entries import build_catalog
 from content_builder.validate import check_artifacts, check_authored_links
 from content_builder.writer import FileReport, write_file_atomically, write_output
 
@@ -63,10 +60,13 @@ def render_catalog(site: Site, catalog: Catalog, mcp_endpoint: str | None = None
     single = sorted(SINGLE_FILES, key=lambda endpoint: rule_for(endpoint.resolve(brand)).tier)
     return [
         *(
-            Artifact(paths.document(document.id), json_body(document), loaded.file)
-            for loaded, document in catalog.documents
+            Artifact.hashed(paths.document(entry.id), entry.json, entry.json_sha256, loaded.file)
+            for loaded, entry in zip(site.documents, catalog.documents, strict=True)
         ),
-        *(Artifact(paths.faq(faq.id), json_body(faq), loaded.file) for loaded, faq in catalog.faqs),
+        *(
+            Artifact.hashed(paths.faq(entry.id), entry.json, entry.json_sha256, loaded.file)
+            for loaded, entry in zip(site.faqs, catalog.faqs, strict=True)
+        ),
         *markdown_mirrors(site, catalog),
         *(
             Artifact(
@@ -126,19 +126,19 @@ def _plan(site_dir: Path, base_url: str | None, frozen: bool, mcp_endpoint: str 
     site = load_site(site_dir, base_url)
     lock_display = display_path(site.root / LOCK_FILE)
     old_lock = read_lock(site.root / LOCK_FILE, lock_display)
-    unversioned = unversioned_documents(site)  # rendered once, for the lock and the catalog
-    lock, changes = resolve(old_lock, tracked(site, unversioned))
+    data = DocumentData(site)  # what the lock renders, the catalog does not render again
+    lock, changes = resolve(old_lock, tracked(site, data))
     if isinstance(old_lock, MergedLock):
         reason = "merge conflict in the lock merged (the newest version of each entry kept)"
         changes = [LockChange("*", lock_display, reason), *changes]
     if frozen and changes:
         raise stale_lock_error(site, changes)
     history = advance(read_history(site.root / LOCK_FILE, lock_display), changes)
-    catalog = build_catalog(site, lock, unversioned, history)
-    del unversioned  # not held while the aggregates render: the build's peak memory
+    catalog = build_catalog(site, lock, history, data)
+    del data
     artifacts = render_catalog(site, catalog, mcp_endpoint)
+    check_authored_links(site, catalog, frozenset(a.path for a in artifacts))
     del catalog
-    check_authored_links(site, frozenset(a.path for a in artifacts))
     check_artifacts(site, artifacts)
     check_budgets(artifacts)
     site.cache.save()  # after every check: a failed build teaches the cache nothing

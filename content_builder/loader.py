@@ -58,27 +58,84 @@ LOCK_FILE = "content.lock.json"
 M = TypeVar("M", bound=BaseModel)
 
 
-@dataclass(frozen=True)
+class _Lazy:
+    """The validated models of one entry, parsed now (a new or edited file) or on first use
+    (an entry the build cache already knows: its file is read again and checked against
+    its key, so a build never pays for parsing what it only copies from the cache)."""
+
+    __slots__ = ("_models", "_reload")
+
+    def __init__(self, models: tuple[Any, ...] | None, reload: Callable[[], tuple[Any, ...]]):
+        self._models = models
+        self._reload = reload
+
+    def models(self) -> tuple[Any, ...]:
+        if self._models is None:
+            self._models = self._reload()
+        return self._models
+
+    def release(self) -> None:
+        """Drop the models once rendered (the build's peak memory); they reload on use."""
+        self._models = None
+
+
 class LoadedDocument:
-    source: DocumentSource
-    content: PageContentSource | FeatureContentSource
-    file: str
-    cache_key: str = ""  # the build cache's key for this file's bytes (content_builder.cache)
+    """One content file: its id, file, order and pinned version, which every build needs,
+    and its models (`source`, `content`), which only a build that renders it anew does."""
+
+    __slots__ = ("_lazy", "cache_key", "file", "id", "order", "version")
+
+    def __init__(
+        self,
+        id: str,
+        file: str,
+        cache_key: str,
+        order: int,
+        version: str | None,
+        lazy: _Lazy,
+    ) -> None:
+        self.id = id
+        self.file = file
+        self.cache_key = cache_key  # the build cache's key for the file's bytes (cache.py)
+        self.order = order
+        self.version = version
+        self._lazy = lazy
 
     @property
-    def id(self) -> str:
-        return self.source.id
+    def source(self) -> DocumentSource:
+        return self._lazy.models()[0]  # type: ignore[no-any-return]
+
+    @property
+    def content(self) -> PageContentSource | FeatureContentSource:
+        return self._lazy.models()[1]  # type: ignore[no-any-return]
+
+    def release(self) -> None:
+        self._lazy.release()
+
+    def __repr__(self) -> str:
+        return f"LoadedDocument({self.id!r}, {self.file!r})"
 
 
-@dataclass(frozen=True)
 class LoadedFaq:
-    source: FaqSource
-    file: str
-    cache_key: str = ""
+    """One FAQ file: its id and file, and its model (`source`), parsed when needed."""
+
+    __slots__ = ("_lazy", "cache_key", "file", "id")
+
+    def __init__(self, id: str, file: str, cache_key: str, lazy: _Lazy) -> None:
+        self.id = id
+        self.file = file
+        self.cache_key = cache_key
+        self._lazy = lazy
 
     @property
-    def id(self) -> str:
-        return self.source.id
+    def source(self) -> FaqSource:
+        return self._lazy.models()[0]  # type: ignore[no-any-return]
+
+    def release(self) -> None:
+        self._lazy.release()
+
+    def __repr__(self) -> str:
+        return f"LoadedFaq({self.id!r}, {self.file!r})"
 
 
 @dataclass(frozen=True)
@@ -198,7 +255,7 @@ def load_site(root: Path, base_url: str | None = None) -> Site:
         root=root,
         base_url=effective_base,
         config=site_config,
-        documents=tuple(sorted(documents, key=lambda d: (d.source.order, d.id))),
+        documents=tuple(sorted(documents, key=lambda d: (d.order, d.id))),
         faqs=tuple(sorted(faqs, key=lambda f: f.id)),
         architecture=architecture,
         on_site_agent=on_site_agent,
@@ -310,49 +367,87 @@ def _snippet(text: str, match: re.Match[str]) -> str:
     return text[match.start() : end]
 
 
+def _reloader(
+    path: Path, key: str, parse: Callable[[Path, bytes, list[Problem]], tuple[Any, ...] | None]
+) -> Callable[[], tuple[Any, ...]]:
+    """Parse a cached entry's file again when its models are needed after all."""
+
+    def reload() -> tuple[Any, ...]:
+        problems: list[Problem] = []
+        try:
+            data = path.read_bytes()
+        except OSError as error:
+            raise SiteDataError.single(display_path(path), None, f"cannot read: {error}") from error
+        models = parse(path, data, problems) if entry_key(display_path(path), data) == key else None
+        if models is None or problems:
+            raise SiteDataError.single(
+                display_path(path), None, "changed while the build was running; run it again"
+            )
+        return models
+
+    return reload
+
+
 def _load_documents(
     root: Path, read: Reader, problems: list[Problem], cache: EntryCache
 ) -> list[LoadedDocument]:
-    loaded = []
-    for path, key, data, hit in _cached_entries(root / CONTENT_DIR, problems, cache, True):
-        if isinstance(hit, LoadedDocument):
-            loaded.append(hit)
-            continue
+    def parse(path: Path, data: bytes | None, problems: list[Problem]) -> tuple[Any, ...] | None:
         display = display_path(path)
-        before = len(problems)
-        raw = read(path, data)
-        document = validate_model(DocumentSource, raw, display, problems, path=path)
+        document = validate_model(DocumentSource, read(path, data), display, problems, path=path)
         if document is None:
-            continue
+            return None
         shape = CONTENT_SHAPES[document.content_type]
         content = validate_model(
             shape, document.content, display, problems, prefix="content", path=path
         )
-        if content is not None:
-            entry = LoadedDocument(document, content, display, key)  # type: ignore[arg-type]
-            loaded.append(entry)
-            if key and len(problems) == before:  # only a clean entry is remembered
-                cache.put(key, "loaded", entry)
+        return None if content is None else (document, content)
+
+    loaded = []
+    for path, key, data, hit in _cached_entries(root / CONTENT_DIR, problems, cache, True):
+        display = display_path(path)
+        if isinstance(hit, tuple) and len(hit) == 3:  # (id, order, version) of a clean file
+            entry_id, order, version = hit
+            lazy = _Lazy(None, _reloader(path, key, parse))
+            loaded.append(LoadedDocument(entry_id, display, key, order, version, lazy))
+            continue
+        before = len(problems)
+        models = parse(path, data, problems)
+        if models is None:
+            continue
+        document = models[0]
+        lazy = _Lazy(models, _reloader(path, key, parse))
+        loaded.append(
+            LoadedDocument(document.id, display, key, document.order, document.version, lazy)
+        )
+        if key and len(problems) == before:  # only a clean entry is remembered
+            cache.put(key, "loaded", (document.id, document.order, document.version))
     return loaded
 
 
 def _load_faqs(
     root: Path, read: Reader, problems: list[Problem], cache: EntryCache
 ) -> list[LoadedFaq]:
+    def parse(path: Path, data: bytes | None, problems: list[Problem]) -> tuple[Any, ...] | None:
+        faq = validate_model(FaqSource, read(path, data), display_path(path), problems, path=path)
+        return None if faq is None else (faq,)
+
     loaded = []
     # A site may have no FAQ (yet): an empty or missing faq/ folder is allowed.
     for path, key, data, hit in _cached_entries(root / FAQ_DIR, problems, cache, False):
-        if isinstance(hit, LoadedFaq):
-            loaded.append(hit)
-            continue
         display = display_path(path)
+        if isinstance(hit, tuple) and len(hit) == 1:  # (id,) of a clean file
+            lazy = _Lazy(None, _reloader(path, key, parse))
+            loaded.append(LoadedFaq(hit[0], display, key, lazy))
+            continue
         before = len(problems)
-        faq = validate_model(FaqSource, read(path, data), display, problems, path=path)
-        if faq is not None:
-            entry = LoadedFaq(faq, display, key)
-            loaded.append(entry)
-            if key and len(problems) == before:
-                cache.put(key, "loaded", entry)
+        models = parse(path, data, problems)
+        if models is None:
+            continue
+        loaded.append(
+            LoadedFaq(models[0].id, display, key, _Lazy(models, _reloader(path, key, parse)))
+        )
+        if key and len(problems) == before:
+            cache.put(key, "loaded", (models[0].id,))
     return loaded
 
 

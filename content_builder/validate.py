@@ -9,14 +9,19 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
+
+from pydantic import BaseModel
 
 from agent_contract import links, paths
 from agent_contract.artifacts import Artifact
 from content_builder.errors import Problem, SiteDataError
 from content_builder.loader import Site, located_strings
 from content_builder.yaml_io import with_lines
+
+if TYPE_CHECKING:
+    from content_builder.render.catalog import Catalog
 
 #: An API link an author wrote: where (dotted location), the URL, the path it names.
 ApiLink = tuple[str, str, str]
@@ -32,21 +37,16 @@ def _api_links(site: Site, data: Any) -> list[ApiLink]:
     ]
 
 
-def _entry_links(site: Site, key: str, source: Any) -> list[ApiLink]:
-    # An entry's links depend on its bytes and the base URL, both in its cache key.
-    found = site.cache.get(key, "api_links") if key else None
-    if found is None:
-        found = _api_links(site, source.model_dump(mode="json"))
-        if key:
-            site.cache.put(key, "api_links", found)
-    return found
+def authored_links(site: Site, source: BaseModel) -> list[ApiLink]:
+    """The links into the API an author wrote in one entry's source model."""
+    return _api_links(site, source.model_dump(mode="json"))
 
 
-def check_authored_links(site: Site, published: frozenset[str]) -> None:
+def check_authored_links(site: Site, catalog: Catalog, published: frozenset[str]) -> None:
     problems: list[Problem] = []
+    entries = zip([*site.documents, *site.faqs], catalog.entries, strict=True)
     sources: list[tuple[str, list[ApiLink]]] = [
-        *((d.file, _entry_links(site, d.cache_key, d.source)) for d in site.documents),
-        *((f.file, _entry_links(site, f.cache_key, f.source)) for f in site.faqs),
+        *((loaded.file, entry.authored_links) for loaded, entry in entries),
         (site.architecture_file, _api_links(site, site.architecture.model_dump(mode="json"))),
         (site.on_site_agent_file, _api_links(site, site.on_site_agent.model_dump(mode="json"))),
     ]
