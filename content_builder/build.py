@@ -79,6 +79,18 @@ def render_catalog(site: Site, catalog: Catalog, mcp_endpoint: str | None = None
     ]
 
 
+def leaf_links(catalog: Catalog) -> dict[str, list[tuple[str, str]]]:
+    """The links of every entry's own files, found when the entry was rendered."""
+    found: dict[str, list[tuple[str, str]]] = {}
+    for entry in catalog.documents:
+        found[paths.document(entry.id)] = entry.json_links
+        found[paths.document_markdown(entry.id)] = entry.markdown_links
+    for entry in catalog.faqs:
+        found[paths.faq(entry.id)] = entry.json_links
+        found[paths.faq_markdown(entry.id)] = entry.markdown_links
+    return found
+
+
 def stale_lock_error(site: Site, changes: list[LockChange]) -> SiteDataError:
     lock_file = display_path(site.root / LOCK_FILE)
     return SiteDataError(
@@ -138,8 +150,8 @@ def _plan(site_dir: Path, base_url: str | None, frozen: bool, mcp_endpoint: str 
     del data
     artifacts = render_catalog(site, catalog, mcp_endpoint)
     check_authored_links(site, catalog, frozenset(a.path for a in artifacts))
+    check_artifacts(site, artifacts, leaf_links(catalog))
     del catalog
-    check_artifacts(site, artifacts)
     check_budgets(artifacts)
     site.cache.save()  # after every check: a failed build teaches the cache nothing
     return Plan(site, artifacts, lock, changes, history)

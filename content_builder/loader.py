@@ -12,6 +12,7 @@ import os
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 from typing import Any, TypeVar
 from urllib.parse import urlsplit
@@ -160,10 +161,15 @@ class Site:
 
 def display_path(path: Path) -> str:
     """A path as the user typed it, relative to the working directory when inside it."""
+    return _relative(str(path), os.getcwd())
+
+
+@lru_cache(maxsize=1 << 16)  # a build shows each file's path several times
+def _relative(path: str, cwd: str) -> str:
     try:
-        return os.path.relpath(path)
+        return os.path.relpath(path, cwd)
     except ValueError:
-        return str(path)
+        return path
 
 
 def normalize_base_url(value: str) -> str:
@@ -277,17 +283,22 @@ Reader = Callable[[Path, bytes | None], dict[str, Any] | None]
 
 def _cached_entries(
     folder: Path, problems: list[Problem], cache: EntryCache, required: bool
-) -> Iterator[tuple[Path, str, bytes | None, Any]]:
-    """(path, cache key, bytes, cached entry or None) of each YAML file in `folder`.
-    A file that cannot be read has no key and no bytes: the reader reports why."""
-    for path in _yaml_files(folder, problems, required):
+) -> Iterator[tuple[Path, str, str, bytes | None, Any]]:
+    """(path, display path, cache key, bytes, cached entry or None) of each YAML file in
+    `folder`. A file that cannot be read has no key and no bytes: the reader reports why."""
+    files = _yaml_files(folder, problems, required)
+    # One relpath for the folder, not one per file (2 s of an unchanged 10,000-entry build).
+    shown = display_path(folder)
+    for path in files:
+        display = path.name if shown == "." else os.path.join(shown, path.name)
         try:
-            data = path.read_bytes()
+            with open(path, "rb") as stream:
+                data = stream.read()
         except OSError:
-            yield path, "", None, None
+            yield path, display, "", None, None
             continue
-        key = entry_key(display_path(path), data)
-        yield path, key, data, cache.get(key, "loaded")
+        key = entry_key(display, data)
+        yield path, display, key, data, cache.get(key, "loaded")
 
 
 def token_values(config: SiteSource, base_url: str) -> dict[str, str]:
@@ -403,8 +414,7 @@ def _load_documents(
         return None if content is None else (document, content)
 
     loaded = []
-    for path, key, data, hit in _cached_entries(root / CONTENT_DIR, problems, cache, True):
-        display = display_path(path)
+    for path, display, key, data, hit in _cached_entries(root / CONTENT_DIR, problems, cache, True):
         if isinstance(hit, tuple) and len(hit) == 3:  # (id, order, version) of a clean file
             entry_id, order, version = hit
             lazy = _Lazy(None, _reloader(path, key, parse))
@@ -433,8 +443,7 @@ def _load_faqs(
 
     loaded = []
     # A site may have no FAQ (yet): an empty or missing faq/ folder is allowed.
-    for path, key, data, hit in _cached_entries(root / FAQ_DIR, problems, cache, False):
-        display = display_path(path)
+    for path, display, key, data, hit in _cached_entries(root / FAQ_DIR, problems, cache, False):
         if isinstance(hit, tuple) and len(hit) == 1:  # (id,) of a clean file
             lazy = _Lazy(None, _reloader(path, key, parse))
             loaded.append(LoadedFaq(hit[0], display, key, lazy))

@@ -8,6 +8,7 @@ then every built file (a safety net for what the renderers generate).
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
@@ -63,32 +64,23 @@ def check_authored_links(site: Site, catalog: Catalog, published: frozenset[str]
         raise SiteDataError(problems)
 
 
-#: Bodies up to this size have their links remembered by the build cache: the leaves,
-#: which an edit elsewhere leaves unchanged, not the aggregates, which every edit changes.
-_REMEMBERED_BODY_BYTES = 256 * 1024
-
-
-def _body_links(site: Site, artifact: Artifact) -> list[tuple[str, str]]:
+def body_links(site: Site, body: bytes) -> list[tuple[str, str]]:
     """(URL, path) of every link into the API in a published file."""
-    key = ""
-    if artifact.size <= _REMEMBERED_BODY_BYTES:
-        # The links of a body depend on its bytes and the base URL (in the cache's key).
-        key = "body\0" + artifact.sha256
-        found = site.cache.get(key, "api_links")
-        if found is not None:
-            return found
-    text = artifact.body.decode("utf-8")
-    found = [
+    return [
         (url, path)
-        for url in links.urls(text)
+        for url in links.urls(body.decode("utf-8"))
         if (path := links.api_path(url, site.base_url)) is not None
     ]
-    if key:
-        site.cache.put(key, "api_links", found)
-    return found
 
 
-def check_artifacts(site: Site, artifacts: list[Artifact]) -> None:
+def check_artifacts(
+    site: Site,
+    artifacts: list[Artifact],
+    known_links: Mapping[str, list[tuple[str, str]]] | None = None,
+) -> None:
+    """`known_links`: the links of files whose links were found when they were rendered
+    (an entry's own files, kept by the build cache with them), by path."""
+    known_links = known_links or {}
     problems: list[Problem] = []
     by_path: dict[str, Artifact] = {}
     for artifact in artifacts:
@@ -98,9 +90,10 @@ def check_artifacts(site: Site, artifacts: list[Artifact]) -> None:
     published = frozenset(by_path)
 
     for artifact in artifacts:
-        dangling = [
-            url for url, path in _body_links(site, artifact) if not links.resolves(path, published)
-        ]
+        found = known_links.get(artifact.path)
+        if found is None:
+            found = body_links(site, artifact.body)
+        dangling = [url for url, path in found if not links.resolves(path, published)]
         if dangling:
             where = (
                 f"{artifact.path} (from {artifact.source})" if artifact.source else artifact.path

@@ -25,8 +25,10 @@ class EntryRender(NamedTuple):
     id: str
     json: bytes  # /api/v1/content/{id}.json or /api/v1/faq/{id}.json
     json_sha256: str
+    json_links: list[tuple[str, str]]  # (URL, path) of its links into the API
     markdown: bytes  # the Markdown mirror beside it
     markdown_sha256: str
+    markdown_links: list[tuple[str, str]]
     index_entry: bytes  # its entry of index.json (compact JSON)
     search_head: tuple[bytes, bytes]  # its entry of search-index.json, before and after
     # the keywords, which depend on the whole site and are chosen at every build

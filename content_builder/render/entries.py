@@ -28,7 +28,7 @@ from content_builder.render.indexes import (
 )
 from content_builder.render.llms import document_block, document_link, faq_block, faq_link
 from content_builder.render.markdown import document_markdown, faq_markdown
-from content_builder.validate import authored_links
+from content_builder.validate import authored_links, body_links
 
 
 def build_catalog(
@@ -91,8 +91,10 @@ def _document(
         id=document.id,
         json=body,
         json_sha256=_sha256(body),
+        json_links=body_links(site, body),
         markdown=markdown,
         markdown_sha256=_sha256(markdown),
+        markdown_links=body_links(site, markdown),
         index_entry=document_index_entry(site, loaded, document),
         search_head=head,
         terms=terms,
@@ -118,8 +120,10 @@ def _faq(site: Site, loaded: LoadedFaq, lock: Lock, tokenizer: Tokenizer) -> Ent
         id=faq.id,
         json=body,
         json_sha256=_sha256(body),
+        json_links=body_links(site, body),
         markdown=markdown,
         markdown_sha256=_sha256(markdown),
+        markdown_links=body_links(site, markdown),
         index_entry=faq_index_entry(site, loaded, faq, dated.updated_at),
         search_head=head,
         terms=terms,
