@@ -14,7 +14,7 @@ from pathlib import Path
 
 from agent_contract import paths
 from agent_contract.artifacts import Artifact
-from agent_contract.endpoints import SINGLE_FILES
+from agent_contract.endpoints import ENDPOINT, SINGLE_FILES
 from agent_contract.routes import rule_for
 from content_builder.budgets import check_budgets
 from content_builder.errors import Problem, SiteDataError
@@ -30,11 +30,11 @@ from content_builder.lock import (
     read_lock,
     resolve,
 )
-from content_builder.render.catalog import Catalog
+from content_builder.render.catalog import JOINED, Catalog
 from content_builder.render.documents import DocumentData, tracked
 from content_builder.render.endpoints import RENDERERS, RenderContext, markdown_mirrors
 from content_builder.render.entries import build_catalog
-from content_builder.validate import check_artifacts, check_authored_links
+from content_builder.validate import body_links, check_artifacts, check_authored_links
 from content_builder.writer import FileReport, write_file_atomically, write_output
 
 
@@ -79,9 +79,17 @@ def render_catalog(site: Site, catalog: Catalog, mcp_endpoint: str | None = None
     ]
 
 
-def leaf_links(catalog: Catalog) -> dict[str, list[tuple[str, str]]]:
-    """The links of every entry's own files, found when the entry was rendered."""
+def known_links(site: Site, catalog: Catalog) -> dict[str, list[tuple[str, str]]]:
+    """The links of every entry's own files and of the aggregates joined from its pieces,
+    found when the entry was rendered (and kept by the build cache with it): a build
+    does not scan 110 MB of aggregates for links at 10,000 entries."""
     found: dict[str, list[tuple[str, str]]] = {}
+    nothing = RenderContext(site, Catalog((), (), catalog.lock, catalog.history), None)
+    for key, piece in JOINED.items():
+        around = body_links(site, RENDERERS[key].body(nothing))  # the text around the pieces
+        found[ENDPOINT[key].resolve(site.config.brand)] = around + [
+            link for entry in catalog.entries for link in entry.piece_links[piece]
+        ]
     for entry in catalog.documents:
         found[paths.document(entry.id)] = entry.json_links
         found[paths.document_markdown(entry.id)] = entry.markdown_links
@@ -150,7 +158,7 @@ def _plan(site_dir: Path, base_url: str | None, frozen: bool, mcp_endpoint: str 
     del data
     artifacts = render_catalog(site, catalog, mcp_endpoint)
     check_authored_links(site, catalog, frozenset(a.path for a in artifacts))
-    check_artifacts(site, artifacts, leaf_links(catalog))
+    check_artifacts(site, artifacts, known_links(site, catalog))
     del catalog
     check_budgets(artifacts)
     site.cache.save()  # after every check: a failed build teaches the cache nothing

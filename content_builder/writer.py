@@ -77,14 +77,18 @@ def write_output(artifacts: list[Artifact], out_dir: Path, base_url: str) -> lis
     out_dir.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.new-", dir=out_dir.parent))
     try:
-        folders: set[Path] = set()
+        folders: set[str] = set()
+        # Strings, not Paths, in this loop: it runs once per published file.
+        staged, published = str(staging), str(out_dir)
         for artifact in artifacts:
-            target = staging / artifact.key
-            if target.parent not in folders:  # one mkdir per folder, not per file
-                target.parent.mkdir(parents=True, exist_ok=True)
-                folders.add(target.parent)
-            if not (previous and _reuse(out_dir / artifact.key, target, artifact, written)):
-                target.write_bytes(artifact.body)
+            target = os.path.join(staged, artifact.key)
+            folder = os.path.dirname(target)
+            if folder not in folders:  # one mkdir per folder, not per file
+                os.makedirs(folder, exist_ok=True)
+                folders.add(folder)
+            old = os.path.join(published, artifact.key)
+            if not (previous and _reuse(old, target, artifact, written)):
+                Path(target).write_bytes(artifact.body)
         (staging / MANIFEST_NAME).write_bytes(manifest_body(manifest(artifacts, base_url)))
         _swap_in(staging, out_dir)
     except BaseException:
@@ -115,7 +119,7 @@ def _written_before(out_dir: Path, previous: BuildManifest | None) -> _Written |
     return _Written(files, mtime)  # type: ignore[arg-type]
 
 
-def _reuse(old: Path, target: Path, artifact: Artifact, written: _Written | None) -> bool:
+def _reuse(old: str, target: str, artifact: Artifact, written: _Written | None) -> bool:
     """Hard-link the previous output's file into the staging folder when it holds exactly
     the artifact's bytes: creating 20,000 files cost 5-8 s of a 10,000-entry build,
     linking one 5 us. Nothing writes into a published file in place, so sharing its
@@ -127,7 +131,7 @@ def _reuse(old: Path, target: Path, artifact: Artifact, written: _Written | None
     give a whole tick one time); any other file is compared byte for byte."""
     body = artifact.body
     try:
-        stat = old.stat()
+        stat = os.stat(old)
         if stat.st_size != len(body):
             return False
         listed = written.files.get(artifact.path) if written else None
@@ -136,7 +140,7 @@ def _reuse(old: Path, target: Path, artifact: Artifact, written: _Written | None
             and listed == (artifact.sha256, len(body))
             and stat.st_mtime_ns < written.manifest_mtime_ns
         )
-        if not trusted and old.read_bytes() != body:
+        if not trusted and Path(old).read_bytes() != body:
             return False
         os.link(old, target)
     except OSError:  # gone, unreadable, or a filesystem without hard links

@@ -39,6 +39,20 @@ class EntryRender(NamedTuple):
     llms_full_block: str  # its block of llms-full.txt
     authored_links: list[tuple[str, str, str]]  # links into the API its author wrote:
     # (dotted location in the source file, URL, path), checked against the published files
+    piece_links: dict[str, list[tuple[str, str]]]  # (URL, path) of the links in each of
+    # its aggregate pieces, by field name (JOINED)
+
+
+#: The aggregates joined from one piece of every entry (the renderer's key in the endpoint
+#: table -> the EntryRender field): each is the pieces and text that is the same whatever
+#: the entries (the aggregate of a site with none), so its links are theirs.
+JOINED = {
+    "content_index": "index_entry",
+    "search_index": "search_head",
+    "changes": "change_entry",
+    "sitemap": "sitemap_url",
+    "llms_full_txt": "llms_full_block",
+}
 
 
 @dataclass(frozen=True)

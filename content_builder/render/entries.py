@@ -11,7 +11,7 @@ from agent_contract.artifacts import json_body, text_body
 from agent_contract.search_terms import Tokenizer
 from content_builder.loader import LoadedDocument, LoadedFaq, Site
 from content_builder.lock import History, Lock, LockEntry
-from content_builder.render.catalog import Catalog, EntryRender
+from content_builder.render.catalog import JOINED, Catalog, EntryRender
 from content_builder.render.documents import (
     DocumentData,
     cached_content_hash,
@@ -66,11 +66,24 @@ def _cached(
     found = site.cache.get(loaded.cache_key, "rendered") if loaded.cache_key else None
     if found is not None and found[0] == stamp:
         return found[1]  # type: ignore[no-any-return]
-    rendered = render()
+    rendered = _with_piece_links(site, render())
     if loaded.cache_key:
         site.cache.put(loaded.cache_key, "rendered", (stamp, rendered))
     loaded.release()  # rendered: its models are not held while the rest of the site renders
     return rendered
+
+
+def _with_piece_links(site: Site, rendered: EntryRender) -> EntryRender:
+    def text(piece: bytes | str | tuple[bytes, bytes]) -> bytes:
+        if isinstance(piece, tuple):
+            return b" ".join(piece)  # the search entry's two halves, never one link
+        return piece if isinstance(piece, bytes) else piece.encode("utf-8")
+
+    return rendered._replace(
+        piece_links={
+            name: body_links(site, text(getattr(rendered, name))) for name in JOINED.values()
+        }
+    )
 
 
 def _sha256(body: bytes) -> str:
@@ -105,6 +118,7 @@ def _document(
         llms_link=document_link(site, loaded, document),
         llms_full_block=document_block(site, loaded, document),
         authored_links=authored_links(site, loaded.source),
+        piece_links={},
     )
 
 
@@ -132,4 +146,5 @@ def _faq(site: Site, loaded: LoadedFaq, lock: Lock, tokenizer: Tokenizer) -> Ent
         llms_link=faq_link(site, faq),
         llms_full_block=faq_block(site, loaded, faq),
         authored_links=authored_links(site, loaded.source),
+        piece_links={},
     )
