@@ -45,14 +45,19 @@ class FileReport:
     status: str  # new | changed | unchanged | removed
 
 
-def compare(artifacts: list[Artifact], previous: dict[str, Any] | None) -> list[FileReport]:
+def compare(
+    artifacts: list[Artifact],
+    previous: dict[str, Any] | None,
+    entries: dict[str, ManifestEntry] | None = None,  # each artifact's, when already made
+) -> list[FileReport]:
     before: dict[str, Any] = (previous or {}).get("files", {})
     rows = []
     for artifact in sorted(artifacts, key=lambda a: a.path):
         old = before.get(artifact.path)
+        new = entries[artifact.path] if entries is not None else _entry(artifact)
         if old is None:
             status = "new"
-        elif entry_signature(old) == entry_signature(_entry(artifact)):
+        elif entry_signature(old) == entry_signature(new):
             status = "unchanged"
         else:
             status = "changed"
@@ -72,7 +77,8 @@ def write_output(artifacts: list[Artifact], out_dir: Path, base_url: str) -> lis
             None,
             f"exists and is not a build output (no {MANIFEST_NAME}); choose another --out",
         )
-    report = compare(artifacts, previous)
+    entries = {artifact.path: _entry(artifact) for artifact in artifacts}
+    report = compare(artifacts, previous, entries)
     written = _written_before(out_dir, previous)
     out_dir.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.new-", dir=out_dir.parent))
@@ -89,7 +95,7 @@ def write_output(artifacts: list[Artifact], out_dir: Path, base_url: str) -> lis
             old = os.path.join(published, artifact.key)
             if not (previous and _reuse(old, target, artifact, written)):
                 Path(target).write_bytes(artifact.body)
-        (staging / MANIFEST_NAME).write_bytes(manifest_body(manifest(artifacts, base_url)))
+        (staging / MANIFEST_NAME).write_bytes(manifest_body(build_manifest(base_url, entries)))
         _swap_in(staging, out_dir)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
