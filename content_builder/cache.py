@@ -1,18 +1,21 @@
 """The build cache: what a build derived from each source entry, kept between builds.
 
 An entry (a content document or an FAQ file) whose bytes did not change is not parsed,
-validated, link-checked or tokenized again. A record is keyed by the entry's file name
+validated, rendered, link-checked or tokenized again. A record is keyed by the entry's file name
 and the SHA-256 of its bytes; the whole cache is keyed by the build settings (site.yaml's
 bytes, the effective base URL, the site folder, the working directory that display paths
 are relative to) and by a fingerprint of the builder's own code and of the libraries that
 shape its data, so that a code or settings change starts from empty, never from stale.
 
-The records are general: per entry, named fields (`loaded`, `terms`, ...) that any step
-may store and read back, not a list of today's published files.
+The records are general: per entry, named fields that any step may store and read back,
+not a list of today's published files: `loaded` (id, order, pinned version),
+`source_hash`, `content_hash`, and `rendered` (the entry's published pieces,
+render/catalog.py, with the lock entry they were dated by).
 
 Where it lives: $AGENT_ACCESS_CACHE_DIR, else $XDG_CACHE_HOME/agent-access, else
 ~/.cache/agent-access: never in the repository. One file per site folder and settings
-(about 200 MB for 10,000 documents and 10,000 FAQ entries). Clear it with
+(about 380 MB for 10,000 documents and 10,000 FAQ entries: mostly the entries' own
+files and llms-full.txt blocks). Clear it with
 `rm -rf ~/.cache/agent-access` (or the folder above); AGENT_ACCESS_CACHE_DIR=off turns it
 off. A cache that is missing, corrupt, from another version or for other settings is
 ignored and rewritten: it can make a build faster, never different.
