@@ -11,9 +11,12 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from functools import lru_cache
+from itertools import filterfalse
+from typing import Any
 
 _SPLIT = re.compile(r"[^0-9a-z]+")
 
@@ -89,36 +92,72 @@ def _compound(token: str) -> str | None:
     return None
 
 
-# Every compound holds a joiner between two letters or digits: texts without one are skipped.
-_INNER_JOINER = re.compile(r"[0-9A-Za-z][-./][0-9A-Za-z]")
+# Every compound holds a joiner between two letters or digits: found by the joiner and
+# the character after it (a regex scan that starts with a rare character is fast; one that
+# starts with a letter, or a lookbehind, is 3-4x slower), the one before checked apart.
+_JOINER_BEFORE_ALNUM = re.compile(r"[-./](?=[0-9A-Za-z])")
+_ASCII_ALNUM = frozenset("0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz")
+# A character that `fold` may change other than by lowercasing (non-ASCII, not a space).
+_NOT_ASCII = re.compile(r"[^\x00-\x7f\s]")
+_NOT_ASCII_AT_ALL = re.compile(r"[^\x00-\x7f]")
+_NON_SPACE_RUN = re.compile(r"\S*")
 # _SPLIT as a translation, for ASCII text: str.translate + str.split beat a regex split 2x.
 _NON_TERM_TO_SPACE = str.maketrans({chr(c): " " for c in range(128) if _SPLIT.match(chr(c))})
 
 
-def _tokens_around(text: str, pattern: re.Pattern[str]) -> list[str]:
-    """The whitespace-separated tokens of `text` that hold a match of `pattern`."""
-    found: dict[int, str] = {}
+def _tokens_around(
+    text: str, pattern: re.Pattern[str], before: frozenset[str] | None = None
+) -> list[tuple[int, int]]:
+    """The spans of the whitespace-separated tokens of `text` that hold a match of
+    `pattern` (which never holds whitespace), in order; with `before`, only matches
+    that follow one of its characters."""
+    spans: list[tuple[int, int]] = []
+    end = 0
+    backwards = ""
     for match in pattern.finditer(text):
-        start = match.start()
-        while start > 0 and not text[start - 1].isspace():
-            start -= 1
-        if start in found:
-            continue
-        end = match.end()
-        while end < len(text) and not text[end].isspace():
-            end += 1
-        found[start] = text[start:end]
-    return list(found.values())
+        at = match.start()
+        if at < end or (before is not None and (at == 0 or text[at - 1] not in before)):
+            continue  # in the token found last, or not preceded as asked
+        if not backwards:
+            backwards = text[::-1]
+        start = len(text) - _NON_SPACE_RUN.match(backwards, len(text) - at).end()
+        end = _NON_SPACE_RUN.match(text, at).end()
+        spans.append((start, end))
+    return spans
+
+
+def _ascii_fold(token: str) -> str:
+    """`fold(token)` for `Tokenizer.fold`: its whitespace-separated parts that are not
+    ASCII replaced by their words (what `words` and `compounds` make of them)."""
+    return " ".join(
+        part if part.isascii() else " ".join(filter(None, _SPLIT.split(part)))
+        for part in fold(token).split()
+    )
+
+
+class _Memo(dict[str, Any]):
+    """A dict that computes a missing value once: `memo[key]` is `function(key)`, and
+    `map(memo.__getitem__, keys)` stays in C for the keys already seen."""
+
+    def __init__(self, function: Callable[[str], Any]) -> None:
+        super().__init__()
+        self._function = function
+
+    def __missing__(self, key: str) -> Any:
+        value = self[key] = self._function(key)
+        return value
 
 
 @dataclass
 class Tokens:
-    """What a tokenizer found in a group of texts: each text's raw tokens (in order,
-    noise included), and the group's distinct terms and compounds."""
+    """What a tokenizer found in a group of texts: their raw tokens (in order, noise
+    included), the group's distinct words and compounds and, when counted, how often
+    each word occurs (then `words` is the keys of `counts`)."""
 
-    tokens: list[list[str]]
-    words: set[str]
+    tokens: list[str]
+    words: AbstractSet[str]
     compounds: set[str]
+    counts: dict[str, int] | None = None
 
 
 class Tokenizer:
@@ -126,89 +165,127 @@ class Tokenizer:
 
     A site's vocabulary is small and its word count is not: at 10,000 entries the index
     sees about 13 million tokens but only tens of thousands of distinct ones. Splitting,
-    lowercasing and de-duplicating stay whole-text operations (in C); folding a non-ASCII
-    token, deciding whether a token is a term and stemming are done once per distinct
-    token. Every rule works within one whitespace-separated token, so the results are
-    exactly those of `words(fold(text))`, `compounds(text)` and `stem(word)`. `drop`
-    removes spans (such as URLs) that never cross whitespace.
+    lowercasing, counting and de-duplicating stay whole-text operations (in C); folding a
+    non-ASCII token, deciding whether a token is a term, finding a compound and stemming
+    are done once per distinct token, in memos that last as long as the tokenizer. Every
+    rule works within one whitespace-separated token, so the results are exactly those of
+    `words(fold(text))`, `compounds(text)` and `stem(word)`. `drop` removes spans (such as
+    URLs) that never cross whitespace.
     """
 
     def __init__(self, drop: re.Pattern[str] | None = None) -> None:
         self._drop = drop
-        self._folded: dict[str, str] = {}
+        self._folded = _Memo(_ascii_fold)
+        self._compound = _Memo(self._new_compound)  # "" for a token that is none
         self._seen: set[str] = set()
         self._noise: set[str] = set()
-        self._stems: dict[str, str] = {}
+        self._stems = _Memo(stem)
+        self._other_stem: dict[str, str] = {}  # a term whose stem is another word -> stem
+        self._canonical = _Memo(str)  # each string seen -> the first object equal to it
 
-    def _fold(self, text: str) -> str:
+    def fold(self, text: str) -> str:
+        """`text` folded, in ASCII: each whitespace-separated token as `fold` makes it,
+        except that a folded token with characters other than ASCII (which split words
+        and make no compound) has its words instead; any whitespace is a space. Words,
+        their order and compounds are those of `fold(text)`."""
         if text.isascii():
             return text.lower()
-        cache = self._folded
-        folded = []
-        for token in text.split():
-            found = cache.get(token)
-            if found is None:
-                found = cache[token] = fold(token)
-            folded.append(found)
-        return " ".join(folded)
+        pieces = []
+        done = 0
+        for start, end in _tokens_around(text, _NOT_ASCII):
+            pieces += (text[done:start].lower(), self._folded[text[start:end]])
+            done = end
+        pieces.append(text[done:].lower())
+        folded = "".join(pieces)
+        # What is left is whitespace other than ASCII's, which only separates tokens.
+        return folded if folded.isascii() else _NOT_ASCII_AT_ALL.sub(" ", folded)
 
-    def scan(self, texts: list[str]) -> Tokens:
-        tokens_found: list[list[str]] = []
-        words_found: set[str] = set()
-        compounds_found: set[str] = set()
-        for text in texts:
-            folded = self._fold(self._drop.sub(" ", text) if self._drop else text)
-            if folded.isascii():
-                tokens = folded.translate(_NON_TERM_TO_SPACE).split()
-            else:
-                tokens = _SPLIT.split(folded)
-            tokens_found.append(tokens)
+    def scan(self, texts: list[str], counted: bool = False) -> Tokens:
+        """The group's tokens, words and compounds; with `counted`, the words' counts."""
+        text = texts[0] if len(texts) == 1 else "\n".join(texts)
+        if self._drop is not None:
+            text = self._drop.sub(" ", text)
+        folded = self.fold(text)
+        tokens = folded.translate(_NON_TERM_TO_SPACE).split()
+        counts: dict[str, int] | None = None
+        if counted:
+            counts = Counter(tokens)
+            distinct: AbstractSet[str] = counts.keys()
+        else:
             distinct = set(tokens)
-            for token in distinct - self._seen:
-                self._seen.add(token)
-                if not _is_term(token):
-                    self._noise.add(token)
-            words_found |= distinct - self._noise
-            for candidate in _tokens_around(folded, _INNER_JOINER):
-                if (joined := _compound(candidate)) is not None:
-                    compounds_found.add(joined)
-        return Tokens(tokens_found, words_found, compounds_found)
+        if not distinct <= self._seen:  # no copy of either set: a C loop over `distinct`
+            self._learn(distinct - self._seen)
+        if counts is not None:
+            for token in counts.keys() & self._noise:  # a loop over the smaller of the two
+                dict.__delitem__(counts, token)  # Counter's own __delitem__ is Python
+            words = counts.keys()
+        else:
+            words = distinct - self._noise
+        compounds: set[str] = set()
+        if "-" in folded or "." in folded or "/" in folded:
+            found = self._compound
+            compounds.update(
+                found[folded[start:end]]
+                for start, end in _tokens_around(folded, _JOINER_BEFORE_ALNUM, _ASCII_ALNUM)
+            )
+            compounds.discard("")
+        return Tokens(tokens, words, compounds, counts)
+
+    def _learn(self, tokens: set[str]) -> None:
+        self._seen |= tokens
+        for token in tokens:
+            if _is_term(token):
+                self._learn_stem(token)
+            else:
+                self._noise.add(token)
+
+    def _learn_stem(self, term: str) -> None:
+        base = self._stems[term]
+        if base != term:
+            self._other_stem[term] = base
+
+    def _new_compound(self, token: str) -> str:
+        joined = _compound(token)
+        if joined is None:
+            return ""
+        self._learn_stem(joined)
+        return joined
+
+    def canonical(self, terms: Iterable[str]) -> tuple[str, ...]:
+        """The terms as one string object per distinct term, whichever entry they came
+        from: a pickle of many entries then stores each term once."""
+        return tuple(map(self._canonical.__getitem__, terms))
 
     def ordered(self, found: Tokens) -> list[str]:
         """The group's words in order, then its compounds sorted (what `acronym_terms`
         reads phrases from)."""
-        noise = self._noise
-        words_in_order = [
-            token for tokens in found.tokens for token in tokens if token not in noise
-        ]
-        return words_in_order + sorted(found.compounds)
+        return [*filterfalse(self._noise.__contains__, found.tokens), *sorted(found.compounds)]
 
     def counts(self, found: Tokens) -> dict[str, int]:
-        """How often each of the group's words occurs, and each compound once."""
-        counted: Counter[str] = Counter()
-        for tokens in found.tokens:
-            counted.update(tokens)  # a list: counted in C
-        for token in self._noise.intersection(counted):
-            del counted[token]
-        result = dict(counted)
-        for joined in found.compounds:
-            result.setdefault(joined, 1)
-        return result
+        """How often each of the group's words occurs, and each compound once (a new dict)."""
+        if found.counts is not None:
+            counted = dict(found.counts)
+        else:
+            counted = dict(Counter(found.tokens))
+            for token in counted.keys() & self._noise:
+                del counted[token]
+        for joined in found.compounds.difference(counted):
+            counted[joined] = 1
+        return counted
 
     def stem(self, word: str) -> str:
         """`stem(word)`, remembered."""
-        found = self._stems.get(word)
-        if found is None:
-            found = self._stems[word] = stem(word)
-        return found
+        return self._stems[word]
+
+    def stems(self, words: Iterable[str]) -> set[str]:
+        """`stem` of each word."""
+        return set(map(self._stems.__getitem__, words))
 
     def add_stem_counts(self, counts: dict[str, int]) -> None:
-        """Count each word's occurrences for its stem too ("deploying" -> "deploy")."""
-        known = self._stems
-        for word in counts.keys() - known.keys():
-            known[word] = stem(word)
-        for word, count in [(w, c) for w, c in counts.items() if known[w] != w]:
-            base = known[word]
+        """Count each word's occurrences for its stem too ("deploying" -> "deploy"). The
+        words are terms this tokenizer found."""
+        other = self._other_stem
+        for base, count in [(other[word], n) for word, n in counts.items() if word in other]:
             counts[base] = counts.get(base, 0) + count
 
 
@@ -297,20 +374,27 @@ ACRONYMS: dict[str, tuple[str, ...]] = {
 }
 
 
+# Per acronym: its two forms, the words of its expansion, the expansion as a phrase.
+_ACRONYM_FORMS = [
+    (acronym, acronym + "s", frozenset(expansion), " " + " ".join(expansion) + " ")
+    for acronym, expansion in ACRONYMS.items()
+]
+
+
 def acronym_terms(found: set[str], text_words: list[str] | Callable[[], list[str]]) -> set[str]:
     """The acronyms whose expansion appears as a phrase, and the expansions of the acronyms
     that appear (plural acronyms such as "llms" count). `found` holds every word of
     `text_words` (which may be given as a function, called only when a phrase is possible)."""
     extra: set[str] = set()
     joined: str | None = None
-    for acronym, expansion in ACRONYMS.items():
-        if acronym in found or acronym + "s" in found:
-            extra |= set(expansion)
+    for acronym, plural, expansion, phrase in _ACRONYM_FORMS:
+        if acronym in found or plural in found:
+            extra |= expansion
         # The phrase test only where every word of it is there (`found` holds them all).
-        if all(word in found for word in expansion):
+        if expansion.issubset(found):
             if joined is None:
                 in_order = text_words() if callable(text_words) else text_words
                 joined = " " + " ".join(in_order) + " "
-            if " " + " ".join(expansion) + " " in joined:
-                extra |= {acronym, acronym + "s"}
+            if phrase in joined:
+                extra |= {acronym, plural}
     return extra

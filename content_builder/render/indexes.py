@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import math
 import re
+from bisect import bisect_left
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
+from itertools import chain
+from operator import attrgetter, itemgetter, mul
 
 import pydantic_core
 
@@ -89,19 +92,38 @@ KEYWORD_BYTES_PER_ENTRY = 1_000
 #: A keyword has at least two characters (search_terms drops shorter words).
 SHORTEST_KEYWORD_COST = 5
 
+#: What a keyword adds to compact JSON besides its characters: two quotes and a comma.
+_KEYWORD_OVERHEAD = 3
+
 
 def keyword_cost(term: str) -> int:
     """Bytes a keyword adds to compact JSON: the term, two quotes and a comma (ASCII)."""
-    return len(term) + 3
+    return len(term) + _KEYWORD_OVERHEAD
 
 
 @dataclass(frozen=True)
 class _EntryTerms:
-    title: frozenset[str]  # the title's words: always published
-    salient: frozenset[str]  # description, authored keywords, headings
-    stems: frozenset[str]  # stems of the salient words, acronyms both ways
-    body: dict[str, int]  # body word (or stem) -> occurrences in the entry
-    inflections: frozenset[str]  # regular forms of the salient words' stems
+    """An entry's candidate keywords, in groups that share no term. Kept in the build
+    cache and read back on every build: tuples of strings, which unpickle without
+    rebuilding a hash table, one string object per distinct term (`Tokenizer.canonical`),
+    which a pickle of many entries stores once."""
+
+    title: tuple[str, ...]  # the title's words: always published
+    salient: tuple[str, ...]  # description, authored keywords, headings
+    stems: tuple[str, ...]  # stems of the salient words, acronyms both ways
+    body: tuple[str, ...]  # body words and stems
+    body_counts: tuple[int, ...]  # occurrences in the entry of each of `body`
+    inflections: tuple[str, ...]  # regular forms of the salient words' stems
+
+
+_ALL_GROUPS = attrgetter("title", "salient", "stems", "body", "inflections")
+
+#: Words `acronym_terms` looks for: acronyms, their plurals, their expansions.
+_ACRONYM_WORDS = frozenset(
+    word
+    for acronym, expansion in search_terms.ACRONYMS.items()
+    for word in (acronym, acronym + "s", *expansion)
+)
 
 
 def _entry_terms(
@@ -111,20 +133,20 @@ def _entry_terms(
     description, authored keywords, headings); their stems, regular inflections and
     acronyms both ways; body words and stems with their counts."""
     title_found = tokenizer.scan(title)
-    salient_found, body_found = tokenizer.scan(salient), tokenizer.scan(body)
+    salient_found = tokenizer.scan(salient)
+    body_found = tokenizer.scan(body, counted=True)
     title_words = title_found.words | title_found.compounds
     salient_words = salient_found.words | salient_found.compounds | title_words
-    stems: set[str] = set()
-    inflections: set[str] = set()
-    for word in salient_words:
-        base = tokenizer.stem(word)
-        stems.add(base)
-        inflections |= search_terms.inflections(base)
+    stems = tokenizer.stems(salient_words)
+    inflections: set[str] = set().union(*map(search_terms.inflections, stems))
     body_counts = tokenizer.counts(body_found)
-    body_words = set(body_counts)
+    # acronym_terms asks only about _ACRONYM_WORDS: it is given those the entry holds.
+    found = (body_counts.keys() & _ACRONYM_WORDS).union(
+        *(_ACRONYM_WORDS & group for group in (salient_words, stems, inflections))
+    )
     tokenizer.add_stem_counts(body_counts)
     stems |= search_terms.acronym_terms(
-        salient_words | stems | inflections | body_words,
+        found,
         lambda: (
             tokenizer.ordered(title_found)
             + tokenizer.ordered(salient_found)
@@ -132,35 +154,64 @@ def _entry_terms(
         ),
     )
     stems -= salient_words
+    inflections.difference_update(salient_words, stems, body_counts)
+    for term in body_counts.keys() & (salient_words | stems):
+        del body_counts[term]
     return _EntryTerms(
-        title=frozenset(title_words),
-        salient=frozenset(salient_words - title_words),
-        stems=frozenset(stems),
-        body=_without(body_counts, salient_words | stems),
-        inflections=frozenset(inflections - salient_words - stems - body_counts.keys()),
+        title=tokenizer.canonical(title_words),
+        salient=tokenizer.canonical(salient_words - title_words),
+        stems=tuple(stems),  # stems, inflections: one object per term already (memos)
+        body=tokenizer.canonical(body_counts),
+        body_counts=tuple(body_counts.values()),
+        inflections=tuple(inflections),
     )
 
 
-def _without(counts: dict[str, int], terms: set[str]) -> dict[str, int]:
-    for term in terms.intersection(counts):
-        del counts[term]
-    return counts
+class _Ranking:
+    """What ranks candidates against the whole site: how many entries hold each term,
+    and (worked out when a body is first reached) each term's idf and the common terms."""
+
+    def __init__(self, entries: list[_EntryTerms]) -> None:
+        # The groups are disjoint: together, each term of an entry once. One count in C.
+        self.frequency: dict[str, int] = Counter(
+            chain.from_iterable(chain.from_iterable(map(_ALL_GROUPS, entries)))
+        )
+        self.total = len(entries)
+        self._negative_idf: dict[str, float] | None = None
+
+    def by_idf(self, group: tuple[str, ...]) -> list[str]:
+        """Most telling first (highest idf, then alphabetical). idf falls as the count
+        rises, so this is the order of (count, term): C-level keys, no idf needed."""
+        return sorted(sorted(group), key=self.frequency.__getitem__)
+
+    def by_tf_idf(self, terms: tuple[str, ...], counts: tuple[int, ...]) -> list[str]:
+        """Highest tf-idf first, then alphabetical; a common term is left out."""
+        negative_idf = self._negative_idf
+        if negative_idf is None:
+            negative_idf = self._negative_idf = self._idf_unless_common()
+        scored = sorted(
+            zip(map(mul, map(negative_idf.__getitem__, terms), counts), terms, strict=True)
+        )
+        return list(map(itemgetter(1), scored[: bisect_left(scored, (math.inf,))]))
+
+    def _idf_unless_common(self) -> dict[str, float]:
+        """-idf of each term (the sort key's sign), +inf for a common term (which then
+        sorts after every other: -idf * count is finite and negative)."""
+        total = self.total
+        limit = COMMON_BODY_SHARE * total
+        return {
+            term: -math.log((1 + total) / count) if count <= limit else math.inf
+            for term, count in self.frequency.items()
+        }
 
 
-def _ranked_groups(
-    entry: _EntryTerms, idf: dict[str, float], common: set[str]
-) -> Iterator[list[str]]:
+def _ranked_groups(entry: _EntryTerms, ranking: _Ranking) -> Iterator[list[str]]:
     """The entry's candidates, most telling first, one group at a time (lazily: most
     entries of a large site have spent their budget before the body is reached)."""
-
-    def by_idf(term: str) -> tuple[float, str]:
-        return -idf[term], term
-
-    body = entry.body
-    yield sorted(entry.salient, key=by_idf)
-    yield sorted(entry.stems, key=by_idf)
-    yield sorted(body.keys() - common, key=lambda term: (-body[term] * idf[term], term))
-    yield sorted(entry.inflections, key=by_idf)
+    yield ranking.by_idf(entry.salient)
+    yield ranking.by_idf(entry.stems)
+    yield ranking.by_tf_idf(entry.body, entry.body_counts)
+    yield ranking.by_idf(entry.inflections)
 
 
 def _keywords(entries: list[_EntryTerms], fixed_bytes: int) -> list[list[str]]:
@@ -171,33 +222,26 @@ def _keywords(entries: list[_EntryTerms], fixed_bytes: int) -> list[list[str]]:
     The budget is the smaller of KEYWORD_BYTES_PER_ENTRY and an equal share of what
     SEARCH_INDEX_BYTES leaves after `fixed_bytes` (the index without keywords) and
     every title's words, so a large site's index stays under the limit."""
-    frequency: Counter[str] = Counter()
-    for entry in entries:  # the groups are disjoint: together, each term once
-        frequency.update(entry.title)
-        frequency.update(entry.salient)
-        frequency.update(entry.stems)
-        frequency.update(entry.body.keys())
-        frequency.update(entry.inflections)
-    total = len(entries)
-    limit = COMMON_BODY_SHARE * total
-    common = {term for term, count in frequency.items() if count > limit}
-    idf = {term: math.log((1 + total) / count) for term, count in frequency.items()}
-    title_costs = [sum(keyword_cost(term) for term in entry.title) for entry in entries]
-    share = (SEARCH_INDEX_BYTES - fixed_bytes - sum(title_costs)) // max(total, 1)
+    ranking = _Ranking(entries)
+    # keyword_cost summed over each title, in C.
+    title_costs = [sum(map(len, e.title)) + _KEYWORD_OVERHEAD * len(e.title) for e in entries]
+    share = (SEARCH_INDEX_BYTES - fixed_bytes - sum(title_costs)) // max(len(entries), 1)
     published = []
     for entry, title_cost in zip(entries, title_costs, strict=True):
-        kept = set(entry.title)
-        spent = 0
-        budget = max(0, min(KEYWORD_BYTES_PER_ENTRY - title_cost, share))
-        for group in _ranked_groups(entry, idf, common):
-            if budget - spent < SHORTEST_KEYWORD_COST:
+        kept = list(entry.title)  # the groups are disjoint: no term is kept twice
+        room = max(0, min(KEYWORD_BYTES_PER_ENTRY - title_cost, share))
+        for group in _ranked_groups(entry, ranking):
+            if room < SHORTEST_KEYWORD_COST:
                 break  # nothing more fits: the rest is not even ranked
             for term in group:
-                cost = keyword_cost(term)
-                if spent + cost <= budget:
-                    kept.add(term)
-                    spent += cost
-        published.append(sorted(kept))
+                cost = len(term) + _KEYWORD_OVERHEAD  # keyword_cost, inlined
+                if cost <= room:
+                    kept.append(term)
+                    room -= cost
+                    if room < SHORTEST_KEYWORD_COST:
+                        break
+        kept.sort()
+        published.append(kept)
     return published
 
 
