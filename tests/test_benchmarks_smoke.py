@@ -40,7 +40,7 @@ def bench(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     code = run.main(
         ["--sizes", str(N), "--publish-n", str(N), "--repeats", "1", "--publisher-only",
          "--no-readme", "--work", str(work), "--edge-requests", "50", "--edge-rounds", "1",
-         "--edge-seconds", "0.5"]
+         "--edge-seconds", "0.5", "--watch-idle-seconds", "0.5"]
     )  # fmt: skip
     assert code == 0
     assert run.README.read_bytes() == readme, "--no-readme must leave the README alone"
@@ -174,3 +174,61 @@ def test_the_local_edge_is_measured_next_to_http_server(bench: dict[str, Any]) -
     )
     assert edge["edge"]["p50_ms"] <= edge["edge"]["p99_ms"]
     assert any("http.server" in name for name, _, _ in run.targets(bench))
+
+
+def test_serve_watch_is_measured(bench: dict[str, Any]) -> None:
+    """`make bench` starts `serve --watch`, edits 3 FAQ entries and sees each served."""
+    watch = bench["watch"]
+    assert watch["n"] == N and len(watch["edits"]) == 3
+    assert len({edit["faq_id"] for edit in watch["edits"]}) == 3, "three different entries"
+    assert len({edit["word"] for edit in watch["edits"]}) == 3
+    assert all(0 < seconds < 300 for seconds in watch["edit_runs"]), watch["edit_runs"]
+    assert watch["first_answer_seconds"] > 0 and watch["peak_rss_mb"] > 0
+    assert 0 <= watch["idle_cpu_percent"] < 100 and watch["idle_seconds"] >= 0.5
+    names = [name for name, _, _ in run.targets(bench)]
+    assert any(name.startswith("`serve --watch` serves one edit") for name in names), names
+    assert any(name.startswith("`serve --watch` idles") for name in names), names
+    assert any(line.startswith("**`serve --watch`**") for line in run.render(bench))
+
+
+def test_the_watch_harness_sees_the_edit_it_waits_for(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What the harness calls served is checked here on its own: the entry's `answer`,
+    fetched again, carries the new word; and the site is put back byte for byte."""
+    import urllib.request
+
+    from benchmarks import watch_bench
+
+    site = sitegen.generate(tmp_path / "site", N).root
+    before = tree_digest(site)
+    seen: list[str] = []
+    wait = watch_bench._wait_served
+
+    def checked(server: Any, faq_id: str, word: str, timeout: float, poll: float) -> float:
+        seconds = wait(server, faq_id, word, timeout, poll)
+        url = f"http://127.0.0.1:{server.port}{paths.faq(faq_id)}"
+        with urllib.request.urlopen(url, timeout=10) as response:
+            assert word in json.loads(response.read())["answer"]
+        seen.append(word)
+        return seconds
+
+    monkeypatch.setattr(watch_bench, "_wait_served", checked)
+    result = watch_bench.measure(site, N, tmp_path / "work", edits=2, idle_seconds=0.2, timeout=60)
+    assert seen == [edit.word for edit in result.edits] and len(seen) == 2
+    assert tree_digest(site) == before, "edited FAQ files and the lock are restored"
+    assert not list((tmp_path / "work").glob("watch-cache")), "its build cache is removed"
+
+
+def test_the_watch_harness_fails_loudly_when_the_edit_is_never_served(tmp_path: Path) -> None:
+    from benchmarks import watch_bench
+
+    site = sitegen.generate(tmp_path / "site", N).root
+    before = tree_digest(site)
+    # A server without --watch never rebuilds: the edit must not count as served.
+    with pytest.raises(RuntimeError, match="was never served"):
+        watch_bench.measure(site, N, tmp_path / "w1", edits=1, idle_seconds=0.1, timeout=2,
+                            watch=False)  # fmt: skip
+    assert tree_digest(site) == before, "restored after a failure too"
+    with pytest.raises(ValueError, match=r"no FAQ file .* has the id q99999-missing"):
+        watch_bench.measure(site, N, tmp_path / "w2", faq_ids=["q99999-missing"])
