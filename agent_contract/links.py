@@ -31,10 +31,38 @@ API_ROOT_FILES = frozenset({paths.LLMS_TXT, paths.LLMS_FULL_TXT, paths.SITEMAP, 
 NON_FILE_PATHS = frozenset({"", "/", paths.API_PREFIX, paths.API_PREFIX + "/"})
 
 
-def urls(text: str) -> Iterator[str]:
-    """Every http(s) URL in `text`, without the punctuation that ends a sentence."""
-    for match in URL.finditer(text):
-        yield match.group(0).rstrip(_TRAILING)
+def urls(text: str) -> list[str]:
+    """Every http(s) URL in `text`, without the punctuation that ends a sentence: the
+    matches of `URL.finditer(text)`, found faster."""
+    found = _LOWERCASE_SCHEME_URL.findall(text)
+    # A case-insensitive regex has no literal prefix for the engine to skip ahead with (it
+    # would try every position of an 86 MB llms-full.txt), and the case-sensitive one
+    # misses `HTTPS://`. When each `://` in the text is inside exactly one of its matches,
+    # every `://` follows a lower-case `http` or `https`, so the two regexes agree.
+    if len(found) != text.count("://"):
+        found = list(_urls_around_separators(text))
+    return [url.rstrip(_TRAILING) for url in found]
+
+
+_LOWERCASE_SCHEME_URL = re.compile(URL.pattern)
+
+
+def _urls_around_separators(text: str) -> Iterator[str]:
+    """`URL.finditer(text)`'s matches: each holds `://` right after its scheme, so the
+    URL regex is run only where a plain `find` sees one, at the `https` or `http` that
+    would end there (matching there, it is the leftmost match holding that `://`)."""
+    find = text.find
+    match_at = URL.match
+    position = 0
+    while (found := find("://", position)) >= 0:
+        match = match_at(text, found - 5) if found >= 5 else None
+        if match is None and found >= 4:
+            match = match_at(text, found - 4)
+        if match is None:
+            position = found + 1
+            continue
+        yield match.group(0)
+        position = match.end()
 
 
 @lru_cache(maxsize=16)
@@ -49,6 +77,10 @@ def _origin(base_url: str) -> tuple[str, str]:
 @lru_cache(maxsize=1 << 16)
 def api_path(url: str, base_url: str) -> str | None:
     """The path of `url` when it points into the API at `base_url`, else None."""
+    scheme, netloc = _origin(base_url)
+    origin = f"{scheme}://{netloc}"
+    if url[: len(origin)].lower() != origin and _splits_as_written(url):
+        return None  # another origin (most misses: the website's own pages), unsplit
     target = urlsplit(url)
     if (target.scheme, target.netloc.lower()) != _origin(base_url):
         return None
@@ -59,6 +91,12 @@ def api_path(url: str, base_url: str) -> str | None:
     if meant in NON_FILE_PATHS or meant in API_ROOT_FILES or meant.startswith(API_PREFIXES):
         return path
     return None
+
+
+def _splits_as_written(url: str) -> bool:
+    """Whether `urlsplit(url)` reads `url` as written: no character it strips or drops,
+    and nothing it validates (a bracketed host, a non-ASCII one) that could raise."""
+    return url.isascii() and url[:1] > " " and not any(character in url for character in "[\t\r\n")
 
 
 def api_paths(text: str, base_url: str) -> set[str]:

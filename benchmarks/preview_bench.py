@@ -38,30 +38,37 @@ def worker(site: Path, dist: Path) -> dict[str, Any]:
     from tests.pulumi_harness import run_program, site_content
 
     imports = time.perf_counter() - start_imports
-    spent: dict[str, float] = {"build": 0.0}
+    spent: dict[str, float] = {"build": 0.0, "build_cpu": 0.0}
     build_files = program.build_files
 
     def timed_build(*args: Any, **kwargs: Any) -> Any:
-        begin = time.perf_counter()
+        begin, begin_cpu = time.perf_counter(), time.process_time()
         try:
             return build_files(*args, **kwargs)
         finally:
             spent["build"] += time.perf_counter() - begin
+            spent["build_cpu"] += time.process_time() - begin_cpu
 
     program.build_files = timed_build
     config = SiteConfig(region=REGION, site_dir=site, dist_dir=dist, tags={"bench": "1"})
-    start = time.perf_counter()
+    start, start_cpu = time.perf_counter(), time.process_time()
     run = run_program(config, preview=True)
-    seconds = time.perf_counter() - start
+    seconds, cpu_seconds = time.perf_counter() - start, time.process_time() - start_cpu
+    from infra.site_content import input_entries
+
     content = site_content(run)
-    files = content.inputs["files"]
+    files = content.inputs["files"]  # one JSON string (infra/site_content.py)
     return {
         "seconds": seconds,
         "build_seconds": spent["build"],
+        # CPU time of the process (every thread): steadier than wall time on a shared
+        # machine, where another developer's build stretches the wall clock.
+        "cpu_seconds": cpu_seconds,
+        "build_cpu_seconds": spent["build_cpu"],
         "imports_seconds": imports,
         "resources": len(run.mocks.resources),
-        "manifest_entries": len(files),
-        "manifest_input_bytes": len(json.dumps(files)),
+        "manifest_entries": len(input_entries(files)),
+        "manifest_input_bytes": len(files.encode()),
         "peak_rss_kb": peak_rss_kb(),
     }
 
@@ -75,14 +82,24 @@ class PreviewResult:
     manifest_entries: int
     manifest_input_bytes: int
     peak_rss_mb: float
+    cpu_seconds: float = 0.0
+    build_cpu_seconds: float = 0.0
 
     @property
     def program_seconds(self) -> float:
         """Everything but the build: resources, the manifest input, the mock engine."""
         return self.seconds - self.build_seconds
 
+    @property
+    def program_cpu_seconds(self) -> float:
+        return self.cpu_seconds - self.build_cpu_seconds
+
     def as_dict(self) -> dict[str, Any]:
-        return {**asdict(self), "program_seconds": self.program_seconds}
+        return {
+            **asdict(self),
+            "program_seconds": self.program_seconds,
+            "program_cpu_seconds": self.program_cpu_seconds,
+        }
 
 
 def measure(site: Path, n: int, work: Path) -> PreviewResult:
@@ -105,6 +122,8 @@ def measure(site: Path, n: int, work: Path) -> PreviewResult:
         manifest_entries=data["manifest_entries"],
         manifest_input_bytes=data["manifest_input_bytes"],
         peak_rss_mb=data["peak_rss_kb"] / 1024,
+        cpu_seconds=data["cpu_seconds"],
+        build_cpu_seconds=data["build_cpu_seconds"],
     )
 
 
@@ -122,9 +141,8 @@ def _median_seconds(action: Callable[[], Any], repeats: int) -> float:
 
 def plan_timings(files: dict[str, dict[str, Any]], repeats: int = 5) -> dict[str, Any]:
     """Median seconds of planning a publish of `files` (a build's manifest files)."""
-    from agent_contract import manifest as build_manifest
     from infra import publisher
-    from infra.site_content import SiteContentProvider
+    from infra.site_content import SiteContentProvider, encode_input
 
     edited = copy.deepcopy(files)
     document = next(p for p in sorted(edited) if p.startswith("/api/v1/content/") and
@@ -138,9 +156,8 @@ def plan_timings(files: dict[str, dict[str, Any]], repeats: int = 5) -> dict[str
     props = {"bucket": "b", "region": REGION, "distribution_id": "D", "source_dir": "dist"}
 
     def encoded(files: dict[str, dict[str, Any]] | None) -> Any:
-        """The provider's `files` input: one string per file (the SiteContent input
-        since it stopped being a nested map)."""
-        return build_manifest.encode_files(files) if files else {}
+        """The provider's `files` input: one JSON string (infra/site_content.py)."""
+        return encode_input(files) if files else ""
 
     provider = SiteContentProvider()
     cases = {

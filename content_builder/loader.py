@@ -210,6 +210,7 @@ def load_site(root: Path, base_url: str | None = None) -> Site:
     effective_base = normalize_base_url(base_url) if base_url else site_config.base_url
 
     literal_bases = {site_config.base_url, effective_base}
+    bases = tuple(sorted(literal_bases))
     tokens = token_values(site_config, effective_base)
     settings = b"\0".join(
         [_bytes_or_empty(root / SITE_FILE), effective_base.encode(), os.getcwd().encode()]
@@ -220,13 +221,16 @@ def load_site(root: Path, base_url: str | None = None) -> Site:
         raw = _read(path, problems, data)
         if raw is None:
             return None
-        found = [
-            Problem(display_path(path), location or None, message)
-            for location, text in located_strings(raw)
-            for message in link_problems(text, literal_bases, site_config.base_url)
-        ]
-        problems.extend(with_lines(found, path))
-        return _substitute(raw, tokens)
+        checked: list[str] = []
+        substituted = _substitute(raw, tokens, checked)
+        if any(_has_link_problem(text, bases, site_config.base_url) for text in checked):
+            found = [
+                Problem(display_path(path), location or None, message)
+                for location, text in located_strings(raw)
+                for message in link_problems(text, literal_bases, site_config.base_url)
+            ]
+            problems.extend(with_lines(found, path))
+        return substituted
 
     documents = _load_documents(root, read, problems, cache)
     faqs = _load_faqs(root, read, problems, cache)
@@ -366,29 +370,66 @@ def link_problems(text: str, literal_bases: set[str], base_url: str) -> Iterator
     for match in _DOUBLED.finditer(text):
         found = _snippet(text, match)
         yield f"write {{{match.group(1)}}}/ with one slash before the path (found {found})"
-    own_host = urlsplit(base_url).hostname
+    if "://" not in text:  # no URL (links.urls finds none without it)
+        return
+    bases = tuple(sorted(literal_bases))
     for url in links.urls(text):
-        parts = urlsplit(url)
-        try:
-            host = parts.hostname
-        except ValueError:
-            continue
-        if _is_local(host):
-            yield (
-                f"link to a local server ({url}); write {BASE_URL_TOKEN}/... so that it "
-                "points at each deployment"
-            )
-        elif host == own_host and parts.scheme == "http":
-            yield f"link to the API over http ({url}); write {BASE_URL_TOKEN}/... (HTTPS only)"
-        elif any(links.api_path(url, base) not in (None, *links.NON_FILE_PATHS)
-                 for base in literal_bases):  # fmt: skip
-            # A literal base URL would only be right for one deployment (and its lock hash
-            # would differ between deployments): links into the API are written {base_url}.
-            base = next(b for b in sorted(literal_bases) if links.api_path(url, b) is not None)
-            yield (
-                f"write {BASE_URL_TOKEN} instead of the literal {base} in links into the API "
-                f"(found {url})"
-            )
+        message = _url_problem(url, bases, base_url)
+        if message is not None:
+            yield message
+
+
+def _has_link_problem(text: str, bases: tuple[str, ...], base_url: str) -> bool:
+    """`any(link_problems(text, set(bases), base_url))`, at a fraction of the cost: most
+    strings hold no token and no URL, most tokens are known and most URLs repeat."""
+    if "{" in text and _SUSPECT_TOKEN.search(text):
+        return any(True for _ in link_problems(text, set(bases), base_url))
+    if "://" in text:
+        return any(_url_problem(url, bases, base_url) is not None for url in links.urls(text))
+    return False
+
+
+# What `_BRACED`, `_GLUED` or `_DOUBLED` would report, in one scan: an unknown token (it
+# is a problem only when close to a known one or glued to a path: link_problems decides),
+# a token glued to a path, a doubled slash.
+_KNOWN_NAMES = "|".join(re.escape(token[1:-1]) for token in TOKENS)
+_SUSPECT_TOKEN = re.compile(
+    rf"\{{(?!(?:{_KNOWN_NAMES})\}})[A-Za-z_][A-Za-z0-9_-]*\}}"
+    r"|\{(?:base_url|website)\}(?:[A-Za-z0-9_.~-]|//)"
+)
+
+
+# Memoized: the same URLs are written in many files (N = 10,000: ~270,000 authored strings).
+@lru_cache(maxsize=1 << 16)
+def _url_problem(url: str, literal_bases: tuple[str, ...], base_url: str) -> str | None:
+    """What is wrong with one URL written in site data (`literal_bases` sorted), if anything."""
+    parts = urlsplit(url)
+    try:
+        host = parts.hostname
+    except ValueError:
+        return None
+    if _is_local(host):
+        return (
+            f"link to a local server ({url}); write {BASE_URL_TOKEN}/... so that it "
+            "points at each deployment"
+        )
+    if host == _hostname(base_url) and parts.scheme == "http":
+        return f"link to the API over http ({url}); write {BASE_URL_TOKEN}/... (HTTPS only)"
+    if any(links.api_path(url, base) not in (None, *links.NON_FILE_PATHS)
+           for base in literal_bases):  # fmt: skip
+        # A literal base URL would only be right for one deployment (and its lock hash
+        # would differ between deployments): links into the API are written {base_url}.
+        base = next(b for b in literal_bases if links.api_path(url, b) is not None)
+        return (
+            f"write {BASE_URL_TOKEN} instead of the literal {base} in links into the API "
+            f"(found {url})"
+        )
+    return None
+
+
+@lru_cache(maxsize=16)
+def _hostname(url: str) -> str | None:
+    return urlsplit(url).hostname
 
 
 def _is_local(host: str | None) -> bool:
@@ -545,10 +586,26 @@ def _read(path: Path, problems: list[Problem], data: bytes | None = None) -> dic
         problems.append(Problem(display_path(path), None, "file is missing"))
         return None
     try:
-        return read_yaml_mapping(path, display_path(path), data)
+        return read_yaml_mapping(path, _display_of_file(path), data)
     except SiteDataError as error:
         problems.extend(error.problems)
         return None
+
+
+def _display_of_file(path: Path) -> str:
+    """`display_path(path)` for a file, at a fraction of the cost (`os.path.relpath`
+    normalizes both paths each time): its folder's is remembered, then its name joined.
+    A file cannot hold the working directory, so the two spellings agree."""
+    name = path.name
+    if name in ("", ".", ".."):
+        return display_path(path)
+    folder = _display_of_folder(os.getcwd(), path.parent)
+    return name if folder == os.curdir else os.path.join(folder, name)
+
+
+@lru_cache(maxsize=64)
+def _display_of_folder(cwd: str, folder: Path) -> str:
+    return display_path(folder)
 
 
 def located_strings(value: Any, location: str = "") -> Iterator[tuple[str, str]]:
@@ -563,17 +620,80 @@ def located_strings(value: Any, location: str = "") -> Iterator[tuple[str, str]]
             yield from located_strings(item, f"{location}[{index}]")
 
 
-def _substitute(value: Any, tokens: dict[str, str]) -> Any:
+def located_strings_containing(value: Any, needle: str) -> list[tuple[str, str]]:
+    """`located_strings(value)` less the strings without `needle`, in the same order;
+    a location is only spelt out for a string that has it (most have not)."""
+    found: list[tuple[str, str]] = []
+    if isinstance(value, str):
+        if needle in value:
+            found.append(("", value))
+    elif isinstance(value, dict | list):
+        _collect_containing(value, "", needle, found)
+    return found
+
+
+def _collect_containing(
+    value: dict[Any, Any] | list[Any], location: str, needle: str, found: list[tuple[str, str]]
+) -> None:
+    in_list = isinstance(value, list)
+    prefix = f"{location}." if location else ""
+    for key, item in enumerate(value) if in_list else value.items():  # type: ignore[union-attr]
+        if isinstance(item, str):
+            if needle not in item:
+                continue
+        elif not isinstance(item, dict | list):
+            continue
+        child = f"{location}[{key}]" if in_list else f"{prefix}{key}"
+        if isinstance(item, str):
+            found.append((child, item))
+        else:
+            _collect_containing(item, child, needle, found)
+
+
+def _substitute(value: Any, tokens: dict[str, str], checked: list[str] | None = None) -> Any:
+    """`value` with the tokens substituted; `checked` gets each string (as written) that
+    may hold a link problem: a token or a URL (`_has_link_problem`)."""
     if isinstance(value, str):
         if "{" in value:
-            for token, replacement in tokens.items():
-                value = value.replace(token, replacement)
+            if checked is not None:
+                checked.append(value)
+            return _substituted(value, tokens)
+        if checked is not None and "://" in value:
+            checked.append(value)
         return value
-    if isinstance(value, dict):
-        return {key: _substitute(item, tokens) for key, item in value.items()}
-    if isinstance(value, list):
-        return [_substitute(item, tokens) for item in value]
+    if isinstance(value, dict | list):
+        return _substitute_in(value, tokens, checked)
     return value
+
+
+def _substituted(text: str, tokens: dict[str, str]) -> str:
+    for token, replacement in tokens.items():
+        text = text.replace(token, replacement)
+        if "{" not in text:  # no token left for the rest to replace
+            break
+    return text
+
+
+def _substitute_in(
+    value: dict[Any, Any] | list[Any], tokens: dict[str, str], checked: list[str] | None
+) -> dict[Any, Any] | list[Any]:
+    """A copy of a mapping or list, substituted (`_substitute`), with a call per
+    container rather than per value: site data is mostly text."""
+    is_dict = isinstance(value, dict)
+    items: list[Any] = list(value.values()) if is_dict else list(value)  # type: ignore[union-attr]
+    for index, item in enumerate(items):
+        if type(item) is str:
+            if "{" in item:
+                if checked is not None:
+                    checked.append(item)
+                items[index] = _substituted(item, tokens)
+            elif checked is not None and "://" in item:
+                checked.append(item)
+        elif isinstance(item, dict | list):
+            items[index] = _substitute_in(item, tokens, checked)
+        elif isinstance(item, str):  # a subclass (YamlDate): as `_substitute` treats it
+            items[index] = _substitute(item, tokens, checked)
+    return dict(zip(value, items, strict=True)) if is_dict else items
 
 
 def validate_model(

@@ -22,7 +22,35 @@ _BaseLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 class _StrictLoader(_BaseLoader):  # type: ignore[valid-type,misc]
-    pass
+    def resolve(self, kind: type[yaml.Node], value: Any, implicit: tuple[bool, bool]) -> str:
+        # libyaml calls this for every node; the tag of a plain scalar depends only on its
+        # text (no path resolvers here), and keys repeat in every file: remembered.
+        if kind is yaml.ScalarNode and implicit[0]:
+            try:
+                return _PLAIN_TAGS[value]
+            except KeyError:
+                tag: str = super().resolve(kind, value, implicit)
+                if len(value) <= _REMEMBERED_LENGTH and len(_PLAIN_TAGS) < _REMEMBERED_COUNT:
+                    _PLAIN_TAGS[value] = tag
+                return tag
+        if kind is yaml.ScalarNode:
+            return self.DEFAULT_SCALAR_TAG  # type: ignore[no-any-return]
+        if kind is yaml.SequenceNode:
+            return self.DEFAULT_SEQUENCE_TAG  # type: ignore[no-any-return]
+        return self.DEFAULT_MAPPING_TAG  # type: ignore[no-any-return]
+
+    # Path resolvers are not used (asserted below): nothing to follow node by node.
+    def descend_resolver(self, current_node: Any, current_index: Any) -> None:
+        pass
+
+    def ascend_resolver(self) -> None:
+        pass
+
+
+assert not _StrictLoader.yaml_path_resolvers  # else a tag depends on more than the text
+_PLAIN_TAGS: dict[str, str] = {}
+_REMEMBERED_LENGTH = 64
+_REMEMBERED_COUNT = 1 << 16
 
 
 def _construct_mapping(loader: _StrictLoader, node: yaml.MappingNode, deep: bool = False) -> dict:
@@ -69,21 +97,118 @@ def read_yaml_mapping(path: Path, display: str, data: bytes | None = None) -> di
     except OSError as error:
         raise SiteDataError.single(display, None, f"cannot read: {error.strerror}") from error
     try:
-        data = yaml.load(text, Loader=_StrictLoader)
+        data = _load(text)
     except yaml.YAMLError as error:
         raise SiteDataError.single(
             display, None, f"invalid YAML: {_describe(error, text)}"
         ) from error
     except RecursionError as error:
         raise SiteDataError.single(display, None, "invalid YAML: nested too deeply") from error
-    if not isinstance(data, dict):
+    if isinstance(data, _Plain):
+        data = data.value  # plain by construction: nothing more to check
+    elif not isinstance(data, dict):
         found = "an empty file" if data is None else f"a {type(data).__name__}"
         raise SiteDataError.single(display, None, f"expected a mapping of fields, found {found}")
-    try:
-        _require_plain_data(data, display)
-    except SiteDataError as error:
-        raise SiteDataError(with_lines(error.problems, path)) from None
+    else:
+        try:
+            _require_plain_data(data, display)
+        except SiteDataError as error:
+            raise SiteDataError(with_lines(error.problems, path)) from None
     return data
+
+
+@dataclass(frozen=True, slots=True)
+class _Plain:
+    """A mapping the fast constructor built: JSON-like, no alias, so no recursion."""
+
+    value: dict[str, Any]
+
+
+def _load(text: str) -> Any:
+    """`yaml.load(text, Loader=_StrictLoader)`, the same data and errors, faster.
+
+    libyaml composes the nodes (and resolves each plain scalar's tag) either way; the
+    Python constructors then make about ten Python calls per node. Site data holds
+    mappings, lists and text with a few numbers and booleans, so those are built here
+    directly; a node of any other kind (a `!!set`, a merge key, an alias, a non-text or
+    duplicate key, anything yaml would refuse) hands the whole document back to the
+    constructors, which build it or fail exactly as before. A result from here is
+    wrapped in `_Plain`: it holds only mappings, lists and plain scalars, each once.
+    """
+    loader = _StrictLoader(text)
+    try:
+        node = loader.get_single_node()
+        if node is None:
+            return None
+        if type(node) is yaml.MappingNode:
+            try:
+                data = _build_mapping(node, loader, set())
+            except (_NotFast, RecursionError):
+                pass
+            else:
+                return _Plain(data)
+        return loader.construct_document(node)
+    finally:
+        loader.dispose()
+
+
+class _NotFast(Exception):
+    """A node the fast path leaves to yaml's own constructors."""
+
+
+_STR_TAG = "tag:yaml.org,2002:str"
+_MAP_TAG = yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG
+_SEQ_TAG = yaml.resolver.BaseResolver.DEFAULT_SEQUENCE_TAG
+_TIMESTAMP_TAG = "tag:yaml.org,2002:timestamp"
+#: Scalars other than text: yaml's own conversions (YAML 1.1: `yes` is true, `0o17`...).
+_SCALAR_CONSTRUCTORS = {
+    tag: _StrictLoader.yaml_constructors[tag]
+    for tag in ("tag:yaml.org,2002:null", "tag:yaml.org,2002:bool", "tag:yaml.org,2002:int",
+                "tag:yaml.org,2002:float")
+}  # fmt: skip
+
+
+def _build_mapping(node: yaml.MappingNode, loader: _StrictLoader, seen: set[int]) -> dict:
+    if node.tag != _MAP_TAG or id(node) in seen:
+        raise _NotFast
+    seen.add(id(node))
+    mapping: dict[str, Any] = {}
+    for key_node, value_node in node.value:
+        if type(key_node) is not yaml.ScalarNode or key_node.tag != _STR_TAG:
+            raise _NotFast  # a merge key (<<), a non-text key: the constructors decide
+        key = key_node.value
+        if key in mapping:
+            raise _NotFast  # a duplicate: the constructors say so with its line
+        if type(value_node) is yaml.ScalarNode and value_node.tag == _STR_TAG:
+            mapping[key] = value_node.value  # most values: text, without a call
+        else:
+            mapping[key] = _build(value_node, loader, seen)
+    return mapping
+
+
+def _build(node: yaml.Node, loader: _StrictLoader, seen: set[int]) -> Any:
+    kind = type(node)
+    if kind is yaml.ScalarNode:
+        tag = node.tag
+        if tag == _STR_TAG:
+            return node.value
+        if tag == _TIMESTAMP_TAG:
+            return YamlDate(node.value)
+        construct = _SCALAR_CONSTRUCTORS.get(tag)
+        if construct is None:
+            raise _NotFast
+        return construct(loader, node)
+    if kind is yaml.MappingNode:
+        return _build_mapping(node, loader, seen)
+    if kind is yaml.SequenceNode and node.tag == _SEQ_TAG and id(node) not in seen:
+        seen.add(id(node))
+        return [
+            child.value
+            if type(child) is yaml.ScalarNode and child.tag == _STR_TAG
+            else _build(child, loader, seen)
+            for child in node.value
+        ]
+    raise _NotFast
 
 
 _PLAIN_SCALARS = (str, int, float, bool, type(None))
@@ -121,6 +246,33 @@ def _require_plain_data(value: Any, display: str) -> None:
 
 def unquoted_dates(value: Any, location: str = "") -> list[tuple[str, YamlDate]]:
     """Every unquoted date or time in plain data, with its dotted location."""
+    if not _holds_date(value):  # nearly always: no location is spelt out
+        return []
+    return _located_dates(value, location)
+
+
+def _holds_date(value: Any) -> bool:
+    if isinstance(value, YamlDate):
+        return True
+    if isinstance(value, dict):
+        value = value.values()
+    elif not isinstance(value, list):
+        return False
+    for item in value:
+        kind = type(item)
+        if kind is str:
+            continue
+        if kind is YamlDate:
+            return True
+        if isinstance(item, dict | list):
+            if _holds_date(item):
+                return True
+        elif isinstance(item, YamlDate):
+            return True
+    return False
+
+
+def _located_dates(value: Any, location: str) -> list[tuple[str, YamlDate]]:
     if isinstance(value, YamlDate):
         return [(location, value)]
     if isinstance(value, dict):
@@ -131,7 +283,7 @@ def unquoted_dates(value: Any, location: str = "") -> list[tuple[str, YamlDate]]
         pairs = ((f"{location}[{index}]", v) for index, v in enumerate(value))
     else:
         return []
-    return [found for child, v in pairs for found in unquoted_dates(v, child)]
+    return [found for child, v in pairs for found in _located_dates(v, child)]
 
 
 def _describe(error: yaml.YAMLError, text: str) -> str:

@@ -12,7 +12,7 @@ site = define(stack_config.load())
 pulumi.export("base_url", site.base_url)
 pulumi.export("distribution_id", site.distribution_id)
 pulumi.export("bucket_name", site.bucket_name)
-# Small at any site size: the per-file map lives in the SiteContent resource's state
+# Small at any site size: the per-file list lives in the SiteContent resource's state
 # (`pulumi stack export`), not in outputs a CI step has to carry.
 pulumi.export("file_count", site.file_count)
 pulumi.export("files_digest", site.files_digest)

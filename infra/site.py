@@ -20,12 +20,11 @@ from typing import Any
 import pulumi
 import pulumi_aws as aws
 
-from agent_contract import manifest as build_manifest
 from agent_contract import paths
 from agent_contract.routes import ERROR_CACHE, HEADER_POLICY, ROUTE_RULES
 from infra import mcp_function, publisher
 from infra.config import SiteConfig
-from infra.site_content import SiteContent
+from infra.site_content import SiteContent, encode_input_and_summary
 
 #: AWS-managed origin request policy "Managed-CORS-S3Origin": forwards Origin,
 #: Access-Control-Request-Method and Access-Control-Request-Headers to S3, so the
@@ -104,7 +103,7 @@ class AgentSite(pulumi.ComponentResource):
     base_url: pulumi.Output[str]
     bucket_name: pulumi.Output[str]
     distribution_id: pulumi.Output[str]
-    files: pulumi.Output[dict[str, str]]  # path -> "<sha256> <size> <media type>|<cache>"
+    files: pulumi.Output[str]  # JSON: path -> "<sha256> <size> <media type>|<cache>"
     last_publish: pulumi.Output[dict[str, Any]]
     # Stack outputs stay small at any size (GitHub caps a step's outputs at 1 MB, and an
     # environment variable at the OS's argument limit): counts and a digest, not the map.
@@ -536,7 +535,11 @@ class AgentSite(pulumi.ComponentResource):
             if config.base_url
             else distribution.domain_name.apply(lambda domain: f"https://{domain}")
         )
-        files = base_url.apply(lambda url: build_manifest.encode_files(build(url)))
+        # One string, not a map: see infra/site_content.py and docs/decisions.md. The
+        # count and digest exported are those of the files registered (what a
+        # successful `pulumi up` publishes), computed while writing the string.
+        built = base_url.apply(lambda url: encode_input_and_summary(build(url)))
+        files = built.apply(lambda encoded: encoded[0])
         content = SiteContent(
             f"{name}-files",
             bucket=bucket.bucket,
@@ -552,8 +555,8 @@ class AgentSite(pulumi.ComponentResource):
         self.distribution_id = distribution.id
         self.files = content.files
         self.last_publish = content.last_publish
-        self.file_count = content.files.apply(lambda encoded: len(encoded or {}))
-        self.files_digest = content.files.apply(build_manifest.files_digest)
+        self.file_count = built.apply(lambda encoded: encoded[1])
+        self.files_digest = built.apply(lambda encoded: encoded[2])
         self.publish_summary = content.last_publish.apply(publisher.publish_summary)
         self.register_outputs(
             {

@@ -105,10 +105,11 @@ def run_program(config: SiteConfig, preview: bool = False) -> ProgramRun:
     def program() -> pulumi.Output[Any]:
         site = define(config)
         holder["site"] = site
-        # `files` (one entry per published file) is read with one apply, never passed to
-        # Output.all: all() lifts every value of a dict into an Output of its own (about
-        # four per file), which is the harness's cost, not the program's; the program
-        # itself only exports file_count and files_digest (infra/__main__.py).
+        # `files` (one JSON string, a map in older state) is read with one apply, never
+        # passed to Output.all: all() lifts every value of a dict into an Output of its
+        # own (about four per file), which would be the harness's cost, not the
+        # program's; the program itself only exports file_count and files_digest
+        # (infra/__main__.py).
         files = site.files.apply(lambda encoded: holder.setdefault("files", encoded) and None)
         return pulumi.Output.all(
             base_url=site.base_url,

@@ -17,9 +17,9 @@ import pytest
 import yaml
 
 from agent_contract import manifest as build_manifest
-from agent_contract.manifest import decode_files
 from content_builder.errors import SiteDataError
 from infra.config import ConfigError, SiteConfig
+from infra.site_content import decode_input
 from tests.conftest import REPO
 from tests.conftest import SPEC_SITE as SITE_DATA  # pins the spec's files and brand
 from tests.pulumi_harness import (
@@ -448,7 +448,7 @@ def test_site_content_gets_the_manifest_of_a_frozen_build(
     plain: ProgramRun, tmp_path: Path
 ) -> None:
     content = site_content(plain)
-    files = decode_files(content.inputs["files"])
+    files = decode_input(content.inputs["files"])
     dist = Path(content.inputs["source_dir"])
     manifest = json.loads((dist / "manifest.json").read_text())
     assert manifest["base_url"] == f"https://{DISTRIBUTION_DOMAIN}"
@@ -456,7 +456,7 @@ def test_site_content_gets_the_manifest_of_a_frozen_build(
     assert content.inputs["bucket"] == plain.outputs["bucket_name"]
     assert content.inputs["distribution_id"] == plain.outputs["distribution_id"]
     assert content.inputs["region"] == REGION
-    assert decode_files(plain.outputs["files"]) == files
+    assert decode_input(plain.outputs["files"]) == files
 
 
 def test_stack_outputs_stay_small_at_any_size(plain: ProgramRun, tmp_path: Path) -> None:
@@ -480,7 +480,7 @@ def test_stack_outputs_stay_small_at_any_size(plain: ProgramRun, tmp_path: Path)
 
 
 def test_every_file_has_its_media_type_and_cache_control(plain: ProgramRun) -> None:
-    files = decode_files(site_content(plain).inputs["files"])
+    files = decode_input(site_content(plain).inputs["files"])
     # The spec's 23 files, a Markdown mirror per entry (12), 4 more doors and llms.txt's
     # two parts (issue 14).
     assert len(files) == 23 + 12 + 4 + 2
@@ -504,16 +504,26 @@ def test_every_file_has_its_media_type_and_cache_control(plain: ProgramRun) -> N
 
 
 def test_preview_lists_files_one_by_one(plain: ProgramRun) -> None:
-    """The manifest is the resource's input, so `pulumi preview --diff` shows each file."""
+    """The manifest is the resource's input, so `pulumi preview --diff` shows each file:
+    the input is one string holding a JSON object (path -> one line per file), which the
+    CLI decodes on both sides of a diff and shows as an object diff, key by key
+    (pkg/backend/display/object_diff.go, printTextDiff -> printEncodedValueDiff; only a
+    whole-string JSON object or array qualifies; docs/decisions.md)."""
     files = site_content(plain).inputs["files"]
-    # One plain string per file (nested maps cost the Pulumi SDK an Output per value):
-    # a changed file shows as one changed line, with its new hash, type and headers.
-    entry = files["/api/v1/faq/q03-protection.json"]
-    assert isinstance(entry, str)
+    assert isinstance(files, str)  # one value for the SDK to serialize, at any size
+    decoded = json.loads(files)
+    assert isinstance(decoded, dict) and list(decoded) == sorted(decoded)
+    # A changed file shows as one changed key, with its new hash, size, type and headers.
+    entry = decoded["/api/v1/faq/q03-protection.json"]
     sha256, size, rest = entry.split(" ", 2)
     assert len(sha256) == 64 and int(size) > 0
     assert rest.startswith("application/json|public, max-age=")
-    assert all(isinstance(value, str) for value in files.values())
+    assert all(isinstance(value, str) for value in decoded.values())
+    # One file per line, so a line-based view of the state (a `pulumi stack export`
+    # diff) reads file by file too.
+    lines = files.splitlines()
+    assert len(lines) == len(decoded)
+    assert all(json.loads("{" + line.rstrip(",").strip("{}") + "}") for line in lines)
 
 
 def test_stale_lock_fails_the_program(tmp_path: Path) -> None:
@@ -596,11 +606,13 @@ def test_pulumi_project_declares_every_option_the_program_reads() -> None:
 def test_no_output_is_made_per_published_file(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The preview benchmark measures the program, not the harness: neither lifts the
-    per-file `files` map into one Output per file (Output.all on a dict does, ~4 per
-    file, which was most of the preview's growth with the site). The count of
-    `Output.from_input` calls must not grow with the number of files."""
+    """The preview benchmark measures the program, not the harness, and the program's
+    own cost does not grow with the site: neither lifts the per-file `files` into one
+    Output per file (Output.all on a dict does, ~4 per file), and the SDK serializes the
+    `files` input as one value, not one per file (a map cost ~2 `serialize_property`
+    calls per file, most of the program's growth from N = 100 to 10,000)."""
     import pulumi
+    from pulumi.runtime import rpc
 
     import infra.program as program
 
@@ -616,20 +628,29 @@ def test_no_output_is_made_per_published_file(
         }
 
     original = pulumi.Output.from_input
-    calls: list[int] = []
+    original_serialize = rpc.serialize_property
+    calls: list[str] = []
 
     def counting(value: object) -> object:
-        calls.append(1)
+        calls.append("from_input")
         return original(value)
 
-    counted = {}
+    async def counting_serialize(*args: object, **kwargs: object) -> object:
+        calls.append("serialize")
+        return await original_serialize(*args, **kwargs)  # type: ignore[arg-type]
+
+    counted: dict[int, dict[str, int]] = {}
     for count in (20, 2000):
         files = fake_files(count)
         monkeypatch.setattr(program, "build_files", lambda _config, _url, f=files: f)
         monkeypatch.setattr(pulumi.Output, "from_input", staticmethod(counting))
+        monkeypatch.setattr(rpc, "serialize_property", counting_serialize)
         calls.clear()
         run = run_program(make_config(tmp_path / str(count)), preview=True)
         monkeypatch.setattr(pulumi.Output, "from_input", staticmethod(original))
-        assert decode_files(run.outputs["files"]) == files
-        counted[count] = len(calls)
-    assert counted[2000] - counted[20] < 100, counted
+        monkeypatch.setattr(rpc, "serialize_property", original_serialize)
+        assert decode_input(run.outputs["files"]) == files
+        assert run.outputs["file_count"] == count
+        counted[count] = {kind: calls.count(kind) for kind in ("from_input", "serialize")}
+    assert counted[2000]["from_input"] - counted[20]["from_input"] < 100, counted
+    assert counted[2000]["serialize"] - counted[20]["serialize"] < 100, counted

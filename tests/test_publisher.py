@@ -25,6 +25,7 @@ from content_builder.build import build
 from content_builder.writer import manifest
 from infra import publisher
 from infra.config import SiteConfig
+from infra.site_content import decode_input, encode_input, input_entries
 from tests.conftest import SPEC_SITE as SITE_DATA  # pins the spec's files and brand
 from tests.pulumi_harness import (
     DISTRIBUTION_DOMAIN,
@@ -89,7 +90,7 @@ class World:
         out = self.tmp / f"dist-{len(list(self.tmp.glob('dist-*')))}"
         result, _ = build(site or self.site, out, BASE_URL)
         files = manifest(result.artifacts, BASE_URL)["files"]
-        return {**self.props, "files": build_manifest.encode_files(files), "source_dir": str(out)}
+        return {**self.props, "files": encode_input(files), "source_dir": str(out)}
 
     def body(self, key: str) -> bytes:
         return self.s3.get_object(Bucket=self.bucket, Key=key)["Body"].read()
@@ -180,7 +181,7 @@ def edit_faq(site: Path, faq_id: str, extra: str) -> None:
 
 def test_create_uploads_every_file_with_its_headers(world: World) -> None:
     outs = create(world)
-    files = build_manifest.decode_files(world.props["files"])
+    files = decode_input(world.props["files"])
     assert world.object_keys() == {path.lstrip("/") for path in files}
     source = Path(world.props["source_dir"])
     for path, entry in files.items():
@@ -255,10 +256,9 @@ def test_one_edited_faq_uploads_it_and_its_aggregates_and_invalidates_exactly_th
 
 def test_a_cache_control_change_alone_reuploads(world: World) -> None:
     olds = create(world)
-    news = json.loads(json.dumps(world.props))
-    entry = build_manifest.decode_entry(news["files"]["/errors/404.json"])
-    entry["cache_control"] = "public, max-age=30, s-maxage=30"
-    news["files"]["/errors/404.json"] = build_manifest.encode_entry(entry)
+    files = decode_input(world.props["files"])
+    files["/errors/404.json"]["cache_control"] = "public, max-age=30, s-maxage=30"
+    news = {**world.props, "files": encode_input(files)}
     world.recorder.reset()
     assert world.provider.diff(olds["__id"], olds, news).changes is True
     update(world, olds, news)
@@ -276,7 +276,9 @@ def test_a_removed_file_is_deleted_after_the_uploads_and_invalidated(world: Worl
     edit_faq(world.site, "q01-difference", "Nothing to install on the website itself.")
     build(world.site, world.tmp / "lock-refresh", BASE_URL)
     news = world.rebuild()
-    del news["files"]["/api/v1/on-site-agent.json"]
+    files = decode_input(news["files"])
+    del files["/api/v1/on-site-agent.json"]
+    news["files"] = encode_input(files)
     world.recorder.reset()
     update(world, olds, news)
 
@@ -309,7 +311,7 @@ def test_a_failed_put_surfaces_and_leaves_every_published_link_resolving(world: 
     )  # fmt: skip
     build(world.site, world.tmp / "lock-refresh", BASE_URL)
     news = world.rebuild()
-    assert "/api/v1/faq/q07-pricing.json" in news["files"]
+    assert "/api/v1/faq/q07-pricing.json" in decode_input(news["files"])
     world.recorder.fail_put.add("api/v1/faq/q07-pricing.json")
     world.recorder.reset()
 
@@ -345,13 +347,14 @@ def test_read_reports_an_object_altered_out_of_band(world: World) -> None:
     )
     world.s3.delete_object(Bucket=world.bucket, Key="api/v1/faq/q05-insights.json")
     read = world.provider.read(outs["__id"], outs)
-    files = build_manifest.decode_files(read.outs["files"])
-    original = build_manifest.decode_entry(outs["files"]["/api/v1/faq/q02-endpoints.json"])
+    assert isinstance(read.outs["files"], str)  # the current form, whatever it read
+    files = decode_input(read.outs["files"])
+    original = decode_input(outs["files"])["/api/v1/faq/q02-endpoints.json"]
     assert files["/api/v1/faq/q02-endpoints.json"]["sha256"] != original["sha256"]
     assert files["/api/v1/faq/q02-endpoints.json"]["media_type"] == "text/html"
     assert "/api/v1/faq/q05-insights.json" not in files
     untouched = "/api/v1/faq/q01-difference.json"
-    assert files[untouched] == build_manifest.decode_entry(outs["files"][untouched])
+    assert files[untouched] == decode_input(outs["files"])[untouched]
 
     refreshed = {**read.outs, "__id": outs["__id"]}
     assert world.provider.diff(outs["__id"], refreshed, world.props).changes is True
@@ -479,3 +482,67 @@ def test_file_entries_survive_the_string_encoding() -> None:
     assert text == "ab" * 32 + " 1234 text/plain; charset=utf-8|public, max-age=300, s-maxage=86400"
     assert build_manifest.decode_entry(text) == entry
     assert build_manifest.decode_files(build_manifest.encode_files({"/x": entry})) == {"/x": entry}
+
+
+# --- state written by the previous version ----------------------------------------------
+
+#: SiteContent's inputs as the previous version registered them (and every stack's state
+#: holds them): `files` a map of one `encode_entry` string per file. Captured from that
+#: version's program under mocks; frozen, not regenerated.
+STATE_V1 = Path(__file__).parent / "fixtures" / "site_content_state_v1.json"
+
+
+def _as_previous_version(props: dict[str, Any]) -> dict[str, Any]:
+    """`props` with `files` in the previous version's form (a map of strings)."""
+    return {**props, "files": build_manifest.encode_files(decode_input(props["files"]))}
+
+
+def test_state_of_the_previous_version_reads_as_the_same_files() -> None:
+    from infra.site_content import SiteContentProvider, input_digest
+
+    state = json.loads(STATE_V1.read_text())
+    legacy = state["files"]
+    assert isinstance(legacy, dict) and legacy  # the fixture is what it claims to be
+    files = decode_input(legacy)
+    assert set(files) == set(legacy)
+    assert all(len(entry["sha256"]) == 64 and entry["size"] > 0 for entry in files.values())
+    current = encode_input(files)
+    assert isinstance(current, str) and decode_input(current) == files
+    # The stack outputs keep their values across the change of form: the same count,
+    # the same digest as the previous version exported (files_digest of the map).
+    assert len(input_entries(current)) == len(legacy)
+    assert input_digest(current) == input_digest(legacy) == build_manifest.files_digest(legacy)
+    # The one before that stored manifest entries as maps: still readable.
+    assert decode_input({path: dict(entry) for path, entry in files.items()}) == files
+
+    provider = SiteContentProvider()
+    olds = {**state, "source_dir": "dist", "generation": 3, "last_publish": None}
+    same = provider.diff("id", olds, {**olds, "files": current})
+    assert same.changes is False and same.replaces == []
+    path = "/api/v1/faq/q02-endpoints.json"
+    edited = {**files, path: {**files[path], "sha256": "0" * 64}}
+    assert provider.diff("id", olds, {**olds, "files": encode_input(edited)}).changes is True
+    with pytest.raises(TypeError, match="SiteContent files"):
+        decode_input(["not", "a", "map"])
+
+
+def test_an_update_from_previous_version_state_uploads_only_what_changed(world: World) -> None:
+    outs = _as_previous_version(create(world))
+    assert world.provider.diff(outs["__id"], outs, world.props).changes is False
+    edit_faq(world.site, "q03-protection", "Every change is in the stack history.")
+    build(world.site, world.tmp / "lock-refresh", BASE_URL)
+    news = world.rebuild()
+    before, after = decode_input(outs["files"]), decode_input(news["files"])
+    changed = {p for p in after if build_manifest.entry_signature(after[p]) !=
+               build_manifest.entry_signature(before.get(p, {}))}  # fmt: skip
+    assert changed and len(changed) < len(after) / 2
+    world.recorder.reset()
+    updated = update(world, outs, news)
+    assert sorted(world.recorder.of("put")) == sorted(p.lstrip("/") for p in changed)
+    assert isinstance(updated["files"], str) and updated["generation"] == 2
+
+    # refresh and destroy read the previous form too
+    read = world.provider.read(outs["__id"], _as_previous_version(updated))
+    assert decode_input(read.outs["files"]) == after
+    world.provider.delete(outs["__id"], _as_previous_version(updated))
+    assert world.object_keys() == set()
