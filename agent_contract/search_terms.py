@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from functools import lru_cache
@@ -93,37 +93,75 @@ def _compound(token: str) -> str | None:
 
 
 # Every compound holds a joiner between two letters or digits: found by the joiner and
-# the character after it (a regex scan that starts with a rare character is fast; one that
-# starts with a letter, or a lookbehind, is 3-4x slower), the one before checked apart.
-_JOINER_BEFORE_ALNUM = re.compile(r"[-./](?=[0-9A-Za-z])")
+# the character after it, one pattern per joiner (a regex scan for a literal is 10x
+# faster than one for a character class, let alone one starting with a lookbehind), the
+# character before checked apart.
+_JOINERS_BEFORE_ALNUM = tuple(
+    (joiner, re.compile(re.escape(joiner) + r"(?=[0-9A-Za-z])")) for joiner in "-./"
+)
 _ASCII_ALNUM = frozenset("0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz")
 # A character that `fold` may change other than by lowercasing (non-ASCII, not a space).
 _NOT_ASCII = re.compile(r"[^\x00-\x7f\s]")
 _NOT_ASCII_AT_ALL = re.compile(r"[^\x00-\x7f]")
+_ASCII_BYTES = bytes(range(128))
+_FEW_CHARACTERS = 8  # more distinct ones (a text in Greek, say): one regex scan instead
 _NON_SPACE_RUN = re.compile(r"\S*")
 # _SPLIT as a translation, for ASCII text: str.translate + str.split beat a regex split 2x.
 _NON_TERM_TO_SPACE = str.maketrans({chr(c): " " for c in range(128) if _SPLIT.match(chr(c))})
 
 
-def _tokens_around(
-    text: str, pattern: re.Pattern[str], before: frozenset[str] | None = None
-) -> list[tuple[int, int]]:
-    """The spans of the whitespace-separated tokens of `text` that hold a match of
-    `pattern` (which never holds whitespace), in order; with `before`, only matches
-    that follow one of its characters."""
+def _token_spans(text: str, positions: Iterable[int]) -> list[tuple[int, int]]:
+    """The spans of the whitespace-separated tokens of `text` at `positions` (ascending,
+    none of them whitespace), each token once, in order."""
     spans: list[tuple[int, int]] = []
     end = 0
     backwards = ""
-    for match in pattern.finditer(text):
-        at = match.start()
-        if at < end or (before is not None and (at == 0 or text[at - 1] not in before)):
-            continue  # in the token found last, or not preceded as asked
+    for at in positions:
+        if at < end:
+            continue  # in the token found last
         if not backwards:
             backwards = text[::-1]
         start = len(text) - _NON_SPACE_RUN.match(backwards, len(text) - at).end()
         end = _NON_SPACE_RUN.match(text, at).end()
         spans.append((start, end))
     return spans
+
+
+def _joiner_positions(text: str) -> Iterator[list[int]]:
+    """Per joiner in `text`, where it stands between two ASCII letters or digits."""
+    for joiner, pattern in _JOINERS_BEFORE_ALNUM:
+        if joiner in text:
+            yield [
+                at
+                for at in map(_match_start, pattern.finditer(text))
+                if at and text[at - 1] in _ASCII_ALNUM
+            ]
+
+
+def _match_start(match: re.Match[str]) -> int:
+    return match.start()
+
+
+def _not_ascii_positions(text: str) -> list[int]:
+    """Where `text` has a character other than ASCII that is not whitespace. Such
+    characters are few and far between in most texts: they are listed in C (UTF-8 less
+    its ASCII bytes, 4x faster than a regex scan), then looked for one by one."""
+    others = set(
+        text.encode("utf-8", "surrogatepass")
+        .translate(None, _ASCII_BYTES)
+        .decode("utf-8", "surrogatepass")
+    )
+    if len(others) > _FEW_CHARACTERS:
+        return [match.start() for match in _NOT_ASCII.finditer(text)]
+    positions = []
+    for char in others:
+        if not char.isspace():
+            at = text.find(char)
+            while at >= 0:
+                positions.append(at)
+                at = text.find(char, at + 1)
+    positions.sort()
+    return positions
 
 
 def _ascii_fold(token: str) -> str:
@@ -152,8 +190,9 @@ class _Memo(dict[str, Any]):
 class Tokens:
     """What a tokenizer found in a group of texts: their raw tokens (in order, noise
     included), the group's distinct words and compounds and, when counted, how often
-    each word occurs (then `words` is the keys of `counts`)."""
+    each occurs (a compound once); `words` is then the keys of `counts`, compounds too."""
 
+    text: str  # the term text: folded, anything but ASCII letters and digits a space
     tokens: list[str]
     words: AbstractSet[str]
     compounds: set[str]
@@ -169,19 +208,21 @@ class Tokenizer:
     non-ASCII token, deciding whether a token is a term, finding a compound and stemming
     are done once per distinct token, in memos that last as long as the tokenizer. Every
     rule works within one whitespace-separated token, so the results are exactly those of
-    `words(fold(text))`, `compounds(text)` and `stem(word)`. `drop` removes spans (such as
+    `words(text)`, `compounds(text)` and `stem(word)`. `drop` removes spans (such as
     URLs) that never cross whitespace.
+
+    Equal terms of different texts come out as one string object (the first one seen),
+    which a pickle of many entries' terms then stores once.
     """
 
     def __init__(self, drop: re.Pattern[str] | None = None) -> None:
         self._drop = drop
         self._folded = _Memo(_ascii_fold)
-        self._compound = _Memo(self._new_compound)  # "" for a token that is none
-        self._seen: set[str] = set()
+        self._term = _Memo(self._new_token)  # token -> itself if a term, else ""
         self._noise: set[str] = set()
+        self._compound = _Memo(self._new_compound)  # "" for a token that is none
         self._stems = _Memo(stem)
         self._other_stem: dict[str, str] = {}  # a term whose stem is another word -> stem
-        self._canonical = _Memo(str)  # each string seen -> the first object equal to it
 
     def fold(self, text: str) -> str:
         """`text` folded, in ASCII: each whitespace-separated token as `fold` makes it,
@@ -192,7 +233,7 @@ class Tokenizer:
             return text.lower()
         pieces = []
         done = 0
-        for start, end in _tokens_around(text, _NOT_ASCII):
+        for start, end in _token_spans(text, _not_ascii_positions(text)):
             pieces += (text[done:start].lower(), self._folded[text[start:end]])
             done = end
         pieces.append(text[done:].lower())
@@ -201,43 +242,40 @@ class Tokenizer:
         return folded if folded.isascii() else _NOT_ASCII_AT_ALL.sub(" ", folded)
 
     def scan(self, texts: list[str], counted: bool = False) -> Tokens:
-        """The group's tokens, words and compounds; with `counted`, the words' counts."""
+        """The group's tokens, words and compounds; with `counted`, their counts."""
         text = texts[0] if len(texts) == 1 else "\n".join(texts)
         if self._drop is not None:
             text = self._drop.sub(" ", text)
         folded = self.fold(text)
-        tokens = folded.translate(_NON_TERM_TO_SPACE).split()
+        term_text = folded.translate(_NON_TERM_TO_SPACE)
+        tokens = term_text.split()
+        term = self._term.__getitem__
         counts: dict[str, int] | None = None
+        words: AbstractSet[str]
         if counted:
-            counts = Counter(tokens)
-            distinct: AbstractSet[str] = counts.keys()
-        else:
-            distinct = set(tokens)
-        if not distinct <= self._seen:  # no copy of either set: a C loop over `distinct`
-            self._learn(distinct - self._seen)
-        if counts is not None:
-            for token in counts.keys() & self._noise:  # a loop over the smaller of the two
-                dict.__delitem__(counts, token)  # Counter's own __delitem__ is Python
+            raw = Counter(tokens)
+            # Terms keyed by their one object; every noise token onto "", then dropped.
+            counts = dict(zip(map(term, raw), raw.values(), strict=True))
+            counts.pop("", None)
             words = counts.keys()
         else:
-            words = distinct - self._noise
+            words = set(map(term, set(tokens)))
+            words.discard("")
         compounds: set[str] = set()
-        if "-" in folded or "." in folded or "/" in folded:
-            found = self._compound
-            compounds.update(
-                found[folded[start:end]]
-                for start, end in _tokens_around(folded, _JOINER_BEFORE_ALNUM, _ASCII_ALNUM)
-            )
-            compounds.discard("")
-        return Tokens(tokens, words, compounds, counts)
+        for positions in _joiner_positions(folded):
+            compounds.update(map(self._compound.__getitem__, _spans_text(folded, positions)))
+        compounds.discard("")
+        if counts is not None:
+            for joined in compounds.difference(counts):
+                counts[joined] = 1
+        return Tokens(term_text, tokens, words, compounds, counts)
 
-    def _learn(self, tokens: set[str]) -> None:
-        self._seen |= tokens
-        for token in tokens:
-            if _is_term(token):
-                self._learn_stem(token)
-            else:
-                self._noise.add(token)
+    def _new_token(self, token: str) -> str:
+        if not _is_term(token):
+            self._noise.add(token)
+            return ""
+        self._learn_stem(token)
+        return token
 
     def _learn_stem(self, term: str) -> None:
         base = self._stems[term]
@@ -251,24 +289,35 @@ class Tokenizer:
         self._learn_stem(joined)
         return joined
 
-    def canonical(self, terms: Iterable[str]) -> tuple[str, ...]:
-        """The terms as one string object per distinct term, whichever entry they came
-        from: a pickle of many entries then stores each term once."""
-        return tuple(map(self._canonical.__getitem__, terms))
-
     def ordered(self, found: Tokens) -> list[str]:
         """The group's words in order, then its compounds sorted (what `acronym_terms`
         reads phrases from)."""
         return [*filterfalse(self._noise.__contains__, found.tokens), *sorted(found.compounds)]
 
+    def acronym_terms(self, found: AbstractSet[str], groups: Sequence[Tokens]) -> set[str]:
+        """`acronym_terms(found, words)` where `words` is each group's `ordered` words, one
+        group after another. The phrases are looked for in the groups' term texts and
+        compounds (a regex scan in C), not in a list of every word."""
+        if any(not _is_term(joined) for group in groups for joined in group.compounds):
+            # A compound such as "a.m" -> "am" would pass for a stop word: the long way.
+            return acronym_terms(found, lambda: [w for g in groups for w in self.ordered(g)])
+        text: str | None = None
+
+        def has_phrase(phrase: str, pattern: re.Pattern[str]) -> bool:
+            nonlocal text
+            if text is None:
+                pieces = [part for g in groups for part in (g.text, *sorted(g.compounds))]
+                text = " " + " ".join(pieces) + " "
+            return pattern.search(text) is not None
+
+        return _acronym_terms(found, has_phrase)
+
     def counts(self, found: Tokens) -> dict[str, int]:
-        """How often each of the group's words occurs, and each compound once (a new dict)."""
+        """How often each of the group's words occurs, and each compound once: the
+        counts `scan` made (not a copy) when it counted."""
         if found.counts is not None:
-            counted = dict(found.counts)
-        else:
-            counted = dict(Counter(found.tokens))
-            for token in counted.keys() & self._noise:
-                del counted[token]
+            return found.counts
+        counted = dict(Counter(filterfalse(self._noise.__contains__, found.tokens)))
         for joined in found.compounds.difference(counted):
             counted[joined] = 1
         return counted
@@ -287,6 +336,10 @@ class Tokenizer:
         other = self._other_stem
         for base, count in [(other[word], n) for word, n in counts.items() if word in other]:
             counts[base] = counts.get(base, 0) + count
+
+
+def _spans_text(text: str, positions: Iterable[int]) -> Iterator[str]:
+    return (text[start:end] for start, end in _token_spans(text, positions))
 
 
 # After dropping -ing/-ed, these endings had a silent "e": creat(ing) -> create.
@@ -374,9 +427,28 @@ ACRONYMS: dict[str, tuple[str, ...]] = {
 }
 
 
-# Per acronym: its two forms, the words of its expansion, the expansion as a phrase.
+# A token that `words` drops (see `_is_term`), in the term text of `Tokenizer` (ASCII
+# letters and digits, anything else a space), where it does not break a phrase.
+_NOISE_TOKEN = (
+    "(?:[0-9a-z]|[0-9][0-9]|"
+    + "|".join(sorted(STOP_WORDS | GENERIC_WORDS, key=lambda word: (-len(word), word)))
+    + ")(?![0-9a-z])"
+)
+# Per acronym: its two forms, the words of its expansion, the expansion as a phrase of
+# words, and as a pattern over term text (led by a literal: a fast scan).
 _ACRONYM_FORMS = [
-    (acronym, acronym + "s", frozenset(expansion), " " + " ".join(expansion) + " ")
+    (
+        acronym,
+        acronym + "s",
+        frozenset(expansion),
+        " " + " ".join(expansion) + " ",
+        re.compile(
+            " "
+            + expansion[0]
+            + "".join(f"(?: +{_NOISE_TOKEN})* +{word}" for word in expansion[1:])
+            + "(?![0-9a-z])"
+        ),
+    )
     for acronym, expansion in ACRONYMS.items()
 ]
 
@@ -385,16 +457,26 @@ def acronym_terms(found: set[str], text_words: list[str] | Callable[[], list[str
     """The acronyms whose expansion appears as a phrase, and the expansions of the acronyms
     that appear (plural acronyms such as "llms" count). `found` holds every word of
     `text_words` (which may be given as a function, called only when a phrase is possible)."""
-    extra: set[str] = set()
     joined: str | None = None
-    for acronym, plural, expansion, phrase in _ACRONYM_FORMS:
+
+    def has_phrase(phrase: str, pattern: re.Pattern[str]) -> bool:
+        nonlocal joined
+        if joined is None:
+            in_order = text_words() if callable(text_words) else text_words
+            joined = " " + " ".join(in_order) + " "
+        return phrase in joined
+
+    return _acronym_terms(found, has_phrase)
+
+
+def _acronym_terms(
+    found: AbstractSet[str], has_phrase: Callable[[str, re.Pattern[str]], bool]
+) -> set[str]:
+    extra: set[str] = set()
+    for acronym, plural, expansion, phrase, pattern in _ACRONYM_FORMS:
         if acronym in found or plural in found:
             extra |= expansion
         # The phrase test only where every word of it is there (`found` holds them all).
-        if expansion.issubset(found):
-            if joined is None:
-                in_order = text_words() if callable(text_words) else text_words
-                joined = " " + " ".join(in_order) + " "
-            if phrase in joined:
-                extra |= {acronym, plural}
+        if expansion.issubset(found) and has_phrase(phrase, pattern):
+            extra |= {acronym, plural}
     return extra

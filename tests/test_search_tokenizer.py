@@ -13,10 +13,10 @@ import pickle
 import re
 from collections import Counter
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from agent_contract.search_terms import Tokenizer, compounds, stem, words
+from agent_contract.search_terms import Tokenizer, acronym_terms, compounds, stem, words
 from content_builder.render import indexes
 
 # Characters that exercise every rule: joiners, edge punctuation, ASCII and other
@@ -25,11 +25,13 @@ from content_builder.render import indexes
 # letters with no fold.
 _TRICKY = (
     "aeiouxyzAEXZ0123456789-./,;:!?()[]{}<>\"'`*_#@&%+= \t\n\r\x0b\x0c\x1c\x1f\x85\xa0"
-    "\u2028\u3000éÉèüÖçñßİ\u0131ﬁ\u210cΣ\u03c3ς\uff0f¨\u0301\u0308\u2019“”øŁ½²①ǅ🙂"
+    "\u2028\u3000éÉèüÖçñßİ\u0131ﬁ\u210cΣ\u03c3ς\uff0f¨\u0301\u0308\u2019“”øŁ½²①ǅ🙂\ud83d"
 )
 _WORDS = ["mcp", "model", "context", "protocol", "api", "llms", "agents", "deploying",
           "token-based", "llms.txt", "sha-256", "on-site", "https://x.example/a-b", "the",
-          "of", "Café-Bar", "naïve/ø-x", "e.g.", "1.5", "a-n", "them-selves", "ones"]  # fmt: skip
+          "of", "Café-Bar", "naïve/ø-x", "e.g.", "1.5", "a-n", "them-selves", "ones", "a.m.",
+          "content", "delivery", "network", "CDN", "a", "42", "7", "instead", "Model-Context",
+          "search engine optimization", "model context protocol"]  # fmt: skip
 _TEXT = st.lists(
     st.one_of(st.sampled_from(_WORDS), st.text(alphabet=_TRICKY, max_size=12)), max_size=12
 ).map(" ".join)
@@ -50,23 +52,49 @@ def test_the_tokenizer_finds_what_words_and_compounds_define(
     tokenizer = Tokenizer(drop=_URL if drop else None)  # one tokenizer: its memos carry over
     for texts in groups:
         in_order, joined = _reference(texts, _URL if drop else None)
+        expected = dict(Counter(in_order))
+        for compound in joined:
+            expected.setdefault(compound, 1)
+        with_stems = dict(expected)
+        for word, count in expected.items():
+            if stem(word) != word:
+                with_stems[stem(word)] = with_stems.get(stem(word), 0) + count
         for counted in (False, True):
             found = tokenizer.scan(texts, counted=counted)
-            assert set(found.words) == set(in_order)
+            assert set(found.words) == set(in_order) | (joined if counted else set())
             assert found.compounds == joined
             assert tokenizer.ordered(found) == in_order + sorted(joined)
-            expected = dict(Counter(in_order))
-            for compound in joined:
-                expected.setdefault(compound, 1)
+            assert tokenizer.stems(found.words) == {stem(word) for word in found.words}
             counts = tokenizer.counts(found)
             assert counts == expected
-            with_stems = dict(expected)
-            for word, count in expected.items():
-                if stem(word) != word:
-                    with_stems[stem(word)] = with_stems.get(stem(word), 0) + count
             tokenizer.add_stem_counts(counts)
             assert counts == with_stems
-            assert tokenizer.stems(found.words) == {stem(word) for word in in_order}
+
+
+# Phrase words with noise between them ("the", "a", "42": dropped words do not break a
+# phrase), compounds that look like stop words ("a.m." -> "am": they do), forms that are
+# not the phrase's words ("models").
+_PHRASE_TEXT = st.lists(
+    st.sampled_from(["model", "context", "protocol", "the", "a", "42", "a.m.", "models"]),
+    max_size=6,
+).map(" ".join)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    groups=st.lists(st.lists(st.one_of(_PHRASE_TEXT, _TEXT), max_size=2), min_size=3, max_size=3)
+)
+@example(groups=[["Model the"], ["a context", "42 protocol"], []])
+@example(groups=[["model a.m."], ["context protocol"], []])
+@example(groups=[["models context"], ["protocol"], ["content delivery network"]])
+def test_the_tokenizer_finds_acronym_phrases_as_acronym_terms_does(
+    groups: list[list[str]],
+) -> None:
+    tokenizer = Tokenizer()
+    found = [tokenizer.scan(texts) for texts in groups]
+    in_order = [word for group in found for word in tokenizer.ordered(group)]
+    every_word = set(in_order)
+    assert tokenizer.acronym_terms(every_word, found) == acronym_terms(every_word, in_order)
 
 
 @given(text=st.text(alphabet=_TRICKY, max_size=40))

@@ -145,23 +145,20 @@ def _entry_terms(
         *(_ACRONYM_WORDS & group for group in (salient_words, stems, inflections))
     )
     tokenizer.add_stem_counts(body_counts)
-    stems |= search_terms.acronym_terms(
-        found,
-        lambda: (
-            tokenizer.ordered(title_found)
-            + tokenizer.ordered(salient_found)
-            + tokenizer.ordered(body_found)
-        ),
-    )
+    stems |= tokenizer.acronym_terms(found, (title_found, salient_found, body_found))
     stems -= salient_words
-    inflections.difference_update(salient_words, stems, body_counts)
-    for term in body_counts.keys() & (salient_words | stems):
+    inflections = inflections.difference(body_counts)  # a loop over the inflections
+    inflections -= salient_words
+    inflections -= stems
+    for term in body_counts.keys() & (salient_words | stems):  # a loop over the smaller
         del body_counts[term]
+    # The tokenizer gives one object per distinct word, stems and inflections come from
+    # memos: a pickle of many entries stores each term once (and loads it once).
     return _EntryTerms(
-        title=tokenizer.canonical(title_words),
-        salient=tokenizer.canonical(salient_words - title_words),
-        stems=tuple(stems),  # stems, inflections: one object per term already (memos)
-        body=tokenizer.canonical(body_counts),
+        title=tuple(title_words),
+        salient=tuple(salient_words - title_words),
+        stems=tuple(stems),
+        body=tuple(body_counts),
         body_counts=tuple(body_counts.values()),
         inflections=tuple(inflections),
     )
