@@ -168,7 +168,8 @@ def api_path_by_split(url: str, base_url: str) -> str | type[ValueError] | None:
 URL_PARTS = st.sampled_from(
     ["https://", "http://", "HTTPS://", "https:/", "Agents.Example.com", "agents.example.com",
      "agents.example.comx", ":8000", "/api/v1/x.json", "//api/v1/", "/llms.txt", "/docs/x",
-     "?q=1", "#f", " ", "\t", "\n", "[::1]", "[1.2.3]", "é", "\x00", "", "/", "."]
+     "?q=1", "#f", " ", "\t", "\n", "[::1]", "[1.2.3]", "é", "\x00", "", "/", ".", "?", "#",
+     "/api/v1/content/a.json", "@", "%2F"]
 )  # fmt: skip
 
 
