@@ -12,7 +12,7 @@ from urllib.parse import urlsplit
 
 import pytest
 import yaml
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from agent_contract import links
@@ -175,6 +175,10 @@ URL_PARTS = st.sampled_from(
 
 @settings(max_examples=1500, deadline=None, database=None)
 @given(st.lists(URL_PARTS, max_size=6).map("".join))
+@example("https://agents.example.com/api/v1/x.json#f")  # the own-origin slice: to ? or #
+@example("https://agents.example.com/api/v1/x.json?q=1#f")
+@example("https://agents.example.com/llms.txt#f?q=1")
+@example("http://agents.example.com:8000/api/v1/x.json?q=1")
 def test_api_path_shortcut_agrees_with_urlsplit(url: str) -> None:
     for base_url in ("https://agents.example.com", "http://Agents.Example.com:8000"):
         expected = api_path_by_split(url, base_url)
