@@ -99,6 +99,19 @@ def api_path(url: str, base_url: str) -> str | None:
     return None
 
 
+def url_path(url: str) -> str:
+    """`urlsplit(url).path`, read off a plain `scheme://host/path` without splitting it (the
+    build takes the path of every URL the discovery document lists: 20,000 at 10k)."""
+    start = url.find("://")
+    if start > 0 and url[:start].isalpha() and _splits_as_written(url):
+        rest = url[start + 3 :]
+        ends = [at for at in (rest.find(mark) for mark in "/?#") if at >= 0]
+        if not ends or rest[min(ends)] != "/":
+            return ""
+        return rest[min(ends) :].split("?", 1)[0].split("#", 1)[0]
+    return urlsplit(url).path
+
+
 def _splits_as_written(url: str) -> bool:
     """Whether `urlsplit(url)` reads `url` as written: no character it strips or drops,
     and nothing it validates (a bracketed host, a non-ASCII one) that could raise."""

@@ -13,7 +13,6 @@ from collections.abc import Callable, Iterable, Mapping
 from itertools import repeat
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlsplit
 
 from pydantic import BaseModel
 
@@ -198,7 +197,7 @@ def _discovery_coverage(
     site: Site, discovery: dict[str, Any], published: frozenset[str]
 ) -> list[Problem]:
     linked = {
-        urlsplit(url).path
+        links.url_path(url)
         for section in ("interfaces", "content")
         for _, url in located_strings(discovery[section])
         if url.startswith(site.base_url)

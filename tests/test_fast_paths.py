@@ -187,3 +187,22 @@ def test_api_path_shortcut_agrees_with_urlsplit(url: str) -> None:
         except ValueError:
             found = ValueError
         assert found == expected
+
+
+@settings(max_examples=1500, deadline=None, database=None)
+@given(st.lists(URL_PARTS, max_size=6).map("".join))
+@example("https://agents.example.com/api/v1/x.json?q=1#f")
+@example("https://agents.example.com?q=/x")
+@example("https://agents.example.com#/x")
+@example("https://agents.example.com")
+@example("mailto://a/b")
+def test_url_path_agrees_with_urlsplit(url: str) -> None:
+    try:
+        expected: str | type[ValueError] = urlsplit(url).path
+    except ValueError:
+        expected = ValueError
+    try:
+        found: str | type[ValueError] = links.url_path(url)
+    except ValueError:
+        found = ValueError
+    assert found == expected
