@@ -23,6 +23,13 @@ class Artifact:
     def __post_init__(self) -> None:
         object.__setattr__(self, "rule", rule_for(self.path))
 
+    @classmethod
+    def hashed(cls, path: str, body: bytes, sha256: str, source: str | None = None) -> Artifact:
+        """An artifact whose body's SHA-256 is already known (the build cache keeps it)."""
+        artifact = cls(path, body, source)
+        artifact.__dict__["sha256"] = sha256  # what `cached_property` would have stored
+        return artifact
+
     @property
     def media_type(self) -> str:
         return self.rule.media_type

@@ -8,9 +8,10 @@ response header.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from enum import IntEnum
-from fnmatch import fnmatchcase
+from fnmatch import fnmatchcase, translate
 
 from agent_contract.endpoints import ENDPOINT
 
@@ -109,11 +110,19 @@ class NoRouteRule(LookupError):
     pass
 
 
+# Every rule's glob as one alternation, tried in table order: the first alternative that
+# matches the whole path is the first rule that matches it (40,000 paths a build, 0.5 s
+# as a loop of fnmatch calls).
+_ANY_RULE = re.compile(
+    "|".join(f"(?P<r{index}>{translate(rule.pattern)})" for index, rule in enumerate(ROUTE_RULES))
+)
+
+
 def rule_for(path: str) -> RouteRule:
-    for rule in ROUTE_RULES:
-        if rule.matches(path):
-            return rule
-    raise NoRouteRule(f"no route rule covers {path!r}; add one to agent_contract/routes.py")
+    found = _ANY_RULE.match(path)
+    if found is None or found.lastgroup is None:
+        raise NoRouteRule(f"no route rule covers {path!r}; add one to agent_contract/routes.py")
+    return ROUTE_RULES[int(found.lastgroup[1:])]
 
 
 @dataclass(frozen=True)

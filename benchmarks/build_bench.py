@@ -39,10 +39,11 @@ REPO = Path(__file__).resolve().parents[1]
 PHASES = (
     ("load_site", "load + validate YAML"),
     ("read_lock", "lock"),
-    ("unversioned_documents", "render documents"),
     ("tracked", "lock"),
     ("resolve", "lock"),
-    ("build_catalog", "render documents"),
+    # Each entry's files and aggregate pieces, its search terms and the links in them
+    # (render/entries.py), or the build cache's copy.
+    ("build_catalog", "render entries"),
     ("content_index", "render index"),
     ("search_index", "render search index"),
     ("llms_full_txt", "render llms"),
@@ -50,9 +51,6 @@ PHASES = (
     ("mcp_manifest", "render mcp/openapi/discovery"),
     ("openapi_document", "render mcp/openapi/discovery"),
     ("discovery_document", "render mcp/openapi/discovery"),
-    ("json_body", "serialize"),
-    ("compact_json_body", "serialize"),
-    ("text_body", "serialize"),
     ("check_authored_links", "check links"),
     ("check_artifacts", "check links"),
     ("write_output", "write"),

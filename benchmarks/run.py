@@ -29,7 +29,9 @@ README = Path(__file__).resolve().parent / "README.md"
 BEGIN = "<!-- results:begin (written by `make bench`; edits here are overwritten) -->"
 END = "<!-- results:end -->"
 REPEATS = {100: 5, 1000: 3}  # larger N: 2 runs
-RATIO_TARGET = 2.0
+#: Issue 11 target 3: the build within 4x the honest floor (pydantic-core serialization +
+#: write of the same bytes).
+RATIO_TARGET = 4.0
 #: Issue 11: a build at N = 10,000 under 13 s here; CloudFront compresses files up to
 #: 10,000,000 bytes only, so the search index must stay under that to reach agents gzipped.
 BUILD_10K_SECONDS = 13.0
@@ -189,16 +191,17 @@ def targets(results: dict[str, Any]) -> list[tuple[str, str, bool]]:
     if len(previews) > 1:
         low, high = previews[0], previews[-1]
         spread = high["program_seconds"] / max(low["program_seconds"], 1e-9)
-        # The slope says what grows: ms per SiteContent `files` entry (the Pulumi SDK
-        # serializes, deserializes and scans every entry; benchmarks/README.md).
-        per_entry = (high["program_seconds"] - low["program_seconds"]) / max(
-            high["manifest_entries"] - low["manifest_entries"], 1
-        )
+        # CPU time is the criterion: on a shared machine wall time mostly measures the
+        # load (benchmarks/README.md); both are shown.
+        cpu_low = low.get("program_cpu_seconds", low["program_seconds"])
+        cpu_high = high.get("program_cpu_seconds", high["program_seconds"])
+        cpu_spread = cpu_high / max(cpu_low, 1e-9)
         rows.append((
-            f"preview nearly flat (program without the build, N = {low['n']:,} -> {high['n']:,})",
-            f"{low['program_seconds']:.2f} -> {high['program_seconds']:.2f} s ({spread:.1f}x; "
-            f"+{1000 * per_entry:.3f} ms per file)",
-            spread <= FLATNESS_TARGET,
+            f"preview nearly flat within {FLATNESS_TARGET}x (program without the build, CPU, "
+            f"N = {low['n']:,} -> {high['n']:,})",
+            f"CPU {cpu_low:.2f} -> {cpu_high:.2f} s ({cpu_spread:.1f}x); wall "
+            f"{low['program_seconds']:.2f} -> {high['program_seconds']:.2f} s ({spread:.1f}x)",
+            cpu_spread <= FLATNESS_TARGET,
         ))  # fmt: skip
     return rows
 
@@ -241,13 +244,12 @@ def render(results: dict[str, Any]) -> list[str]:
         [[f"{b['n']:,}", *(f"{b['phases'][p]:.2f}" for p in phases)] for b in results["build"]],
     )
     largest = results["build"][-1]
-    search = largest["phases"].get("render search index", 0.0)
-    without = (largest["build_seconds"] - search) / largest["floor_seconds"]
+    name, seconds = max(largest["phases"].items(), key=lambda item: item[1])
     lines += [
         "",
-        f"At N = {largest['n']:,} the search index takes {search:.1f} s, "
-        f"{100 * search / largest['build_seconds']:.0f}% of the build; the rest of the build "
-        f"is {without:.1f}x the floor.",
+        f"At N = {largest['n']:,} the largest phase is {name}: {seconds:.1f} s, "
+        f"{100 * seconds / largest['build_seconds']:.0f}% of the build (the build is "
+        f"{largest['ratio']:.1f}x the floor).",
     ]
     publish = results.get("publish")
     if publish:

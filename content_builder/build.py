@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from agent_contract import paths
-from agent_contract.artifacts import Artifact, json_body
-from agent_contract.endpoints import SINGLE_FILES
+from agent_contract.artifacts import Artifact
+from agent_contract.endpoints import ENDPOINT, SINGLE_FILES
 from agent_contract.routes import rule_for
 from content_builder.budgets import check_budgets
 from content_builder.errors import Problem, SiteDataError
@@ -30,14 +30,11 @@ from content_builder.lock import (
     read_lock,
     resolve,
 )
-from content_builder.render.documents import (
-    Catalog,
-    build_catalog,
-    tracked,
-    unversioned_documents,
-)
+from content_builder.render.catalog import JOINED, Catalog
+from content_builder.render.documents import DocumentData, tracked
 from content_builder.render.endpoints import RENDERERS, RenderContext, markdown_mirrors
-from content_builder.validate import check_artifacts, check_authored_links
+from content_builder.render.entries import build_catalog
+from content_builder.validate import body_links, check_artifacts, check_authored_links
 from content_builder.writer import FileReport, write_file_atomically, write_output
 
 
@@ -63,10 +60,13 @@ def render_catalog(site: Site, catalog: Catalog, mcp_endpoint: str | None = None
     single = sorted(SINGLE_FILES, key=lambda endpoint: rule_for(endpoint.resolve(brand)).tier)
     return [
         *(
-            Artifact(paths.document(document.id), json_body(document), loaded.file)
-            for loaded, document in catalog.documents
+            Artifact.hashed(paths.document(entry.id), entry.json, entry.json_sha256, loaded.file)
+            for loaded, entry in zip(site.documents, catalog.documents, strict=True)
         ),
-        *(Artifact(paths.faq(faq.id), json_body(faq), loaded.file) for loaded, faq in catalog.faqs),
+        *(
+            Artifact.hashed(paths.faq(entry.id), entry.json, entry.json_sha256, loaded.file)
+            for loaded, entry in zip(site.faqs, catalog.faqs, strict=True)
+        ),
         *markdown_mirrors(site, catalog),
         *(
             Artifact(
@@ -77,6 +77,26 @@ def render_catalog(site: Site, catalog: Catalog, mcp_endpoint: str | None = None
             for endpoint in single
         ),
     ]
+
+
+def known_links(site: Site, catalog: Catalog) -> dict[str, list[tuple[str, str]]]:
+    """The links of every entry's own files and of the aggregates joined from its pieces,
+    found when the entry was rendered (and kept by the build cache with it): a build
+    does not scan 110 MB of aggregates for links at 10,000 entries."""
+    found: dict[str, list[tuple[str, str]]] = {}
+    nothing = RenderContext(site, Catalog((), (), catalog.lock, catalog.history), None)
+    for key, piece in JOINED.items():
+        around = body_links(site, RENDERERS[key].body(nothing))  # the text around the pieces
+        found[ENDPOINT[key].resolve(site.config.brand)] = around + [
+            link for entry in catalog.entries for link in entry.piece_links[piece]
+        ]
+    for entry in catalog.documents:
+        found[paths.document(entry.id)] = entry.json_links
+        found[paths.document_markdown(entry.id)] = entry.markdown_links
+    for entry in catalog.faqs:
+        found[paths.faq(entry.id)] = entry.json_links
+        found[paths.faq_markdown(entry.id)] = entry.markdown_links
+    return found
 
 
 def stale_lock_error(site: Site, changes: list[LockChange]) -> SiteDataError:
@@ -126,20 +146,20 @@ def _plan(site_dir: Path, base_url: str | None, frozen: bool, mcp_endpoint: str 
     site = load_site(site_dir, base_url)
     lock_display = display_path(site.root / LOCK_FILE)
     old_lock = read_lock(site.root / LOCK_FILE, lock_display)
-    unversioned = unversioned_documents(site)  # rendered once, for the lock and the catalog
-    lock, changes = resolve(old_lock, tracked(site, unversioned))
+    data = DocumentData(site)  # what the lock renders, the catalog does not render again
+    lock, changes = resolve(old_lock, tracked(site, data))
     if isinstance(old_lock, MergedLock):
         reason = "merge conflict in the lock merged (the newest version of each entry kept)"
         changes = [LockChange("*", lock_display, reason), *changes]
     if frozen and changes:
         raise stale_lock_error(site, changes)
     history = advance(read_history(site.root / LOCK_FILE, lock_display), changes)
-    catalog = build_catalog(site, lock, unversioned, history)
-    del unversioned  # not held while the aggregates render: the build's peak memory
+    catalog = build_catalog(site, lock, history, data)
+    del data
     artifacts = render_catalog(site, catalog, mcp_endpoint)
+    check_authored_links(site, catalog, frozenset(a.path for a in artifacts))
+    check_artifacts(site, artifacts, known_links(site, catalog))
     del catalog
-    check_authored_links(site, frozenset(a.path for a in artifacts))
-    check_artifacts(site, artifacts)
     check_budgets(artifacts)
     site.cache.save()  # after every check: a failed build teaches the cache nothing
     return Plan(site, artifacts, lock, changes, history)

@@ -1,18 +1,21 @@
 """The build cache: what a build derived from each source entry, kept between builds.
 
 An entry (a content document or an FAQ file) whose bytes did not change is not parsed,
-validated, link-checked or tokenized again. A record is keyed by the entry's file name
+validated, rendered, link-checked or tokenized again. A record is keyed by the entry's file name
 and the SHA-256 of its bytes; the whole cache is keyed by the build settings (site.yaml's
 bytes, the effective base URL, the site folder, the working directory that display paths
 are relative to) and by a fingerprint of the builder's own code and of the libraries that
 shape its data, so that a code or settings change starts from empty, never from stale.
 
-The records are general: per entry, named fields (`loaded`, `terms`, ...) that any step
-may store and read back, not a list of today's published files.
+The records are general: per entry, named fields that any step may store and read back,
+not a list of today's published files: `loaded` (id, order, pinned version),
+`source_hash`, `content_hash`, and `rendered` (the entry's published pieces,
+render/catalog.py, with the lock entry they were dated by).
 
 Where it lives: $AGENT_ACCESS_CACHE_DIR, else $XDG_CACHE_HOME/agent-access, else
 ~/.cache/agent-access: never in the repository. One file per site folder and settings
-(about 200 MB for 10,000 documents and 10,000 FAQ entries). Clear it with
+(about 380 MB for 10,000 documents and 10,000 FAQ entries: mostly the entries' own
+files and llms-full.txt blocks). Clear it with
 `rm -rf ~/.cache/agent-access` (or the folder above); AGENT_ACCESS_CACHE_DIR=off turns it
 off. A cache that is missing, corrupt, from another version or for other settings is
 ignored and rewritten: it can make a build faster, never different.
@@ -25,14 +28,19 @@ import os
 import pickle
 import sys
 import tempfile
+import zlib
 from functools import cache
 from pathlib import Path
 from typing import Any, BinaryIO
 
 CACHE_ENV = "AGENT_ACCESS_CACHE_DIR"
-# v2: every frame carries its length and sha256, checked before it is unpickled (v1
+# v2: every frame carries its length and a checksum, checked before it is unpickled (v1
 # frames had none, so a flipped byte inside a string was published as content).
-_MAGIC = b"agent-access build cache v2\n"
+# v3: the checksum is CRC-32, not SHA-256: it catches every burst of damage up to 32 bits
+# and almost all others, which is what a disk or a killed writer does (the cache is not
+# a security boundary: it lives in the user's own folder), at 0.2 s instead of 0.9 s for
+# the 380 MB cache of a 10,000-entry site.
+_MAGIC = b"agent-access build cache v3\n"
 #: The packages whose code decides what a record holds.
 _CODE_PACKAGES = ("content_builder", "agent_contract")
 
@@ -178,25 +186,67 @@ def _write_new(file: Path, head: bytes, records: dict[str, dict[str, Any]]) -> N
 
 
 _LENGTH = 8
-_DIGEST = hashlib.sha256().digest_size
+_DIGEST = 4
+
+
+class _Counted:
+    """The bytes pickle writes or reads through it, counted and checksummed on the way, so
+    that a frame is never held whole in memory twice (a 10,000-entry site's cache is
+    ~380 MB: as one `pickle.dumps` it doubled the build's peak memory)."""
+
+    def __init__(self, stream: BinaryIO) -> None:
+        self.stream = stream
+        self.length = 0
+        self.crc = 0
+
+    def _seen(self, data: bytes | memoryview) -> None:
+        self.length += len(data)
+        self.crc = zlib.crc32(data, self.crc)
+
+    def write(self, data: bytes) -> int:
+        self._seen(data)
+        return self.stream.write(data)
+
+    def read(self, size: int = -1) -> bytes:
+        data = self.stream.read(size)
+        self._seen(data)
+        return data
+
+    def readinto(self, buffer: bytearray | memoryview) -> int:
+        read = self.stream.readinto(buffer)  # type: ignore[attr-defined]
+        self._seen(memoryview(buffer)[:read])
+        return read  # type: ignore[no-any-return]
+
+    def readline(self) -> bytes:
+        data = self.stream.readline()
+        self._seen(data)
+        return data
+
+    def trailer(self) -> bytes:
+        return self.length.to_bytes(_LENGTH, "big") + self.crc.to_bytes(_DIGEST, "big")
 
 
 def _write_frame(stream: BinaryIO, records: dict[str, dict[str, Any]]) -> None:
-    data = pickle.dumps(records, protocol=pickle.HIGHEST_PROTOCOL)
-    stream.write(len(data).to_bytes(_LENGTH, "big") + hashlib.sha256(data).digest() + data)
+    """One frame: the pickled records, then their length and CRC-32 (a trailer, so that
+    a frame can be appended in one pass)."""
+    counted = _Counted(stream)
+    pickle.dump(records, counted, protocol=pickle.HIGHEST_PROTOCOL)
+    stream.write(counted.trailer())
 
 
 def _read_frame(stream: BinaryIO) -> Any:
-    """The next frame, unpickled only once its bytes match their digest; EOFError at the
-    end of the file, ValueError for a frame cut short or damaged."""
-    length = stream.read(_LENGTH)
-    if not length:
+    """The next frame, returned only once its bytes match their length and checksum;
+    EOFError at the end of the file, ValueError for a frame cut short or damaged."""
+    if not stream.peek(1)[:1]:  # type: ignore[attr-defined]
         raise EOFError
-    digest = stream.read(_DIGEST)
-    data = stream.read(int.from_bytes(length, "big")) if len(length) == _LENGTH else b""
-    if len(digest) != _DIGEST or hashlib.sha256(data).digest() != digest:
+    counted = _Counted(stream)
+    try:
+        records = pickle.load(counted)
+    except Exception as error:  # damaged bytes can fail in any way while unpickling
+        raise ValueError("a cache frame cut short or damaged") from error
+    if stream.read(_LENGTH + _DIGEST) != counted.trailer():
         raise ValueError("a cache frame cut short or damaged")
-    return pickle.loads(data)
+    return records
 
 
 def _read_records(file: Path, header: bytes) -> tuple[dict[str, dict[str, Any]], bool]:

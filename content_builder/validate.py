@@ -9,17 +9,21 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from itertools import repeat
 from pathlib import Path
-from typing import Any
-from urllib.parse import urlsplit
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel
 
 from agent_contract import links, paths
 from agent_contract.artifacts import Artifact
 from content_builder.errors import Problem, SiteDataError
 from content_builder.loader import Site, located_strings, located_strings_containing
 from content_builder.yaml_io import with_lines
+
+if TYPE_CHECKING:
+    from content_builder.render.catalog import Catalog
 
 #: An API link an author wrote: where (dotted location), the URL, the path it names.
 ApiLink = tuple[str, str, str]
@@ -64,21 +68,16 @@ def _api_path_memo(base_url: str) -> Callable[[str], str | None]:
     return api_path
 
 
-def _entry_links(site: Site, key: str, source: Any) -> list[ApiLink]:
-    # An entry's links depend on its bytes and the base URL, both in its cache key.
-    found = site.cache.get(key, "api_links") if key else None
-    if found is None:
-        found = _api_links(site, source.model_dump(mode="json"))
-        if key:
-            site.cache.put(key, "api_links", found)
-    return found
+def authored_links(site: Site, source: BaseModel) -> list[ApiLink]:
+    """The links into the API an author wrote in one entry's source model."""
+    return _api_links(site, source.model_dump(mode="json"))
 
 
-def check_authored_links(site: Site, published: frozenset[str]) -> None:
+def check_authored_links(site: Site, catalog: Catalog, published: frozenset[str]) -> None:
     problems: list[Problem] = []
+    entries = zip([*site.documents, *site.faqs], catalog.entries, strict=True)
     sources: list[tuple[str, list[ApiLink]]] = [
-        *((d.file, _entry_links(site, d.cache_key, d.source)) for d in site.documents),
-        *((f.file, _entry_links(site, f.cache_key, f.source)) for f in site.faqs),
+        *((loaded.file, entry.authored_links) for loaded, entry in entries),
         (site.architecture_file, _api_links(site, site.architecture.model_dump(mode="json"))),
         (site.on_site_agent_file, _api_links(site, site.on_site_agent.model_dump(mode="json"))),
     ]
@@ -95,21 +94,9 @@ def check_authored_links(site: Site, published: frozenset[str]) -> None:
         raise SiteDataError(problems)
 
 
-#: Bodies up to this size have their links remembered by the build cache: the leaves,
-#: which an edit elsewhere leaves unchanged, not the aggregates, which every edit changes.
-_REMEMBERED_BODY_BYTES = 256 * 1024
-
-
-def _body_links(site: Site, artifact: Artifact) -> list[tuple[str, str]]:
+def body_links(site: Site, body: bytes) -> list[tuple[str, str]]:
     """(URL, path) of every link into the API in a published file."""
-    key = ""
-    if artifact.size <= _REMEMBERED_BODY_BYTES:
-        # The links of a body depend on its bytes and the base URL (in the cache's key).
-        key = "body\0" + artifact.sha256
-        found = site.cache.get(key, "api_links")
-        if found is not None:
-            return found
-    urls = links.urls(artifact.body.decode("utf-8"))
+    urls = links.urls(body.decode("utf-8"))
     known = _known_api_paths(site.base_url)
     # Hundreds of thousands of links into a few thousand distinct URLs: looked up in bulk.
     api_paths = list(map(known.get, urls, repeat(_UNSEEN)))
@@ -117,13 +104,17 @@ def _body_links(site: Site, artifact: Artifact) -> list[tuple[str, str]]:
         for index, url in enumerate(urls):
             if api_paths[index] is _UNSEEN:
                 api_paths[index] = known[url] = links.api_path(url, site.base_url)
-    found = [(url, path) for url, path in zip(urls, api_paths, strict=True) if path is not None]
-    if key:
-        site.cache.put(key, "api_links", found)
-    return found
+    return [(url, path) for url, path in zip(urls, api_paths, strict=True) if path is not None]
 
 
-def check_artifacts(site: Site, artifacts: list[Artifact]) -> None:
+def check_artifacts(
+    site: Site,
+    artifacts: list[Artifact],
+    known_links: Mapping[str, list[tuple[str, str]]] | None = None,
+) -> None:
+    """`known_links`: the links of files whose links were found when they were rendered
+    (an entry's own files, kept by the build cache with them), by path."""
+    known_links = known_links or {}
     problems: list[Problem] = []
     by_path: dict[str, Artifact] = {}
     for artifact in artifacts:
@@ -134,14 +125,16 @@ def check_artifacts(site: Site, artifacts: list[Artifact]) -> None:
 
     resolved: dict[str, bool] = {}  # a path is linked from many files
     for artifact in artifacts:
-        body_links = _body_links(site, artifact)
-        answers = [resolved.get(path) for _, path in body_links]
+        found = known_links.get(artifact.path)
+        if found is None:
+            found = body_links(site, artifact.body)
+        answers = [resolved.get(path) for _, path in found]
         if all(answers):
             continue
-        for index, (_, path) in enumerate(body_links):
+        for index, (_, path) in enumerate(found):
             if answers[index] is None:
                 answers[index] = resolved[path] = links.resolves(path, published)
-        dangling = [url for (url, _), ok in zip(body_links, answers, strict=True) if not ok]
+        dangling = [url for (url, _), ok in zip(found, answers, strict=True) if not ok]
         if dangling:
             where = (
                 f"{artifact.path} (from {artifact.source})" if artifact.source else artifact.path
@@ -204,7 +197,7 @@ def _discovery_coverage(
     site: Site, discovery: dict[str, Any], published: frozenset[str]
 ) -> list[Problem]:
     linked = {
-        urlsplit(url).path
+        links.url_path(url)
         for section in ("interfaces", "content")
         for _, url in located_strings(discovery[section])
         if url.startswith(site.base_url)

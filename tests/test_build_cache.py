@@ -7,6 +7,7 @@ unchanged entry is not parsed again; the cache lives outside the repository.
 
 from __future__ import annotations
 
+import os
 import pickle
 import shutil
 from collections.abc import Callable
@@ -238,3 +239,66 @@ def test_lock_body_is_what_json_dumps_writes_ascii_or_not() -> None:
         }
         assert body == (json.dumps(data, indent=2) + "\n").encode("utf-8")
         assert body.isascii()
+
+
+def _reads_of_entries(site: Path, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The content and FAQ files the loader opens for reading during the next call."""
+    opened: list[str] = []
+    real_open = open
+
+    def counting(file, *args, **kwargs):  # type: ignore[no-untyped-def]
+        name = str(file)
+        if name.startswith(str(site)) and name.endswith(".yaml"):
+            opened.append(str(Path(name).relative_to(site)))
+        return real_open(file, *args, **kwargs)
+
+    monkeypatch.setattr("builtins.open", counting)
+    return opened
+
+
+def test_a_file_unchanged_since_it_was_read_is_not_read_again(
+    site_copy: Path, tmp_path: Path, cache_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("content_builder.loader.RACY_NS", 0)  # files older than the build
+    _build(site_copy, tmp_path / "out")
+    build_cache._MEMO.clear()  # as a new process would: read the file
+    _edit(site_copy)
+    with monkeypatch.context() as patch:
+        opened = _reads_of_entries(site_copy, patch)
+        _build(site_copy, tmp_path / "out")
+    assert [name for name in opened if name.startswith(("content/", "faq/"))] == [
+        "faq/q01-difference.yaml"
+    ]
+
+
+def test_an_edit_that_keeps_the_size_and_the_mtime_is_still_seen(
+    site_copy: Path, tmp_path: Path, cache_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """ctime moves on every change and cannot be set back: `touch -d`, `cp -p` or a
+    checkout that restores an old mtime and size does not hide an edit."""
+    monkeypatch.setattr("content_builder.loader.RACY_NS", 0)
+    _build(site_copy, tmp_path / "out")
+    path = site_copy / "faq" / "q01-difference.yaml"
+    before = path.stat()
+    text = path.read_text()
+    assert "sitemap" in text
+    path.write_text(text.replace("sitemap", "sitemaq"))
+    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert (path.stat().st_size, path.stat().st_mtime_ns) == (before.st_size, before.st_mtime_ns)
+    build_cache._MEMO.clear()
+    warm = _build(site_copy, tmp_path / "out")
+    assert "sitemaq" in (tmp_path / "out" / "api/v1/faq/q01-difference.json").read_text()
+    assert warm == _cold(site_copy, tmp_path, monkeypatch)
+
+
+def test_a_file_changed_just_before_a_build_is_read_again_by_the_next(
+    site_copy: Path, tmp_path: Path, cache_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Within RACY_NS of the build that read it, a file could change again in the same
+    clock tick without its stat showing it: its stat is not remembered."""
+    _build(site_copy, tmp_path / "out")  # every file of site_copy was just written
+    build_cache._MEMO.clear()
+    with monkeypatch.context() as patch:
+        opened = _reads_of_entries(site_copy, patch)
+        _build(site_copy, tmp_path / "out")
+    assert "faq/q01-difference.yaml" in opened

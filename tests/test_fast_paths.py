@@ -12,7 +12,7 @@ from urllib.parse import urlsplit
 
 import pytest
 import yaml
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from agent_contract import links
@@ -168,12 +168,17 @@ def api_path_by_split(url: str, base_url: str) -> str | type[ValueError] | None:
 URL_PARTS = st.sampled_from(
     ["https://", "http://", "HTTPS://", "https:/", "Agents.Example.com", "agents.example.com",
      "agents.example.comx", ":8000", "/api/v1/x.json", "//api/v1/", "/llms.txt", "/docs/x",
-     "?q=1", "#f", " ", "\t", "\n", "[::1]", "[1.2.3]", "é", "\x00", "", "/", "."]
+     "?q=1", "#f", " ", "\t", "\n", "[::1]", "[1.2.3]", "é", "\x00", "", "/", ".", "?", "#",
+     "/api/v1/content/a.json", "@", "%2F"]
 )  # fmt: skip
 
 
 @settings(max_examples=1500, deadline=None, database=None)
 @given(st.lists(URL_PARTS, max_size=6).map("".join))
+@example("https://agents.example.com/api/v1/x.json#f")  # the own-origin slice: to ? or #
+@example("https://agents.example.com/api/v1/x.json?q=1#f")
+@example("https://agents.example.com/llms.txt#f?q=1")
+@example("http://agents.example.com:8000/api/v1/x.json?q=1")
 def test_api_path_shortcut_agrees_with_urlsplit(url: str) -> None:
     for base_url in ("https://agents.example.com", "http://Agents.Example.com:8000"):
         expected = api_path_by_split(url, base_url)
@@ -182,3 +187,22 @@ def test_api_path_shortcut_agrees_with_urlsplit(url: str) -> None:
         except ValueError:
             found = ValueError
         assert found == expected
+
+
+@settings(max_examples=1500, deadline=None, database=None)
+@given(st.lists(URL_PARTS, max_size=6).map("".join))
+@example("https://agents.example.com/api/v1/x.json?q=1#f")
+@example("https://agents.example.com?q=/x")
+@example("https://agents.example.com#/x")
+@example("https://agents.example.com")
+@example("mailto://a/b")
+def test_url_path_agrees_with_urlsplit(url: str) -> None:
+    try:
+        expected: str | type[ValueError] = urlsplit(url).path
+    except ValueError:
+        expected = ValueError
+    try:
+        found: str | type[ValueError] = links.url_path(url)
+    except ValueError:
+        found = ValueError
+    assert found == expected

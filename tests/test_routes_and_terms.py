@@ -14,6 +14,7 @@ from agent_contract.routes import (
     ERROR_CACHE,
     ROUTE_RULES,
     PublishTier,
+    RouteRule,
     rule_for,
 )
 from agent_contract.search_terms import fold, inflections, stem, words
@@ -57,6 +58,32 @@ def test_route_rule_of_each_kind_of_file(path: str, cache: object, tier: Publish
 def test_an_unrouted_path_is_an_error() -> None:
     with pytest.raises(LookupError, match="no route rule"):
         rule_for("/images/logo.png")
+
+
+def _first_match(path: str) -> RouteRule | None:
+    """The table's rule, read the slow and obvious way."""
+    return next((rule for rule in ROUTE_RULES if rule.matches(path)), None)
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/llms.txt", "/llms.txt.bak", "/llms/documents-1.txt", "/llms/a/b.txt",
+        "/.well-known/mcp.json", "/.well-known/x.json", "/.well-known/api-catalog",
+        "/api/v1/content/index.json", "/api/v1/content/a.md", "/api/v1/content/a/b.json",
+        "/api/v1/faq/x.json", "/api/v1/faq/x.md", "/api/v1/x.json", "/api/v1/x.jsonx",
+        "/API/v1/x.json", "/errors/404.json", "/errors/404.json\n", "/", "",
+        "/sitemap.xml", "/robots.txt", "/api/v1/content/index.json/", "/llms-full.txt",
+    ],
+)  # fmt: skip
+def test_rule_for_is_the_first_rule_of_the_table_that_matches(path: str) -> None:
+    """rule_for matches all globs at once; it must agree with the table read in order."""
+    expected = _first_match(path)
+    if expected is None:
+        with pytest.raises(LookupError):
+            rule_for(path)
+    else:
+        assert rule_for(path) is expected
 
 
 def _structural_links(artifact: Artifact, base_url: str) -> set[str]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -78,3 +79,42 @@ def test_a_folder_with_someone_elses_manifest_json_is_not_replaced(
     result = run_cli("build", "--site", site_copy, "--out", extension)
     assert result.code == 1 and "not a build output" in result.err
     assert (extension / "src" / "background.js").is_file()
+
+
+def test_a_published_file_changed_by_hand_is_written_again(site_copy: Path, tmp_path: Path) -> None:
+    """Unchanged files are reused from the previous output without being read when the
+    manifest vouches for them; a file edited since (same size, newer) is not vouched for."""
+    out = tmp_path / "dist"
+    assert run_cli("build", "--site", site_copy, "--out", out).code == 0
+    target = out / "api/v1/faq/q02-endpoints.json"
+    original = target.read_bytes()
+    tampered = original.replace(b"a", b"b", 1)
+    assert tampered != original and len(tampered) == len(original)
+    target.write_bytes(tampered)
+    assert run_cli("build", "--site", site_copy, "--out", out).code == 0
+    assert (out / "api/v1/faq/q02-endpoints.json").read_bytes() == original
+
+
+def test_unchanged_files_are_reused_without_reading_them(
+    site_copy: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    out = tmp_path / "dist"
+    assert run_cli("build", "--site", site_copy, "--out", out).code == 0
+    manifest = (out / writer.MANIFEST_NAME).stat().st_mtime_ns
+    for path in out.rglob("*"):  # every file older than its manifest, as after any build
+        if path.is_file() and path.name != writer.MANIFEST_NAME:
+            os.utime(path, ns=(manifest - 10**9, manifest - 10**9))
+    before = tree_digest(out)
+    read: list[Path] = []
+    real_read_bytes = Path.read_bytes
+
+    def counting(self: Path) -> bytes:
+        if out in self.parents:
+            read.append(self)
+        return real_read_bytes(self)
+
+    monkeypatch.setattr(Path, "read_bytes", counting)
+    assert run_cli("build", "--site", site_copy, "--out", out).code == 0
+    monkeypatch.undo()
+    assert read == [], "files the manifest vouches for were read"
+    assert tree_digest(out) == before

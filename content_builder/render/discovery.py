@@ -16,7 +16,7 @@ from agent_contract.models import (
 )
 from agent_contract.routes import HEADER_POLICY
 from content_builder.loader import Site
-from content_builder.render.documents import Catalog
+from content_builder.render.catalog import Catalog
 from content_builder.render.llms import row_has_files
 from content_builder.render.mcp import MCP_VERSION
 from content_builder.render.openapi import OPENAPI_VERSION
@@ -42,8 +42,8 @@ def discovery_document(
         ),
         content=DiscoveryContent(
             language=site.config.language,
-            documents={doc.id: url(paths.document(doc.id)) for _, doc in catalog.documents},
-            faq={faq.id: url(paths.faq(faq.id)) for _, faq in catalog.faqs},
+            documents={doc.id: url(paths.document(doc.id)) for doc in catalog.documents},
+            faq={faq.id: url(paths.faq(faq.id)) for faq in catalog.faqs},
         ),
         protocols=DiscoveryProtocols(
             mcp=McpProtocol(

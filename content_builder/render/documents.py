@@ -5,7 +5,6 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
@@ -21,7 +20,7 @@ from agent_contract.models import (
     Section,
 )
 from content_builder.loader import BASE_URL_TOKEN, LoadedDocument, LoadedFaq, Site
-from content_builder.lock import History, Lock, Tracked
+from content_builder.lock import LockEntry, Tracked
 from content_builder.source import FeatureContentSource
 
 
@@ -74,30 +73,49 @@ def faq_entry(faq: LoadedFaq) -> FAQEntry:
     return FAQEntry(id=faq.source.id, question=faq.source.question, answer=faq.source.answer)
 
 
-def unversioned_documents(site: Site) -> list[dict[str, Any]]:
-    """Every document as a client reads it, minus updated_at and metadata, in site order:
-    rendered once per build, for both the lock (`tracked`) and the catalog."""
-    return [_unversioned(site, document) for document in site.documents]
+class DocumentData:
+    """Each document as a client reads it, minus updated_at and metadata: rendered at most
+    once per build, for the lock's source hash and the document itself, and only for the
+    entries the build cache does not already answer for."""
+
+    def __init__(self, site: Site) -> None:
+        self.site = site
+        self._rendered: dict[str, dict[str, Any]] = {}
+
+    def __call__(self, document: LoadedDocument) -> dict[str, Any]:
+        found = self._rendered.get(document.id)
+        if found is None:
+            found = self._rendered[document.id] = _unversioned(self.site, document)
+        return found
+
+    def forget(self, document: LoadedDocument) -> None:
+        self._rendered.pop(document.id, None)
 
 
-def tracked(site: Site, unversioned: list[dict[str, Any]] | None = None) -> list[Tracked]:
+def tracked(site: Site, data: DocumentData | None = None) -> list[Tracked]:
     """Everything the lock records, documents first, in publication order."""
-    if unversioned is None:
-        unversioned = unversioned_documents(site)
+    data = data or DocumentData(site)
     items = [
-        Tracked(d.id, _cached_hash(site, d.cache_key, data), d.source.version, d.file)
-        for d, data in zip(site.documents, unversioned, strict=True)
+        Tracked(d.id, _cached_hash(site, d.cache_key, lambda d=d: data(d)), d.version, d.file)
+        for d in site.documents
     ]
-    items += [Tracked(f.id, _cached_hash(site, f.cache_key, f), None, f.file) for f in site.faqs]
+    items += [
+        Tracked(
+            f.id,
+            _cached_hash(site, f.cache_key, lambda f=f: faq_entry(f).model_dump(mode="json")),
+            None,
+            f.file,
+        )
+        for f in site.faqs
+    ]
     return items
 
 
-def _cached_hash(site: Site, key: str, entry: dict[str, Any] | LoadedFaq) -> str:
+def _cached_hash(site: Site, key: str, data: Callable[[], dict[str, Any]]) -> str:
     # The source hash depends on the entry's bytes and the settings its key includes.
     found = site.cache.get(key, "source_hash") if key else None
     if found is None:
-        data = faq_entry(entry).model_dump(mode="json") if isinstance(entry, LoadedFaq) else entry
-        found = source_hash(site, data)
+        found = source_hash(site, data())
         if key:
             site.cache.put(key, "source_hash", found)
     return found
@@ -115,11 +133,8 @@ def cached_content_hash(site: Site, key: str, data: Callable[[], dict[str, Any]]
 
 
 def content_document(
-    site: Site, document: LoadedDocument, lock: Lock, data: dict[str, Any] | None = None
+    site: Site, document: LoadedDocument, entry: LockEntry, data: dict[str, Any]
 ) -> ContentDocument:
-    if data is None:
-        data = _unversioned(site, document)
-    entry = lock[document.id]
     return ContentDocument.model_validate(
         {
             **data,
@@ -129,35 +144,6 @@ def content_document(
                 content_hash=cached_content_hash(site, document.cache_key, lambda: data),
             ),
         }
-    )
-
-
-@dataclass(frozen=True)
-class Catalog:
-    """The rendered leaves, in publication order, and the lock that dated them."""
-
-    documents: tuple[tuple[LoadedDocument, ContentDocument], ...]
-    faqs: tuple[tuple[LoadedFaq, FAQEntry], ...]
-    lock: Lock
-    history: History = field(default_factory=History)  # the change feed's generation
-
-
-def build_catalog(
-    site: Site,
-    lock: Lock,
-    unversioned: list[dict[str, Any]] | None = None,
-    history: History | None = None,
-) -> Catalog:
-    if unversioned is None:
-        unversioned = unversioned_documents(site)
-    return Catalog(
-        documents=tuple(
-            (d, content_document(site, d, lock, data))
-            for d, data in zip(site.documents, unversioned, strict=True)
-        ),
-        faqs=tuple((f, faq_entry(f)) for f in site.faqs),
-        lock=lock,
-        history=history or History(),
     )
 
 

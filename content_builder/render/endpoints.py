@@ -15,13 +15,12 @@ from pydantic import BaseModel
 from agent_contract import paths
 from agent_contract.artifacts import Artifact, json_body, text_body
 from content_builder.loader import Site
+from content_builder.render.catalog import Catalog
 from content_builder.render.discovery import discovery_document
-from content_builder.render.documents import Catalog
 from content_builder.render.errors import not_found
 from content_builder.render.extensions import api_catalog, change_feed, robots_txt, sitemap_xml
 from content_builder.render.indexes import content_index, search_index
 from content_builder.render.llms import llms_full_txt, llms_parts, llms_txt
-from content_builder.render.markdown import document_markdown, faq_markdown
 from content_builder.render.mcp import mcp_manifest
 from content_builder.render.openapi import openapi_document
 
@@ -61,8 +60,8 @@ RENDERERS: dict[str, Renderer] = {
         lambda c: json_body(c.site.on_site_agent), lambda site: site.on_site_agent_file
     ),
     "not_found": Renderer(lambda c: json_body(not_found(c.site))),
-    "content_index": Renderer(lambda c: compact_json_body(content_index(c.site, c.catalog))),
-    "search_index": Renderer(lambda c: compact_json_body(search_index(c.site, c.catalog))),
+    "content_index": Renderer(lambda c: content_index(c.site, c.catalog)),
+    "search_index": Renderer(lambda c: search_index(c.site, c.catalog)),
     "llms_full_txt": Renderer(lambda c: text_body(llms_full_txt(c.site, c.catalog))),
     "mcp_manifest": Renderer(lambda c: c.mcp_manifest),
     "mcp_well_known": Renderer(lambda c: c.mcp_manifest),
@@ -71,7 +70,7 @@ RENDERERS: dict[str, Renderer] = {
         lambda c: json_body(discovery_document(c.site, c.catalog, c.mcp_endpoint))
     ),
     "llms_txt": Renderer(lambda c: text_body(llms_txt(c.site, c.catalog))),
-    "changes": Renderer(lambda c: compact_json_body(change_feed(c.site, c.catalog))),
+    "changes": Renderer(lambda c: change_feed(c.site, c.catalog)),
     "api_catalog": Renderer(lambda c: json_body(api_catalog(c.site))),
     "sitemap": Renderer(lambda c: text_body(sitemap_xml(c.site, c.catalog))),
     "robots": Renderer(lambda c: text_body(robots_txt(c.site))),
@@ -79,14 +78,15 @@ RENDERERS: dict[str, Renderer] = {
 
 
 def markdown_mirrors(site: Site, catalog: Catalog) -> Iterator[Artifact]:
-    """The per-entry rows beside the JSON: a Markdown mirror per entry (document_markdown,
-    faq_markdown), then llms.txt's parts (llms_part)."""
-    base = site.base_url
-    for loaded, document in catalog.documents:
-        body = document_markdown(base, document, loaded.source.description)
-        yield Artifact(paths.document_markdown(document.id), text_body(body), loaded.file)
-    for loaded_faq, faq in catalog.faqs:
-        body = faq_markdown(base, faq)
-        yield Artifact(paths.faq_markdown(faq.id), text_body(body), loaded_faq.file)
+    """The per-entry rows beside the JSON: a Markdown mirror per entry (rendered with the
+    entry, render/entries.py), then llms.txt's parts (llms_part)."""
+    for entry, file in zip(catalog.documents, (d.file for d in site.documents), strict=True):
+        yield Artifact.hashed(
+            paths.document_markdown(entry.id), entry.markdown, entry.markdown_sha256, file
+        )
+    for entry, file in zip(catalog.faqs, (f.file for f in site.faqs), strict=True):
+        yield Artifact.hashed(
+            paths.faq_markdown(entry.id), entry.markdown, entry.markdown_sha256, file
+        )
     for name, text in llms_parts(site, catalog):
         yield Artifact(paths.llms_part(name), text_body(text))

@@ -16,39 +16,34 @@ from agent_contract.models import (
     RemovedIds,
 )
 from content_builder.loader import Site
-from content_builder.render.documents import Catalog, cached_content_hash
+from content_builder.render.catalog import Catalog, around, compact_item
 
 SITEMAP_NS = "http://www.sitemaps.org/schemas/sitemap/0.9"
 
 
-def change_feed(site: Site, catalog: Catalog) -> ChangeFeed:
+def change_entry(site: Site, api_path: str, entry_id: str, updated_at: str, hash_: str) -> bytes:
+    """The entry's entry of changes.json."""
+    return compact_item(
+        ChangeFeedEntry(
+            id=entry_id, api_url=site.base_url + api_path, updated_at=updated_at,
+            content_hash=hash_,
+        )
+    )  # fmt: skip
+
+
+def change_feed(site: Site, catalog: Catalog) -> bytes:
+    """changes.json, joined from the entries' pieces."""
     history = catalog.history
-    entries = [
-        ChangeFeedEntry(
-            id=document.id,
-            api_url=site.base_url + paths.document(document.id),
-            updated_at=document.updated_at,
-            content_hash=document.metadata.content_hash,
-        )
-        for _, document in catalog.documents
-    ]
-    entries += [
-        ChangeFeedEntry(
-            id=faq.id,
-            api_url=site.base_url + paths.faq(faq.id),
-            updated_at=catalog.lock[faq.id].updated_at,
-            content_hash=cached_content_hash(
-                site, loaded.cache_key, lambda faq=faq: faq.model_dump(mode="json")
-            ),
-        )
-        for loaded, faq in catalog.faqs
-    ]
-    return ChangeFeed(
-        generation=history.generation,
-        oldest_generation=history.oldest_generation,
-        entries=entries,
-        removed=[RemovedIds(generation=g, ids=list(ids)) for g, ids in history.removed],
+    head, tail = around(
+        ChangeFeed(
+            generation=history.generation,
+            oldest_generation=history.oldest_generation,
+            entries=[],
+            removed=[RemovedIds(generation=g, ids=list(ids)) for g, ids in history.removed],
+        ),
+        "entries",
     )
+    return head + b",".join(entry.change_entry for entry in catalog.entries) + tail + b"\n"
 
 
 def api_catalog(site: Site) -> dict[str, object]:
@@ -78,22 +73,19 @@ def api_catalog(site: Site) -> dict[str, object]:
     return catalog.model_dump(mode="json", by_alias=True, exclude_none=True)
 
 
+def sitemap_url(site: Site, api_path: str, updated_at: str) -> str:
+    """The entry's <url> element of sitemap.xml: its JSON URL, lastmod = updated_at (W3C
+    datetime, which the sitemap schema's `tLastmod` accepts)."""
+    return (
+        f"<url><loc>{escape(site.base_url + api_path)}</loc><lastmod>{updated_at}</lastmod></url>"
+    )
+
+
 def sitemap_xml(site: Site, catalog: Catalog) -> str:
-    """Every document and FAQ entry's JSON URL with lastmod = updated_at (W3C datetime,
-    which the sitemap schema's `tLastmod` accepts). At most 50,000 URLs per sitemap
+    """Every document and FAQ entry's JSON URL. At most 50,000 URLs per sitemap
     (sitemaps.org protocol): the build refuses more rather than publish a cut list."""
-    urls = [
-        (site.base_url + paths.document(document.id), document.updated_at)
-        for _, document in catalog.documents
-    ]
-    urls += [
-        (site.base_url + paths.faq(faq.id), catalog.lock[faq.id].updated_at)
-        for _, faq in catalog.faqs
-    ]
     lines = ['<?xml version="1.0" encoding="UTF-8"?>', f'<urlset xmlns="{SITEMAP_NS}">']
-    lines += [
-        f"<url><loc>{escape(loc)}</loc><lastmod>{lastmod}</lastmod></url>" for loc, lastmod in urls
-    ]
+    lines += [entry.sitemap_url for entry in catalog.entries]
     lines.append("</urlset>")
     return "\n".join(lines)
 

@@ -11,15 +11,20 @@ from dataclasses import dataclass
 from itertools import chain
 from operator import attrgetter, itemgetter, mul
 
+import pydantic_core
+
 from agent_contract import paths, search_terms
-from agent_contract.models import ContentIndex, ContentIndexEntry, SearchEntry, SearchIndex
-from content_builder.loader import Site
-from content_builder.render.documents import (
-    Catalog,
-    document_headings,
-    document_text,
-    summarize,
+from agent_contract.models import (
+    ContentDocument,
+    ContentIndex,
+    ContentIndexEntry,
+    FAQEntry,
+    SearchEntry,
+    SearchIndex,
 )
+from content_builder.loader import LoadedDocument, LoadedFaq, Site
+from content_builder.render.catalog import Catalog, around, around_value, compact_item
+from content_builder.render.documents import document_headings, document_text, summarize
 
 _URL = re.compile(r"https?://\S+")
 
@@ -28,8 +33,9 @@ def faq_canonical_url(site: Site, faq_id: str, authored: str | None) -> str:
     return authored or f"{site.config.website.rstrip('/')}/faq#{faq_id}"
 
 
-def content_index(site: Site, catalog: Catalog) -> ContentIndex:
-    entries = [
+def document_index_entry(site: Site, loaded: LoadedDocument, document: ContentDocument) -> bytes:
+    """The document's entry of index.json."""
+    return compact_item(
         ContentIndexEntry(
             id=document.id,
             title=document.title,
@@ -39,9 +45,12 @@ def content_index(site: Site, catalog: Catalog) -> ContentIndex:
             description=loaded.source.description,
             updated_at=document.updated_at,
         )
-        for loaded, document in catalog.documents
-    ]
-    entries += [
+    )
+
+
+def faq_index_entry(site: Site, loaded: LoadedFaq, faq: FAQEntry, updated_at: str) -> bytes:
+    """The FAQ entry's entry of index.json."""
+    return compact_item(
         ContentIndexEntry(
             id=faq.id,
             title=faq.question,
@@ -49,13 +58,19 @@ def content_index(site: Site, catalog: Catalog) -> ContentIndex:
             canonical_url=faq_canonical_url(site, faq.id, loaded.source.canonical_url),
             api_url=site.base_url + paths.faq(faq.id),
             description=summarize(faq.answer),
-            updated_at=catalog.lock[faq.id].updated_at,
+            updated_at=updated_at,
         )
-        for loaded, faq in catalog.faqs
-    ]
-    return ContentIndex(
-        version=site.config.api_version, total_documents=len(entries), documents=entries
     )
+
+
+def content_index(site: Site, catalog: Catalog) -> bytes:
+    """index.json, joined from the entries' pieces."""
+    entries = catalog.entries
+    head, tail = around(
+        ContentIndex(version=site.config.api_version, total_documents=len(entries), documents=[]),
+        "documents",
+    )
+    return head + b",".join(entry.index_entry for entry in entries) + tail + b"\n"
 
 
 #: A body word found in more than this share of entries does not tell them apart, and
@@ -227,54 +242,67 @@ def _keywords(entries: list[_EntryTerms], fixed_bytes: int) -> list[list[str]]:
     return published
 
 
-def _remember(site: Site, key: str, terms: _EntryTerms) -> None:
-    # The terms depend on the entry's text and on settings the cache is keyed by
-    # (site.yaml, base URL, code): the entry's bytes name them.
-    if key:
-        site.cache.put(key, "terms", terms)
-
-
-def search_index(site: Site, catalog: Catalog) -> SearchIndex:
-    heads: list[tuple[str, str, str, str]] = []  # id, title, description, api_url
-    terms: list[_EntryTerms] = []
-    # URLs are links, not words: "https", "json" and the host would match every entry.
-    tokenizer = search_terms.Tokenizer(drop=_URL)
-    for loaded, document in catalog.documents:
-        heads.append(
-            (document.id, document.title, loaded.source.description,
-             site.base_url + paths.document(document.id))
-        )  # fmt: skip
-        found = site.cache.get(loaded.cache_key, "terms") if loaded.cache_key else None
-        if found is None:
-            salient = [loaded.source.description, *loaded.source.keywords]
-            found = _entry_terms(
-                [document.title],
-                [*salient, *document_headings(document)],
-                document_text(document),
-                tokenizer,
-            )
-            _remember(site, loaded.cache_key, found)
-        terms.append(found)
-    for loaded, faq in catalog.faqs:
-        heads.append(
-            (faq.id, faq.question, summarize(faq.answer), site.base_url + paths.faq(faq.id))
-        )
-        found = site.cache.get(loaded.cache_key, "terms") if loaded.cache_key else None
-        if found is None:
-            found = _entry_terms(
-                [faq.question], list(loaded.source.keywords), [faq.answer], tokenizer
-            )
-            _remember(site, loaded.cache_key, found)
-        terms.append(found)
-    bare = [
+def search_head(entry_id: str, title: str, description: str, api_url: str) -> tuple[bytes, bytes]:
+    """The entry's compact JSON in search-index.json before and after its keywords."""
+    return around_value(
         SearchEntry(id=entry_id, title=title, description=description, api_url=api_url,
-                    keywords=[])
-        for entry_id, title, description, api_url in heads
-    ]  # fmt: skip
-    fixed_bytes = len(SearchIndex(version=site.config.api_version, entries=bare)
-                      .model_dump_json().encode("utf-8")) + 1  # fmt: skip
-    entries = [
-        entry.model_copy(update={"keywords": keywords})
-        for entry, keywords in zip(bare, _keywords(terms, fixed_bytes), strict=True)
-    ]
-    return SearchIndex(version=site.config.api_version, entries=entries)
+                    keywords=[]),
+        "keywords",
+    )  # fmt: skip
+
+
+def document_search(
+    site: Site, loaded: LoadedDocument, document: ContentDocument, tokenizer: search_terms.Tokenizer
+) -> tuple[tuple[bytes, bytes], _EntryTerms]:
+    """The document's search entry around its keywords, and its candidate keywords."""
+    head = search_head(document.id, document.title, loaded.source.description,
+                       site.base_url + paths.document(document.id))  # fmt: skip
+    salient = [loaded.source.description, *loaded.source.keywords]
+    terms = _entry_terms(
+        [document.title],
+        [*salient, *document_headings(document)],
+        document_text(document),
+        tokenizer,
+    )
+    return head, terms
+
+
+def faq_search(
+    site: Site, loaded: LoadedFaq, faq: FAQEntry, tokenizer: search_terms.Tokenizer
+) -> tuple[tuple[bytes, bytes], _EntryTerms]:
+    """The FAQ entry's search entry around its keywords, and its candidate keywords."""
+    head = search_head(faq.id, faq.question, summarize(faq.answer),
+                       site.base_url + paths.faq(faq.id))  # fmt: skip
+    terms = _entry_terms([faq.question], list(loaded.source.keywords), [faq.answer], tokenizer)
+    return head, terms
+
+
+def search_tokenizer() -> search_terms.Tokenizer:
+    # URLs are links, not words: "https", "json" and the host would match every entry.
+    return search_terms.Tokenizer(drop=_URL)
+
+
+def search_index(site: Site, catalog: Catalog) -> bytes:
+    """search-index.json: the entries' pieces around the keywords chosen for the whole
+    site (each entry's share of the index's byte budget depends on every other entry)."""
+    entries = catalog.entries
+    head, tail = around(SearchIndex(version=site.config.api_version, entries=[]), "entries")
+    empty_list = 2  # "[]"
+    separators = max(len(entries) - 1, 0)
+    fixed_bytes = (
+        len(head) + len(tail) + separators + 1  # the trailing newline
+        + sum(len(before) + empty_list + len(after) for before, after in
+              (entry.search_head for entry in entries))
+    )  # fmt: skip
+    keywords = _keywords([entry.terms for entry in entries], fixed_bytes)
+    return (
+        head
+        + b",".join(
+            before + pydantic_core.to_json(words) + after
+            for (before, after), words in zip(
+                (entry.search_head for entry in entries), keywords, strict=True
+            )
+        )
+        + tail
+        + b"\n"
+    )

@@ -12,9 +12,10 @@ import weakref
 
 from agent_contract import paths
 from agent_contract.endpoints import Endpoint, llms_section
-from agent_contract.models import FeatureContent
-from content_builder.loader import Site
-from content_builder.render.documents import Catalog, summarize
+from agent_contract.models import ContentDocument, FAQEntry, FeatureContent
+from content_builder.loader import LoadedDocument, LoadedFaq, Site
+from content_builder.render.catalog import Catalog
+from content_builder.render.documents import summarize
 from content_builder.render.indexes import faq_canonical_url
 
 
@@ -33,33 +34,31 @@ def _link(title: str, url: str, note: str | None = None) -> str:
 LLMS_TXT_BUDGET = 50_000
 
 
-def _entry_links(site: Site, catalog: Catalog) -> dict[str, list[str]]:
-    def url(path: str) -> str:
-        return site.base_url + path
+def _with_twin(site: Site, note: str, path: str) -> str:
+    # Each entry names its Markdown twin by a real URL (a template in a Markdown link
+    # would be a dead link to any reader that follows it).
+    twin = paths.markdown_twin(path)
+    return f"{note.rstrip()} (Markdown: {site.base_url}{twin})" if twin else note
 
-    def with_twin(note: str, path: str) -> str:
-        # Each entry names its Markdown twin by a real URL (a template in a Markdown link
-        # would be a dead link to any reader that follows it).
-        twin = paths.markdown_twin(path)
-        return f"{note.rstrip()} (Markdown: {url(twin)})" if twin else note
 
+def document_link(site: Site, loaded: LoadedDocument, document: ContentDocument) -> str:
+    """The document's line of llms.txt (or of its part)."""
+    path = paths.document(document.id)
+    return _link(
+        document.title, site.base_url + path, _with_twin(site, loaded.source.description, path)
+    )
+
+
+def faq_link(site: Site, faq: FAQEntry) -> str:
+    """The FAQ entry's line of llms.txt (or of its part)."""
+    path = paths.faq(faq.id)
+    return _link(faq.question, site.base_url + path, _with_twin(site, summarize(faq.answer), path))
+
+
+def _entry_links(catalog: Catalog) -> dict[str, list[str]]:
     return {
-        "Documents": [
-            _link(
-                document.title,
-                url(paths.document(document.id)),
-                with_twin(loaded.source.description, paths.document(document.id)),
-            )
-            for loaded, document in catalog.documents
-        ],
-        "FAQ": [
-            _link(
-                faq.question,
-                url(paths.faq(faq.id)),
-                with_twin(summarize(faq.answer), paths.faq(faq.id)),
-            )
-            for _, faq in catalog.faqs
-        ],
+        "Documents": [entry.llms_link for entry in catalog.documents],
+        "FAQ": [entry.llms_link for entry in catalog.faqs],
     }
 
 
@@ -107,7 +106,7 @@ def _parts(site: Site, catalog: Catalog) -> tuple[tuple[str, str, str], ...]:
     if _last_parts is not None and _last_parts[0]() is catalog and _last_parts[1]() is site:
         return _last_parts[2]
     found: list[tuple[str, str, str]] = []
-    for section, lines in _entry_links(site, catalog).items():
+    for section, lines in _entry_links(catalog).items():
         chunks = _chunks(site, section, lines)
         for number, chunk in enumerate(chunks, 1):
             text = _part_text(site, section, number, len(chunks), chunk)
@@ -157,7 +156,7 @@ def llms_txt(site: Site, catalog: Catalog) -> str:
         ]
         return "\n\n".join(blocks)
 
-    flat = assemble(_entry_links(site, catalog))
+    flat = assemble(_entry_links(catalog))
     if len(flat) < LLMS_TXT_BUDGET:
         return flat
     nested: dict[str, list[str]] = {"Documents": [], "FAQ": []}
@@ -172,8 +171,8 @@ def llms_txt(site: Site, catalog: Catalog) -> str:
     return assemble(nested)
 
 
-def _document_block(site: Site, catalog: Catalog, index: int) -> str:
-    loaded, document = catalog.documents[index]
+def document_block(site: Site, loaded: LoadedDocument, document: ContentDocument) -> str:
+    """The document's block of llms-full.txt."""
     lines = [
         f"## {document.title}",
         "",
@@ -201,6 +200,15 @@ def _document_block(site: Site, catalog: Catalog, index: int) -> str:
     return "\n".join(lines).rstrip()
 
 
+def faq_block(site: Site, loaded: LoadedFaq, faq: FAQEntry) -> str:
+    """The FAQ entry's block of llms-full.txt."""
+    page = faq_canonical_url(site, faq.id, loaded.source.canonical_url)
+    return (
+        f"## FAQ: {_one_line(faq.question)}\n\n"
+        f"Source: {site.base_url}{paths.faq(faq.id)}\nPage: {page}\n\n{faq.answer}"
+    )
+
+
 def llms_full_txt(site: Site, catalog: Catalog) -> str:
     blocks = [
         f"# {_one_line(site.config.name)}",
@@ -208,11 +216,5 @@ def llms_full_txt(site: Site, catalog: Catalog) -> str:
         site.config.about,
         f"Discovery document: {site.base_url}{paths.discovery(site.config.brand)}",
     ]
-    blocks += [_document_block(site, catalog, index) for index in range(len(catalog.documents))]
-    for loaded, faq in catalog.faqs:
-        page = faq_canonical_url(site, faq.id, loaded.source.canonical_url)
-        blocks.append(
-            f"## FAQ: {_one_line(faq.question)}\n\n"
-            f"Source: {site.base_url}{paths.faq(faq.id)}\nPage: {page}\n\n{faq.answer}"
-        )
+    blocks += [entry.llms_full_block for entry in catalog.entries]
     return "\n\n".join(blocks)

@@ -19,7 +19,7 @@ from agent_contract.models import (
     McpTool,
 )
 from content_builder.loader import Site
-from content_builder.render.documents import Catalog
+from content_builder.render.catalog import Catalog
 
 MCP_VERSION = "2024-11-05"
 SERVER_VERSION = "1.0.0"
@@ -52,8 +52,8 @@ def _tools(site: Site, catalog: Catalog) -> list[McpTool]:
     def get(path: str) -> str:
         return f"GET {site.base_url}{path}"
 
-    document_ids = [document.id for _, document in catalog.documents]
-    faq_ids = [faq.id for _, faq in catalog.faqs]
+    document_ids = [document.id for document in catalog.documents]
+    faq_ids = [faq.id for faq in catalog.faqs]
     tools = [
         McpTool(
             name="get_site_overview",

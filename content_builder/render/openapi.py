@@ -9,7 +9,7 @@ from pydantic.json_schema import models_json_schema
 from agent_contract.endpoints import ENDPOINTS, JSON_MEDIA, Endpoint, Parameter, response_models
 from agent_contract.models import ErrorResponse, Resource
 from content_builder.loader import Site
-from content_builder.render.documents import Catalog
+from content_builder.render.catalog import Catalog
 from content_builder.render.llms import llms_parts
 
 OPENAPI_VERSION = "3.1.0"
@@ -109,8 +109,8 @@ def _content(endpoint: Endpoint) -> dict[str, Any]:
 
 def openapi_document(site: Site, catalog: Catalog) -> dict[str, Any]:
     ids = {
-        "document_id": [document.id for _, document in catalog.documents],
-        "faq_id": [faq.id for _, faq in catalog.faqs],
+        "document_id": [document.id for document in catalog.documents],
+        "faq_id": [faq.id for faq in catalog.faqs],
         "part": [name for name, _ in llms_parts(site, catalog)],
     }
     operations = {

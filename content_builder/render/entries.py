@@ -1,0 +1,150 @@
+"""Each document and FAQ entry rendered once into its published pieces (render/catalog.py),
+or taken from the build cache when neither its file nor its lock entry changed."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable
+
+from agent_contract import paths
+from agent_contract.artifacts import json_body, text_body
+from agent_contract.search_terms import Tokenizer
+from content_builder.loader import LoadedDocument, LoadedFaq, Site
+from content_builder.lock import History, Lock, LockEntry
+from content_builder.render.catalog import JOINED, Catalog, EntryRender
+from content_builder.render.documents import (
+    DocumentData,
+    cached_content_hash,
+    content_document,
+    faq_entry,
+)
+from content_builder.render.extensions import change_entry, sitemap_url
+from content_builder.render.indexes import (
+    document_index_entry,
+    document_search,
+    faq_index_entry,
+    faq_search,
+    search_tokenizer,
+)
+from content_builder.render.llms import document_block, document_link, faq_block, faq_link
+from content_builder.render.markdown import document_markdown, faq_markdown
+from content_builder.validate import authored_links, body_links
+
+
+def build_catalog(
+    site: Site, lock: Lock, history: History | None = None, data: DocumentData | None = None
+) -> Catalog:
+    """Every entry's pieces, in publication order. `data` holds the documents already
+    rendered for the lock, so that none is rendered twice."""
+    data = data or DocumentData(site)
+    tokenizer = search_tokenizer()
+    documents = tuple(
+        _cached(
+            site,
+            loaded,
+            lock[loaded.id],
+            lambda d=loaded: _document(site, d, lock, data, tokenizer),
+        )
+        for loaded in site.documents
+    )
+    faqs = tuple(
+        _cached(site, loaded, lock[loaded.id], lambda f=loaded: _faq(site, f, lock, tokenizer))
+        for loaded in site.faqs
+    )
+    return Catalog(documents, faqs, lock, history or History())
+
+
+def _cached(
+    site: Site,
+    loaded: LoadedDocument | LoadedFaq,
+    dated: LockEntry,
+    render: Callable[[], EntryRender],
+) -> EntryRender:
+    # The pieces depend on the entry's bytes and the build settings (both in its cache
+    # key) and on its lock entry, which is stored beside them and compared.
+    stamp = (dated.updated_at, dated.content_version)
+    found = site.cache.get(loaded.cache_key, "rendered") if loaded.cache_key else None
+    if found is not None and found[0] == stamp:
+        return found[1]  # type: ignore[no-any-return]
+    rendered = _with_piece_links(site, render())
+    if loaded.cache_key:
+        site.cache.put(loaded.cache_key, "rendered", (stamp, rendered))
+    loaded.release()  # rendered: its models are not held while the rest of the site renders
+    return rendered
+
+
+def _with_piece_links(site: Site, rendered: EntryRender) -> EntryRender:
+    def text(piece: bytes | str | tuple[bytes, bytes]) -> bytes:
+        if isinstance(piece, tuple):
+            return b" ".join(piece)  # the search entry's two halves, never one link
+        return piece if isinstance(piece, bytes) else piece.encode("utf-8")
+
+    return rendered._replace(
+        piece_links={
+            name: body_links(site, text(getattr(rendered, name))) for name in JOINED.values()
+        }
+    )
+
+
+def _sha256(body: bytes) -> str:
+    return hashlib.sha256(body).hexdigest()
+
+
+def _document(
+    site: Site, loaded: LoadedDocument, lock: Lock, data: DocumentData, tokenizer: Tokenizer
+) -> EntryRender:
+    dated = lock[loaded.id]
+    document = content_document(site, loaded, dated, data(loaded))
+    data.forget(loaded)
+    body = json_body(document)
+    markdown = text_body(document_markdown(site.base_url, document, loaded.source.description))
+    api_path = paths.document(document.id)
+    head, terms = document_search(site, loaded, document, tokenizer)
+    return EntryRender(
+        id=document.id,
+        json=body,
+        json_sha256=_sha256(body),
+        json_links=body_links(site, body),
+        markdown=markdown,
+        markdown_sha256=_sha256(markdown),
+        markdown_links=body_links(site, markdown),
+        index_entry=document_index_entry(site, loaded, document),
+        search_head=head,
+        terms=terms,
+        change_entry=change_entry(
+            site, api_path, document.id, dated.updated_at, document.metadata.content_hash
+        ),
+        sitemap_url=sitemap_url(site, api_path, dated.updated_at),
+        llms_link=document_link(site, loaded, document),
+        llms_full_block=document_block(site, loaded, document),
+        authored_links=authored_links(site, loaded.source),
+        piece_links={},
+    )
+
+
+def _faq(site: Site, loaded: LoadedFaq, lock: Lock, tokenizer: Tokenizer) -> EntryRender:
+    dated = lock[loaded.id]
+    faq = faq_entry(loaded)
+    body = json_body(faq)
+    markdown = text_body(faq_markdown(site.base_url, faq))
+    api_path = paths.faq(faq.id)
+    content_hash = cached_content_hash(site, loaded.cache_key, lambda: faq.model_dump(mode="json"))
+    head, terms = faq_search(site, loaded, faq, tokenizer)
+    return EntryRender(
+        id=faq.id,
+        json=body,
+        json_sha256=_sha256(body),
+        json_links=body_links(site, body),
+        markdown=markdown,
+        markdown_sha256=_sha256(markdown),
+        markdown_links=body_links(site, markdown),
+        index_entry=faq_index_entry(site, loaded, faq, dated.updated_at),
+        search_head=head,
+        terms=terms,
+        change_entry=change_entry(site, api_path, faq.id, dated.updated_at, content_hash),
+        sitemap_url=sitemap_url(site, api_path, dated.updated_at),
+        llms_link=faq_link(site, faq),
+        llms_full_block=faq_block(site, loaded, faq),
+        authored_links=authored_links(site, loaded.source),
+        piece_links={},
+    )
