@@ -185,13 +185,19 @@ IDLE_FACTOR = 50
 SAFETY_SCAN_SECONDS = 60.0
 
 
+def _say(message: str) -> None:
+    # Flushed: when stdout is a file or a pipe (a log, a supervisor), a rebuild's news
+    # must not wait for a buffer to fill, nor be lost if the server is killed.
+    print(message, flush=True)
+
+
 def watch(
     server: EdgeServer,
     site_dir: Path,
     base_url: str,
     stop: threading.Event,
     interval: float = 0.5,
-    report: Callable[[str], None] = print,
+    report: Callable[[str], None] | None = None,
     built_from: Fingerprint | None = None,
 ) -> None:
     """Poll site_data/ and swap in a new build; a bad edit keeps the last good one.
@@ -199,6 +205,7 @@ def watch(
     `built_from` is the state of site_data/ taken *before* the build being served was
     loaded, so that an edit made while it loaded is not missed.
     """
+    report = report or _say
     seen = built_from if built_from is not None else fingerprint(site_dir)
     events = DirectoryEvents.open(site_dir)
     # With events, the first scan comes at once: an edit made before the watches were
