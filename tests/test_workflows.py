@@ -206,16 +206,162 @@ def test_the_comment_filter_picks_only_the_bots_preview_comment() -> None:
     assert completed.stdout.split() == ["3"]
 
 
-def test_deploy_runs_up_then_verifies_against_the_build() -> None:
+def test_deploy_runs_up_in_its_own_step_then_verifies_against_the_build() -> None:
+    """`command: up` set the whole stdout of `pulumi up` as a step output (pulumi/actions
+    v6.6.1 src/main.ts:130), and GitHub caps a job's outputs at 1 MB: the action only
+    installs the CLI, our step runs what it ran, and only three short stack outputs become
+    step outputs (docs/decisions.md, "The deploy at any size")."""
     workflow = load("deploy.yml")
     assert workflow[True]["push"]["branches"] == ["main"]
-    ordered = steps(workflow)
-    up_index = next(i for i, s in enumerate(ordered) if s.get("with", {}).get("command") == "up")
-    verify = [s for s in ordered[up_index:] if "content_builder verify" in s.get("run", "")]
-    assert verify and "--expect-from dist" in verify[0]["run"]
-    assert "--retry-for" in verify[0]["run"]
-    assert verify[0]["env"]["BASE_URL"] == "${{ steps.up.outputs.base_url }}"
     assert workflow["concurrency"]["cancel-in-progress"] is False
+    (job,) = workflow["jobs"].values()
+    assert job["environment"] == "production"
+    assert job["permissions"] == {"contents": "read", "id-token": "write"}
+    ordered = steps(workflow)
+    (cli,) = [s for s in ordered if s.get("uses", "").startswith("pulumi/actions@")]
+    assert "with" not in cli, "install-only mode: no command, nothing run by the action"
+
+    up = named(workflow, "pulumi up")
+    assert up["id"] == "up" and "continue-on-error" not in up
+    login, command = " ".join(up["run"].split()).split(" pulumi ", 1)
+    assert login == "pulumi login --non-interactive"
+    assert command == 'up --stack "$PULUMI_STACK" --yes --skip-preview --non-interactive'
+    assert ">" not in up["run"] and "GITHUB_OUTPUT" not in up["run"], "the log keeps it"
+    assert up["env"] == {"PULUMI_ACCESS_TOKEN": "${{ secrets.PULUMI_ACCESS_TOKEN }}"}
+
+    stack = named(workflow, "Stack outputs")
+    assert stack["id"] == "stack" and "steps.up.outcome != 'skipped'" in stack["if"]
+    wait = named(workflow, "Wait for the CloudFront")
+    assert wait["env"] == {
+        "DISTRIBUTION_ID": "${{ steps.stack.outputs.distribution_id }}",
+        "INVALIDATION_ID": "${{ steps.stack.outputs.invalidation_id }}",
+    }
+    verify = named(workflow, "Smoke test")
+    assert "--expect-from dist" in verify["run"] and "--retry-for" in verify["run"]
+    assert verify["env"]["BASE_URL"] == "${{ steps.stack.outputs.base_url }}"
+    assert "steps.up.outputs" not in (WORKFLOWS / "deploy.yml").read_text()
+    positions = [ordered.index(s) for s in (cli, up, stack, wait, verify)]
+    assert positions == sorted(positions), "install, up, outputs, wait, then verify"
+
+
+def _pulumi_stand_in(tmp_path: Path, outputs: object, history: object) -> dict[str, str]:
+    """A `pulumi` on PATH that records its arguments, prints 3 MB for `up` (what a large
+    site's update could print) and answers `stack output` / `stack history` with JSON."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (tmp_path / "answer-output.json").write_text(json.dumps(outputs))
+    (tmp_path / "answer-history.json").write_text(json.dumps(history))
+    fake = bin_dir / "pulumi"
+    fake.write_text(
+        f"#!{sys.executable}\n"
+        "import json, sys\n"
+        f"open({str(tmp_path / 'pulumi.log')!r}, 'a').write(json.dumps(sys.argv[1:]) + '\\n')\n"
+        "if sys.argv[1] == 'up':\n"
+        "    sys.stdout.write(('  ~ SiteContent site-files' * 40 + '\\n') * 3000)\n"
+        "if sys.argv[1:3] == ['stack', 'output']:\n"
+        f"    print(open({str(tmp_path / 'answer-output.json')!r}).read())\n"
+        "if sys.argv[1:3] == ['stack', 'history']:\n"
+        f"    print(open({str(tmp_path / 'answer-history.json')!r}).read())\n"
+    )
+    fake.chmod(0o755)
+    for name in ("output.env", "summary.md"):
+        (tmp_path / name).write_text("")
+    return {
+        "PATH": f"{bin_dir}:/usr/bin:/bin", "RUNNER_TEMP": str(tmp_path), "PULUMI_STACK": "dev",
+        "GITHUB_OUTPUT": str(tmp_path / "output.env"),
+        "GITHUB_STEP_SUMMARY": str(tmp_path / "summary.md"),
+        "PULUMI_ACCESS_TOKEN": "t", "UP_OUTCOME": "success",
+    }  # fmt: skip
+
+
+def _run_deploy_step(prefix: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    """The step's own shell (the venv's interpreter swapped for this one), as the runner
+    runs it (`bash -e`)."""
+    run = named(load("deploy.yml"), prefix)["run"]
+    return subprocess.run(
+        ["bash", "-e", "-c", run.replace(".venv/bin/python", sys.executable)], cwd=REPO,
+        env=env, capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+
+
+SMALL_OUTPUTS = {
+    "base_url": "https://d111111abcdef8.cloudfront.net",
+    "distribution_id": "E2QWRUHAPOMQZL",
+    "bucket_name": "agent-access-site-1a2b3c",
+    "file_count": 40176,
+    "files_digest": "9f" * 32,
+    "last_publish": {"deleted": 0, "invalidated": 3, "invalidation_id": "I2J0I21PCUYOIK",
+                     "uploaded": 3},
+    "invalidation_id": "I2J0I21PCUYOIK",
+}  # fmt: skip
+HISTORY = [
+    {"version": 42, "kind": "update", "result": "succeeded",
+     "resourceChanges": {"same": 20, "update": 1}},
+]  # fmt: skip
+
+
+def test_the_up_step_sends_megabytes_of_output_to_the_log_only(tmp_path: Path) -> None:
+    env = _pulumi_stand_in(tmp_path, SMALL_OUTPUTS, HISTORY)
+    completed = _run_deploy_step("pulumi up", env)
+    assert completed.returncode == 0, completed.stderr
+    assert len(completed.stdout) > 3_000_000, "the whole output reaches the log"
+    assert (tmp_path / "output.env").read_text() == "", "and no step output"
+    calls = [json.loads(line) for line in (tmp_path / "pulumi.log").read_text().splitlines()]
+    assert calls == [
+        ["login", "--non-interactive"],
+        ["up", "--stack", "dev", "--yes", "--skip-preview", "--non-interactive"],
+    ]
+
+
+def test_the_outputs_step_writes_three_short_outputs_and_a_summary(tmp_path: Path) -> None:
+    env = _pulumi_stand_in(tmp_path, SMALL_OUTPUTS, HISTORY)
+    completed = _run_deploy_step("Stack outputs", env)
+    assert completed.returncode == 0, completed.stderr
+    assert (tmp_path / "output.env").read_text().splitlines() == [
+        "base_url=https://d111111abcdef8.cloudfront.net",
+        "distribution_id=E2QWRUHAPOMQZL",
+        "invalidation_id=I2J0I21PCUYOIK",
+    ]
+    summary = (tmp_path / "summary.md").read_text()
+    assert summary.startswith("### pulumi up on `dev`: success\n")
+    assert "Update 42, result succeeded." in summary
+    assert "| update | 1 |" in summary and "| same | 20 |" in summary
+    assert "| file_count | 40176 |" in summary
+    assert f"| files_digest | {'9f' * 32} |" in summary
+    assert '"uploaded": 3' in summary
+    calls = [json.loads(line) for line in (tmp_path / "pulumi.log").read_text().splitlines()]
+    assert calls == [
+        ["stack", "output", "--stack", "dev", "--json"],
+        ["stack", "history", "--stack", "dev", "--json", "--page-size", "1"],
+    ]
+
+
+def test_the_summary_stays_small_whatever_an_output_holds(tmp_path: Path) -> None:
+    """Were a per-file map exported again (it was once: ~2 MB at 10,000 files), the
+    summary would still be a few kilobytes, and no step output would carry it."""
+    outputs = {**SMALL_OUTPUTS, "files": {f"/docs/{i}.json": {"size": i} for i in range(40_000)}}
+    env = _pulumi_stand_in(tmp_path, outputs, [])
+    env["UP_OUTCOME"] = "failure"
+    completed = _run_deploy_step("Stack outputs", env)
+    assert completed.returncode == 0, completed.stderr
+    summary = (tmp_path / "summary.md").read_text()
+    assert len(summary) < 4_000
+    assert "| files | {" in summary and "characters) |" in summary
+    assert "Update ?, result unknown." in summary and ": failure" in summary
+    assert len((tmp_path / "output.env").read_text()) < 200
+
+
+@pytest.mark.parametrize(
+    "base_url", ["https://a.example\ninjected=1", "https://" + "a" * 3000, {"not": "text"}]
+)
+def test_the_outputs_step_refuses_an_output_that_is_not_one_short_line(
+    tmp_path: Path, base_url: object
+) -> None:
+    env = _pulumi_stand_in(tmp_path, {**SMALL_OUTPUTS, "base_url": base_url}, HISTORY)
+    completed = _run_deploy_step("Stack outputs", env)
+    assert completed.returncode != 0
+    assert "stack output base_url: expected one line" in completed.stderr
+    assert "injected" not in (tmp_path / "output.env").read_text()
 
 
 @pytest.mark.parametrize("name", ["preview.yml", "deploy.yml"])
