@@ -115,7 +115,7 @@ def url_path(url: str) -> str:
 def _splits_as_written(url: str) -> bool:
     """Whether `urlsplit(url)` reads `url` as written: no character it strips or drops,
     and nothing it validates (a bracketed host, a non-ASCII one) that could raise."""
-    return url.isascii() and url[:1] > " " and not any(character in url for character in "[\t\r\n")
+    return url.isascii() and url[:1] > " " and not any(character in url for character in "[]\t\r\n")
 
 
 def api_paths(text: str, base_url: str) -> set[str]:

@@ -189,7 +189,21 @@ def _conflict_sides(text: str) -> tuple[str, str] | None:
     return "".join(ours), "".join(theirs)
 
 
+#: The last lock text parsed and its entries: `serve --watch` rebuilds with the same lock
+#: after every edit (it never writes the lock), 20,000 entries checked again each time.
+_last_parsed: tuple[tuple[str, str, str], Lock] | None = None
+
+
 def _parse(text: str, display: str, which: str = "") -> Lock:
+    global _last_parsed
+    if _last_parsed is not None and _last_parsed[0] == (text, display, which):
+        return dict(_last_parsed[1])  # a copy: the caller may change its own
+    lock = _parse_text(text, display, which)
+    _last_parsed = ((text, display, which), dict(lock))
+    return lock
+
+
+def _parse_text(text: str, display: str, which: str) -> Lock:
     advice = _RECREATE.format(display)
     try:
         data = json.loads(text)

@@ -104,6 +104,12 @@ def read_yaml_mapping(path: Path, display: str, data: bytes | None = None) -> di
         ) from error
     except RecursionError as error:
         raise SiteDataError.single(display, None, "invalid YAML: nested too deeply") from error
+    except (ValueError, KeyError, IndexError, TypeError, OverflowError) as error:
+        # yaml's converters fail this way on an explicit tag they cannot apply
+        # (`!!float x`, `!!bool maybe`, `!!int ''`): an error in the file, not a crash.
+        raise SiteDataError.single(
+            display, None, f"invalid YAML: a value its !!tag cannot convert ({error!r})"
+        ) from error
     if isinstance(data, _Plain):
         data = data.value  # plain by construction: nothing more to check
     elif not isinstance(data, dict):
@@ -197,7 +203,10 @@ def _build(node: yaml.Node, loader: _StrictLoader, seen: set[int]) -> Any:
         construct = _SCALAR_CONSTRUCTORS.get(tag)
         if construct is None:
             raise _NotFast
-        return construct(loader, node)
+        try:
+            return construct(loader, node)
+        except Exception as error:  # `!!float x`: the constructors decide what it is
+            raise _NotFast from error
     if kind is yaml.MappingNode:
         return _build_mapping(node, loader, seen)
     if kind is yaml.SequenceNode and node.tag == _SEQ_TAG and id(node) not in seen:

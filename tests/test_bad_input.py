@@ -188,6 +188,20 @@ CASES = {
         None,
         ("invalid YAML", "line 2"),
     ),
+    # yaml's converters raise ValueError/KeyError on an explicit tag they cannot apply:
+    # once a traceback, now an error naming the file.
+    "faq-tag-that-cannot-convert": Case(
+        edit_text(FAQ, "id: q03-protection\n", "id: q03-protection\nx: !!float many\n"),
+        FAQ,
+        None,
+        ("invalid YAML", "!!tag", "many"),
+    ),
+    "faq-bool-tag-before-a-duplicate-key": Case(
+        edit_text(FAQ, "id: q03-protection\n", "id: q03-protection\nx: !!bool maybe\nx: 1\n"),
+        FAQ,
+        None,
+        ("invalid YAML",),
+    ),
     "faq-missing-question": Case(
         edit_yaml(FAQ, deleter("question")), FAQ, "question", ("required field is missing",)
     ),

@@ -65,6 +65,8 @@ def outcome(load: Any, text: str) -> tuple[str, Any]:
         return "error", str(error)
     except RecursionError:
         return "error", "recursion"
+    except (ValueError, KeyError, IndexError, TypeError) as error:
+        return "error", repr(error)  # a converter's failure (read_yaml_mapping reports it)
     return "data", typed(data)
 
 
@@ -103,6 +105,9 @@ TRICKY = [
     "a:\n\t- x",
     "a: " + "[" * 50 + "]" * 50,
     "a: " + "{b: " * 1200 + "c" + "}" * 1200,
+    "a: !!float x\n1: b",  # a converter that fails before a key the constructors refuse
+    "a: !!bool maybe\na: 1",
+    "a: !!int ''\n<<: {}",
 ]
 
 
@@ -169,7 +174,7 @@ URL_PARTS = st.sampled_from(
     ["https://", "http://", "HTTPS://", "https:/", "Agents.Example.com", "agents.example.com",
      "agents.example.comx", ":8000", "/api/v1/x.json", "//api/v1/", "/llms.txt", "/docs/x",
      "?q=1", "#f", " ", "\t", "\n", "[::1]", "[1.2.3]", "é", "\x00", "", "/", ".", "?", "#",
-     "/api/v1/content/a.json", "@", "%2F"]
+     "/api/v1/content/a.json", "@", "%2F", "]", "a]b"]
 )  # fmt: skip
 
 
@@ -196,6 +201,7 @@ def test_api_path_shortcut_agrees_with_urlsplit(url: str) -> None:
 @example("https://agents.example.com#/x")
 @example("https://agents.example.com")
 @example("mailto://a/b")
+@example("https://a]b.example/x")  # urlsplit refuses a lone "]" in the host
 def test_url_path_agrees_with_urlsplit(url: str) -> None:
     try:
         expected: str | type[ValueError] = urlsplit(url).path
