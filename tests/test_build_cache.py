@@ -215,7 +215,7 @@ def test_lock_body_is_what_json_dumps_writes_ascii_or_not() -> None:
 
     from content_builder.lock import History, LockEntry, lock_body
 
-    for entry_id in ("plain-id", "café-ünïcode"):
+    for entry_id in ("plain-id", "café-ünïcode", "del\x7fchar"):
         lock = {
             entry_id: LockEntry(
                 source_hash="sha256:" + "0" * 64,

@@ -136,3 +136,15 @@ def test_a_published_file_restored_with_its_old_mtime_is_written_again(
     assert target.stat().st_mtime_ns < manifest_time <= target.stat().st_ctime_ns
     assert run_cli("build", "--site", site_copy, "--out", out).code == 0
     assert (out / "api/v1/faq/q02-endpoints.json").read_bytes() == original
+
+
+@pytest.mark.parametrize("base_url", ["https://agents.example.test", "https://café.test",
+                                      "https://a\x7fb.test"])  # fmt: skip
+def test_manifest_body_is_what_json_dumps_writes(base_url: str) -> None:
+    """manifest.json is written by pydantic-core only where its bytes equal json.dumps'
+    (ASCII without DEL); otherwise by json.dumps itself."""
+    from agent_contract.manifest import build_manifest, entry, manifest_body
+
+    files = {"/api/v1/x.json": entry("ab" * 32, 12, "application/json", "public, max-age=60")}
+    manifest = build_manifest(base_url, files)
+    assert manifest_body(manifest) == (json.dumps(manifest, indent=2) + "\n").encode()
