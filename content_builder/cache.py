@@ -26,6 +26,7 @@ from __future__ import annotations
 import hashlib
 import os
 import pickle
+import re
 import sys
 import tempfile
 import zlib
@@ -110,10 +111,15 @@ class EntryCache:
             return cls.disabled()
         root = str(site_root.resolve())
         # One file per site folder and settings (say `build` and `serve`, whose base URLs
-        # differ, do not evict each other); the code is in the header, so an upgrade
-        # replaces the file rather than adding one.
-        where = hashlib.sha256(root.encode() + b"\0" + settings).hexdigest()[:24]
-        file = folder / f"build-{where}.pickle"
+        # differ, do not evict each other), at most KEEP_PER_SITE per folder (`save`
+        # removes older ones); the code is in the header, so an upgrade replaces the file
+        # rather than adding one.
+        site = hashlib.sha256(root.encode()).hexdigest()[:12]
+        where = hashlib.sha256(root.encode() + b"\0" + settings).hexdigest()[:12]
+        file = folder / f"build-{site}-{where}.pickle"
+        for other in [name for name in _MEMO if name.name.startswith(f"build-{site}-")]:
+            if other != file:  # a long `serve --watch` holds one site's records once
+                del _MEMO[other]
         header = (
             hashlib.sha256(
                 code_fingerprint().encode() + b"\0" + root.encode() + b"\0" + settings
@@ -159,10 +165,34 @@ class EntryCache:
                 with self.file.open("ab") as stream:
                     _write_frame(stream, self.added)
             _MEMO[self.file] = (_signature(self.file), self.header, self.records)
+            _prune(self.file)
         except OSError:
             return
         self.added = {}
         self.appendable = True
+
+
+#: Cache files kept per site folder: the settings of `build` and of `serve` (their base
+#: URLs differ); older ones (a site.yaml edited, another --base-url) are removed.
+KEEP_PER_SITE = 2
+# The names before the site folder was part of them (`build-<24 hex>.pickle`).
+_OLD_NAME = re.compile(r"build-[0-9a-f]{24}\.pickle")
+
+
+def _prune(current: Path) -> None:
+    """Remove this site folder's cache files beyond the KEEP_PER_SITE most recently
+    written (the current one always kept), and files named the old way."""
+    site = current.name.split("-")[1]
+    mine = sorted(
+        (path for path in current.parent.glob(f"build-{site}-*.pickle") if path != current),
+        key=lambda path: _signature(path)[0],
+        reverse=True,
+    )
+    stale = mine[KEEP_PER_SITE - 1 :] + [
+        path for path in current.parent.glob("build-*.pickle") if _OLD_NAME.fullmatch(path.name)
+    ]
+    for path in stale:
+        path.unlink(missing_ok=True)
 
 
 def _signature(file: Path) -> tuple[int, int]:

@@ -288,7 +288,7 @@ def lock_body(lock: Lock, history: History | None = None) -> bytes:
     # ASCII, where the two agree byte for byte (the standard library's indented encoder is
     # pure Python: ~0.8 s for a 20,000-entry lock).
     fast = pydantic_core.to_json(data, indent=2) + b"\n"
-    if fast.isascii():
+    if fast.isascii() and b"\x7f" not in fast:  # json.dumps escapes DEL too
         return fast
     return (json.dumps(data, indent=2) + "\n").encode("utf-8")
 

@@ -97,6 +97,9 @@ def write_output(artifacts: list[Artifact], out_dir: Path, base_url: str) -> lis
                 Path(target).write_bytes(artifact.body)
         (staging / MANIFEST_NAME).write_bytes(manifest_body(build_manifest(base_url, entries)))
         _swap_in(staging, out_dir)
+        # Last: removing the retired output moved the ctime of every file it shared an
+        # inode with; the manifest's time is the line the next build trusts files behind.
+        os.utime(out_dir / MANIFEST_NAME)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
@@ -132,9 +135,11 @@ def _reuse(old: str, target: str, artifact: Artifact, written: _Written | None) 
     inode with the retired output is safe.
 
     A file the previous manifest lists with the same sha256 and size is trusted without
-    reading when it still has that size and was last modified no later than the manifest
-    (a file changed by hand since is newer; equal times are read, as coarse clocks
-    give a whole tick one time); any other file is compared byte for byte."""
+    reading when it still has that size and neither its mtime nor its ctime is as late as
+    the manifest, which the writer touches last, after the retired output is gone. ctime
+    moves on any change and cannot be set back (`cp -p`, `rsync -t`, `touch -r` restore an
+    mtime, not a ctime); equal times are read, as coarse clocks give a whole tick one
+    time. Any other file is compared byte for byte."""
     body = artifact.body
     try:
         stat = os.stat(old)
@@ -144,7 +149,7 @@ def _reuse(old: str, target: str, artifact: Artifact, written: _Written | None) 
         trusted = (
             written is not None
             and listed == (artifact.sha256, len(body))
-            and stat.st_mtime_ns < written.manifest_mtime_ns
+            and max(stat.st_mtime_ns, stat.st_ctime_ns) < written.manifest_mtime_ns
         )
         if not trusted and Path(old).read_bytes() != body:
             return False

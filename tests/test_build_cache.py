@@ -215,7 +215,7 @@ def test_lock_body_is_what_json_dumps_writes_ascii_or_not() -> None:
 
     from content_builder.lock import History, LockEntry, lock_body
 
-    for entry_id in ("plain-id", "café-ünïcode"):
+    for entry_id in ("plain-id", "café-ünïcode", "del\x7fchar"):
         lock = {
             entry_id: LockEntry(
                 source_hash="sha256:" + "0" * 64,
@@ -302,3 +302,27 @@ def test_a_file_changed_just_before_a_build_is_read_again_by_the_next(
         opened = _reads_of_entries(site_copy, patch)
         _build(site_copy, tmp_path / "out")
     assert "faq/q01-difference.yaml" in opened
+
+
+def test_a_site_keeps_at_most_two_cache_files_and_one_memo(
+    site_copy: Path, tmp_path: Path, cache_dir: Path
+) -> None:
+    """Every site.yaml edit or new --base-url starts a cache file (~380 MB at 10k entries):
+    the older ones of the same site folder are removed, and a long process holds one."""
+    _build(site_copy, tmp_path / "out")
+    other_site = tmp_path / "other" / "site_data"
+    shutil.copytree(site_copy, other_site)
+    _build(other_site, tmp_path / "other" / "out")
+    (cache_dir / "build-0123456789abcdef01234567.pickle").write_bytes(b"old name")
+    for number in range(4):
+        path = site_copy / "site.yaml"
+        path.write_text(path.read_text() + f"\n# edit {number}\n")
+        _build(site_copy, tmp_path / "out", "--base-url", f"https://agents{number}.example.test")
+    files = sorted(cache_dir.glob("build-*.pickle"))
+    by_site: dict[str, int] = {}
+    for file in files:
+        by_site[file.name.split("-")[1]] = by_site.get(file.name.split("-")[1], 0) + 1
+    assert sorted(by_site.values()) == [1, 2], files  # the other site's file is kept
+    assert not (cache_dir / "build-0123456789abcdef01234567.pickle").exists()
+    site_memos = [name for name in build_cache._MEMO if name.parent == cache_dir]
+    assert len(site_memos) == 2  # one per site folder

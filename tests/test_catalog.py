@@ -20,7 +20,7 @@ from content_builder.render.catalog import JOINED, around, around_value
 from content_builder.render.documents import DocumentData, tracked
 from content_builder.render.entries import build_catalog
 from content_builder.validate import body_links
-from tests.conftest import SITE_DATA, SPEC_SITE, TEST_BASE_URL
+from tests.conftest import SITE_DATA, SPEC_SITE, TEST_BASE_URL, run_cli
 
 GOLDEN_SITE = Path(__file__).parent / "golden" / "site"
 
@@ -54,3 +54,16 @@ def test_a_string_holding_the_splice_marker_is_refused() -> None:
     entry = FAQEntry(id="q1", question="\x00agent-access splice\x00", answer="x")
     with pytest.raises(ValueError, match="splice marker"):
         around(entry, "answer")
+
+
+def test_an_entry_holding_the_splice_marker_is_refused_by_file(site_copy: Path) -> None:
+    faq = site_copy / "faq" / "q01-difference.yaml"
+    text = faq.read_text(encoding="utf-8")
+    question = next(line for line in text.splitlines() if line.startswith("question:"))
+    faq.write_text(
+        text.replace(question, 'question: "\\0agent-access splice\\0"'), encoding="utf-8"
+    )
+    result = run_cli("check", "--site", site_copy)
+    assert result.code == 1
+    assert "q01-difference.yaml" in result.err and "reserves" in result.err
+    assert "Traceback" not in result.err

@@ -100,10 +100,11 @@ def test_unchanged_files_are_reused_without_reading_them(
 ) -> None:
     out = tmp_path / "dist"
     assert run_cli("build", "--site", site_copy, "--out", out).code == 0
-    manifest = (out / writer.MANIFEST_NAME).stat().st_mtime_ns
-    for path in out.rglob("*"):  # every file older than its manifest, as after any build
-        if path.is_file() and path.name != writer.MANIFEST_NAME:
-            os.utime(path, ns=(manifest - 10**9, manifest - 10**9))
+    # The manifest one second later than any file (a coarse clock may give files and
+    # manifest the same tick, and equal times are read, not trusted).
+    manifest = out / writer.MANIFEST_NAME
+    later = manifest.stat().st_mtime_ns + 10**9
+    os.utime(manifest, ns=(later, later))
     before = tree_digest(out)
     read: list[Path] = []
     real_read_bytes = Path.read_bytes
@@ -118,3 +119,32 @@ def test_unchanged_files_are_reused_without_reading_them(
     monkeypatch.undo()
     assert read == [], "files the manifest vouches for were read"
     assert tree_digest(out) == before
+
+
+def test_a_published_file_restored_with_its_old_mtime_is_written_again(
+    site_copy: Path, tmp_path: Path
+) -> None:
+    """`cp -p`, `rsync -t`, `tar x` put an old mtime back on changed bytes; the ctime
+    still moves, so the file is not vouched for."""
+    out = tmp_path / "dist"
+    assert run_cli("build", "--site", site_copy, "--out", out).code == 0
+    manifest_time = (out / writer.MANIFEST_NAME).stat().st_mtime_ns
+    target = out / "api/v1/faq/q02-endpoints.json"
+    original, stat = target.read_bytes(), target.stat()
+    target.write_bytes(original.replace(b"a", b"b", 1))
+    os.utime(target, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    assert target.stat().st_mtime_ns < manifest_time <= target.stat().st_ctime_ns
+    assert run_cli("build", "--site", site_copy, "--out", out).code == 0
+    assert (out / "api/v1/faq/q02-endpoints.json").read_bytes() == original
+
+
+@pytest.mark.parametrize("base_url", ["https://agents.example.test", "https://café.test",
+                                      "https://a\x7fb.test"])  # fmt: skip
+def test_manifest_body_is_what_json_dumps_writes(base_url: str) -> None:
+    """manifest.json is written by pydantic-core only where its bytes equal json.dumps'
+    (ASCII without DEL); otherwise by json.dumps itself."""
+    from agent_contract.manifest import build_manifest, entry, manifest_body
+
+    files = {"/api/v1/x.json": entry("ab" * 32, 12, "application/json", "public, max-age=60")}
+    manifest = build_manifest(base_url, files)
+    assert manifest_body(manifest) == (json.dumps(manifest, indent=2) + "\n").encode()

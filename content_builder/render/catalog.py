@@ -69,7 +69,11 @@ class Catalog:
         return self.documents + self.faqs
 
 
-# NUL characters: no published string holds this, and `spliced` checks that it is unique.
+class SpliceMarkerInText(ValueError):
+    """An authored string holds the splice marker (it has NUL characters)."""
+
+
+# NUL characters: no published string holds this, and `_split_at` checks it is unique.
 _MARKER = "\x00agent-access splice\x00"
 _MARKER_JSON = pydantic_core.to_json(_MARKER)
 
@@ -91,7 +95,7 @@ def _split_at(model: BaseModel, field: str, marked: Any) -> tuple[bytes, bytes]:
     data[field] = marked
     text = pydantic_core.to_json(data)
     if text.count(_MARKER_JSON) != 1:
-        raise ValueError(f"a string of {type(model).__name__} holds the splice marker")
+        raise SpliceMarkerInText(f"a string of {type(model).__name__} holds the splice marker")
     head, tail = text.split(_MARKER_JSON)
     return head, tail
 

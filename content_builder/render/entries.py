@@ -9,9 +9,10 @@ from collections.abc import Callable
 from agent_contract import paths
 from agent_contract.artifacts import json_body, text_body
 from agent_contract.search_terms import Tokenizer
+from content_builder.errors import SiteDataError
 from content_builder.loader import LoadedDocument, LoadedFaq, Site
 from content_builder.lock import History, Lock, LockEntry
-from content_builder.render.catalog import JOINED, Catalog, EntryRender
+from content_builder.render.catalog import JOINED, Catalog, EntryRender, SpliceMarkerInText
 from content_builder.render.documents import (
     DocumentData,
     cached_content_hash,
@@ -66,7 +67,15 @@ def _cached(
     found = site.cache.get(loaded.cache_key, "rendered") if loaded.cache_key else None
     if found is not None and found[0] == stamp:
         return found[1]  # type: ignore[no-any-return]
-    rendered = _with_piece_links(site, render())
+    try:
+        rendered = _with_piece_links(site, render())
+    except SpliceMarkerInText as error:
+        raise SiteDataError.single(
+            loaded.file,
+            None,
+            "holds the text the build reserves for joining files (NUL, 'agent-access splice', "
+            "NUL); remove the NUL characters",
+        ) from error
     if loaded.cache_key:
         site.cache.put(loaded.cache_key, "rendered", (stamp, rendered))
     loaded.release()  # rendered: its models are not held while the rest of the site renders
