@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable
+from typing import Any
 
 from agent_contract import paths
 from agent_contract.artifacts import json_body, text_body
@@ -99,61 +100,66 @@ def _sha256(body: bytes) -> str:
     return hashlib.sha256(body).hexdigest()
 
 
+def _own_pieces(
+    site: Site,
+    loaded: LoadedDocument | LoadedFaq,
+    api_path: str,
+    body: bytes,
+    markdown: bytes,
+    dated: LockEntry,
+    content_hash: str,
+) -> dict[str, Any]:
+    """What every entry has the same way: its files with their digests and links, its
+    change-feed entry and sitemap URL, the links its author wrote."""
+    return {
+        "id": loaded.id,
+        "json": body,
+        "json_sha256": _sha256(body),
+        "json_links": body_links(site, body),
+        "markdown": markdown,
+        "markdown_sha256": _sha256(markdown),
+        "markdown_links": body_links(site, markdown),
+        "change_entry": change_entry(site, api_path, loaded.id, dated.updated_at, content_hash),
+        "sitemap_url": sitemap_url(site, api_path, dated.updated_at),
+        "authored_links": authored_links(site, loaded.source),
+        "piece_links": {},  # found once every piece is there (_with_piece_links)
+    }
+
+
 def _document(
     site: Site, loaded: LoadedDocument, lock: Lock, data: DocumentData, tokenizer: Tokenizer
 ) -> EntryRender:
     dated = lock[loaded.id]
     document = content_document(site, loaded, dated, data(loaded))
     data.forget(loaded)
-    body = json_body(document)
-    markdown = text_body(document_markdown(site.base_url, document, loaded.source.description))
-    api_path = paths.document(document.id)
+    markdown = document_markdown(site.base_url, document, loaded.source.description)
     head, terms = document_search(site, loaded, document, tokenizer)
     return EntryRender(
-        id=document.id,
-        json=body,
-        json_sha256=_sha256(body),
-        json_links=body_links(site, body),
-        markdown=markdown,
-        markdown_sha256=_sha256(markdown),
-        markdown_links=body_links(site, markdown),
+        **_own_pieces(
+            site, loaded, paths.document(document.id), json_body(document),
+            text_body(markdown), dated, document.metadata.content_hash,
+        ),
         index_entry=document_index_entry(site, loaded, document),
         search_head=head,
         terms=terms,
-        change_entry=change_entry(
-            site, api_path, document.id, dated.updated_at, document.metadata.content_hash
-        ),
-        sitemap_url=sitemap_url(site, api_path, dated.updated_at),
         llms_link=document_link(site, loaded, document),
         llms_full_block=document_block(site, loaded, document),
-        authored_links=authored_links(site, loaded.source),
-        piece_links={},
-    )
+    )  # fmt: skip
 
 
 def _faq(site: Site, loaded: LoadedFaq, lock: Lock, tokenizer: Tokenizer) -> EntryRender:
     dated = lock[loaded.id]
     faq = faq_entry(loaded)
-    body = json_body(faq)
-    markdown = text_body(faq_markdown(site.base_url, faq))
-    api_path = paths.faq(faq.id)
     content_hash = cached_content_hash(site, loaded.cache_key, lambda: faq.model_dump(mode="json"))
     head, terms = faq_search(site, loaded, faq, tokenizer)
     return EntryRender(
-        id=faq.id,
-        json=body,
-        json_sha256=_sha256(body),
-        json_links=body_links(site, body),
-        markdown=markdown,
-        markdown_sha256=_sha256(markdown),
-        markdown_links=body_links(site, markdown),
+        **_own_pieces(
+            site, loaded, paths.faq(faq.id), json_body(faq),
+            text_body(faq_markdown(site.base_url, faq)), dated, content_hash,
+        ),
         index_entry=faq_index_entry(site, loaded, faq, dated.updated_at),
         search_head=head,
         terms=terms,
-        change_entry=change_entry(site, api_path, faq.id, dated.updated_at, content_hash),
-        sitemap_url=sitemap_url(site, api_path, dated.updated_at),
         llms_link=faq_link(site, faq),
         llms_full_block=faq_block(site, loaded, faq),
-        authored_links=authored_links(site, loaded.source),
-        piece_links={},
-    )
+    )  # fmt: skip
