@@ -57,6 +57,14 @@ PHASES = (
 )
 
 
+def _cpu_seconds() -> float:
+    """User + system CPU of this process and of its children that ended."""
+    own, children = (
+        resource.getrusage(who) for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)
+    )
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
 def peak_rss_kb() -> int:
     """This process's peak resident set size, in kB.
 
@@ -102,9 +110,11 @@ def worker_build(site: Path, out: Path) -> dict[str, Any]:
         for module in (pipeline, renderers):
             if hasattr(module, name):
                 setattr(module, name, timed(name, getattr(module, name)))
+    cpu_before = _cpu_seconds()
     start = time.perf_counter()
     result, _report = pipeline.build(site, out, frozen=True)
     seconds = time.perf_counter() - start
+    cpu = _cpu_seconds() - cpu_before
     phases: dict[str, float] = {}
     for name, group in PHASES:
         phases[group] = phases.get(group, 0.0) + spent.get(name, 0.0)
@@ -114,6 +124,10 @@ def worker_build(site: Path, out: Path) -> dict[str, Any]:
         "seconds": seconds,
         "phases": phases,
         "peak_rss_kb": peak_rss_kb(),
+        # The build renders half its entries in a forked child (content_builder.halves):
+        # its CPU and its peak (pages shared with this process counted in both) too.
+        "cpu_seconds": cpu,
+        "child_peak_rss_kb": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss,
         "baseline_rss_kb": baseline,
         "files": files,
         "bytes": size,
@@ -240,6 +254,8 @@ class BuildResult:
     baseline_rss_mb: float
     phases: dict[str, float]  # of the median run
     search_index_bytes: int = 0
+    cpu_seconds: float = 0.0  # median, this process and its forked child
+    child_peak_rss_mb: float = 0.0
 
     @property
     def ratio(self) -> float:
@@ -282,6 +298,8 @@ def measure(site: Path, n: int, work: Path, repeats: int) -> BuildResult:
         baseline_rss_mb=min(run["baseline_rss_kb"] for run in builds) / 1024,
         phases=median["phases"],
         search_index_bytes=median.get("search_index_bytes", 0),
+        cpu_seconds=statistics.median(run.get("cpu_seconds", 0.0) for run in builds),
+        child_peak_rss_mb=max(run.get("child_peak_rss_kb", 0) for run in builds) / 1024,
     )
 
 

@@ -122,9 +122,11 @@ def targets(results: dict[str, Any]) -> list[tuple[str, str, bool]]:
     ))  # fmt: skip
     if 10000 in builds:
         seconds = builds[10000]["build_seconds"]
+        cpu = builds[10000].get("cpu_seconds", 0.0)
         rows.append((
             f"build at N = 10,000 under {BUILD_10K_SECONDS:.0f} s",
-            f"{seconds:.1f} s",
+            f"{seconds:.1f} s ({cpu:.1f} s of CPU on two cores: half the entries render in "
+            "a forked child)",
             seconds < BUILD_10K_SECONDS,
         ))  # fmt: skip
     if largest.get("search_index_bytes"):
@@ -144,7 +146,8 @@ def targets(results: dict[str, Any]) -> list[tuple[str, str, bool]]:
         ))  # fmt: skip
     rows.append((
         f"peak memory at N = {largest['n']:,} not above {PEAK_MB_TARGET:,} MB (the original)",
-        f"{largest['peak_rss_mb']:,.0f} MB",
+        f"{largest['peak_rss_mb']:,.0f} MB (the forked child's peak: "
+        f"{largest.get('child_peak_rss_mb', 0):,.0f} MB, mostly pages shared with the build)",
         largest["peak_rss_mb"] <= PEAK_MB_TARGET,
     ))  # fmt: skip
     incremental = results.get("incremental")

@@ -11,6 +11,7 @@ from agent_contract import paths
 from agent_contract.artifacts import json_body, text_body
 from agent_contract.search_terms import Tokenizer
 from content_builder.errors import SiteDataError
+from content_builder.halves import in_halves
 from content_builder.loader import LoadedDocument, LoadedFaq, Site
 from content_builder.lock import History, Lock, LockEntry
 from content_builder.render.catalog import JOINED, Catalog, EntryRender, SpliceMarkerInText
@@ -37,39 +38,54 @@ def build_catalog(
     site: Site, lock: Lock, history: History | None = None, data: DocumentData | None = None
 ) -> Catalog:
     """Every entry's pieces, in publication order. `data` holds the documents already
-    rendered for the lock, so that none is rendered twice."""
+    rendered for the lock, so that none is rendered twice. The entries the cache does not
+    hold are rendered in two halves when there are many (content_builder.halves)."""
     data = data or DocumentData(site)
     tokenizer = search_tokenizer()
-    documents = tuple(
-        _cached(
-            site,
-            loaded,
-            lock[loaded.id],
-            lambda d=loaded: _document(site, d, lock, data, tokenizer),
-        )
-        for loaded in site.documents
-    )
-    faqs = tuple(
-        _cached(site, loaded, lock[loaded.id], lambda f=loaded: _faq(site, f, lock, tokenizer))
-        for loaded in site.faqs
-    )
-    return Catalog(documents, faqs, lock, history or History())
+    entries: list[LoadedDocument | LoadedFaq] = [*site.documents, *site.faqs]
+    found = [_from_cache(site, loaded, lock[loaded.id]) for loaded in entries]
+    missing = [index for index, rendered in enumerate(found) if rendered is None]
+
+    def render(index: int) -> EntryRender:
+        loaded = entries[index]
+        if isinstance(loaded, LoadedDocument):
+            return _rendered(site, loaded, lambda: _document(site, loaded, lock, data, tokenizer))
+        return _rendered(site, loaded, lambda: _faq(site, loaded, lock, tokenizer))
+
+    def given_away(index: int) -> None:  # the child renders it: nothing of it is kept here
+        loaded = entries[index]
+        loaded.release()  # its models reload if needed
+        if isinstance(loaded, LoadedDocument):
+            data.forget(loaded)
+
+    rendered_all = in_halves(missing, render, given_away=given_away)
+    for index, rendered in zip(missing, rendered_all, strict=True):
+        loaded, dated = entries[index], lock[entries[index].id]
+        if loaded.cache_key:
+            stamp = (dated.updated_at, dated.content_version)
+            site.cache.put(loaded.cache_key, "rendered", (stamp, rendered))
+        loaded.release()  # rendered: its models are not held while the rest renders
+        found[index] = rendered
+    documents = tuple(found[: len(site.documents)])
+    return Catalog(documents, tuple(found[len(site.documents) :]), lock, history or History())  # type: ignore[arg-type]
 
 
-def _cached(
-    site: Site,
-    loaded: LoadedDocument | LoadedFaq,
-    dated: LockEntry,
-    render: Callable[[], EntryRender],
-) -> EntryRender:
+def _from_cache(
+    site: Site, loaded: LoadedDocument | LoadedFaq, dated: LockEntry
+) -> EntryRender | None:
     # The pieces depend on the entry's bytes and the build settings (both in its cache
     # key) and on its lock entry, which is stored beside them and compared.
-    stamp = (dated.updated_at, dated.content_version)
     found = site.cache.get(loaded.cache_key, "rendered") if loaded.cache_key else None
-    if found is not None and found[0] == stamp:
+    if found is not None and found[0] == (dated.updated_at, dated.content_version):
         return found[1]  # type: ignore[no-any-return]
+    return None
+
+
+def _rendered(
+    site: Site, loaded: LoadedDocument | LoadedFaq, render: Callable[[], EntryRender]
+) -> EntryRender:
     try:
-        rendered = _with_piece_links(site, render())
+        return _with_piece_links(site, render())
     except SpliceMarkerInText as error:
         raise SiteDataError.single(
             loaded.file,
@@ -77,10 +93,6 @@ def _cached(
             "holds the text the build reserves for joining files (NUL, 'agent-access splice', "
             "NUL); remove the NUL characters",
         ) from error
-    if loaded.cache_key:
-        site.cache.put(loaded.cache_key, "rendered", (stamp, rendered))
-    loaded.release()  # rendered: its models are not held while the rest of the site renders
-    return rendered
 
 
 def _with_piece_links(site: Site, rendered: EntryRender) -> EntryRender:

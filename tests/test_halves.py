@@ -1,0 +1,67 @@
+"""content_builder.halves: the same results, in the same order, as doing all the work here;
+a child that fails changes nothing but the time."""
+
+from __future__ import annotations
+
+import os
+import threading
+
+import pytest
+
+from content_builder import halves
+
+
+def _square_with_pid(item: int) -> tuple[int, int]:
+    return item * item, os.getpid()
+
+
+def test_the_results_are_those_of_a_plain_loop_in_order() -> None:
+    if not halves.can_fork():
+        pytest.skip("needs two CPUs, os.fork and no other thread")  # CI machines have two
+    items = list(range(101))
+    results = halves.in_halves(items, _square_with_pid, minimum=10)
+    assert [value for value, _ in results] == [item * item for item in items]
+    workers = {pid for _, pid in results}
+    assert os.getpid() in workers and len(workers) == 2, "one half ran in a child"
+    assert {pid for index, (_, pid) in enumerate(results) if index % 2} == workers - {os.getpid()}
+
+
+def test_what_the_child_took_is_given_away_here() -> None:
+    if not halves.can_fork():
+        pytest.skip("needs two CPUs, os.fork and no other thread")
+    given: list[int] = []
+    halves.in_halves(list(range(20)), _square_with_pid, minimum=10, given_away=given.append)
+    assert given == list(range(1, 20, 2))
+
+
+def test_an_error_in_the_childs_half_is_raised_here_as_without_a_child() -> None:
+    if not halves.can_fork():
+        pytest.skip("needs two CPUs, os.fork and no other thread")
+    parent = os.getpid()
+
+    def work(item: int) -> int:
+        if item == 7:
+            raise ValueError(
+                f"item 7 fails (in {'the parent' if os.getpid() == parent else 'a child'})"
+            )
+        return item
+
+    with pytest.raises(ValueError, match=r"item 7 fails \(in the parent\)"):
+        halves.in_halves(list(range(20)), work, minimum=10)
+
+
+def test_few_items_or_other_threads_mean_no_fork(monkeypatch: pytest.MonkeyPatch) -> None:
+    def no_fork() -> int:
+        raise AssertionError("forked")
+
+    monkeypatch.setattr(os, "fork", no_fork)
+    assert halves.in_halves([1, 2, 3], lambda item: item + 1, minimum=10) == [2, 3, 4]
+    stop = threading.Event()
+    other = threading.Thread(target=stop.wait)
+    other.start()
+    try:
+        assert not halves.can_fork()
+        assert halves.in_halves(list(range(50)), lambda item: -item, minimum=10)[-1] == -49
+    finally:
+        stop.set()
+        other.join()
