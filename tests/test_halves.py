@@ -15,9 +15,17 @@ def _square_with_pid(item: int) -> tuple[int, int]:
     return item * item, os.getpid()
 
 
+@pytest.fixture
+def forking(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The fork path, whatever threads other tests left behind in this process (the
+    work here takes no lock another thread could hold)."""
+    if not hasattr(os, "fork") or (os.cpu_count() or 1) < 2:
+        pytest.skip("needs os.fork and two CPUs")
+    monkeypatch.setattr(halves.threading, "active_count", lambda: 1)
+
+
+@pytest.mark.usefixtures("forking")
 def test_the_results_are_those_of_a_plain_loop_in_order() -> None:
-    if not halves.can_fork():
-        pytest.skip("needs two CPUs, os.fork and no other thread")  # CI machines have two
     items = list(range(101))
     results = halves.in_halves(items, _square_with_pid, minimum=10)
     assert [value for value, _ in results] == [item * item for item in items]
@@ -26,17 +34,15 @@ def test_the_results_are_those_of_a_plain_loop_in_order() -> None:
     assert {pid for index, (_, pid) in enumerate(results) if index % 2} == workers - {os.getpid()}
 
 
+@pytest.mark.usefixtures("forking")
 def test_what_the_child_took_is_given_away_here() -> None:
-    if not halves.can_fork():
-        pytest.skip("needs two CPUs, os.fork and no other thread")
     given: list[int] = []
     halves.in_halves(list(range(20)), _square_with_pid, minimum=10, given_away=given.append)
     assert given == list(range(1, 20, 2))
 
 
+@pytest.mark.usefixtures("forking")
 def test_an_error_in_the_childs_half_is_raised_here_as_without_a_child() -> None:
-    if not halves.can_fork():
-        pytest.skip("needs two CPUs, os.fork and no other thread")
     parent = os.getpid()
 
     def work(item: int) -> int:
@@ -57,7 +63,7 @@ def test_few_items_or_other_threads_mean_no_fork(monkeypatch: pytest.MonkeyPatch
     monkeypatch.setattr(os, "fork", no_fork)
     assert halves.in_halves([1, 2, 3], lambda item: item + 1, minimum=10) == [2, 3, 4]
     stop = threading.Event()
-    other = threading.Thread(target=stop.wait)
+    other = threading.Thread(target=stop.wait)  # another thread: a fork could hold its locks
     other.start()
     try:
         assert not halves.can_fork()
