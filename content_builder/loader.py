@@ -310,11 +310,9 @@ def _cached_entries(
     and cached entry are taken from the cache (bytes None). Any other file is read and
     hashed, and its key is the truth."""
     files = _yaml_files(folder, problems, required)
-    # One relpath for the folder, not one per file (2 s of an unchanged 10,000-entry build).
-    shown = display_path(folder)
     started = time.time_ns()
     for path in files:
-        display = path.name if shown == "." else os.path.join(shown, path.name)
+        display = _display_of_file(path)
         try:
             stat = os.stat(path)
         except OSError:
