@@ -24,6 +24,7 @@ from agent_contract import links, paths
 from agent_contract.models import ArchitectureDocument, OnSiteAgentStatus
 from content_builder.cache import EntryCache, entry_key
 from content_builder.errors import Problem, SiteDataError
+from content_builder.halves import in_halves
 from content_builder.source import (
     CONTENT_SHAPES,
     DocumentSource,
@@ -217,8 +218,8 @@ def load_site(root: Path, base_url: str | None = None) -> Site:
     )
     cache = EntryCache.open(root, settings)
 
-    def read(path: Path, data: bytes | None = None) -> dict[str, Any] | None:
-        raw = _read(path, problems, data)
+    def read(path: Path, data: bytes | None = None, parsed: Parsed = None) -> dict[str, Any] | None:
+        raw = _read(path, problems, data, parsed)
         if raw is None:
             return None
         checked: list[str] = []
@@ -283,7 +284,9 @@ def _bytes_or_empty(path: Path) -> bytes:
         return b""
 
 
-Reader = Callable[[Path, bytes | None], dict[str, Any] | None]
+#: A file's YAML parsed ahead (content_builder.halves): its data, or its problems.
+Parsed = dict[str, Any] | list[Problem] | None
+Reader = Callable[[Path, bytes | None, Parsed], dict[str, Any] | None]
 
 
 #: A file changed this close to the moment the build read it could change again within
@@ -301,14 +304,37 @@ def _stat_signature(stat: os.stat_result) -> tuple[int, int, int, int]:
 
 def _cached_entries(
     folder: Path, problems: list[Problem], cache: EntryCache, required: bool
-) -> Iterator[tuple[Path, str, str, bytes | None, Any]]:
-    """(path, display path, cache key, bytes, cached entry or None) of each YAML file in
-    `folder`. A file that cannot be read has no key and no bytes: the reader reports why.
+) -> Iterator[tuple[Path, str, str, bytes | None, Any, Parsed]]:
+    """(path, display path, cache key, bytes, cached entry or None, its YAML parsed
+    ahead or None) of each YAML file in `folder`. A file that cannot be read has no key
+    and no bytes: the reader reports why. The files the cache does not know are parsed
+    in two halves when there are many (content_builder.halves): parsing YAML is most of
+    loading a new site.
 
     A file whose inode, size, mtime and ctime are what they were when an earlier build
     read it (longer than RACY_NS before that build started) is not read again: its key
     and cached entry are taken from the cache (bytes None). Any other file is read and
     hashed, and its key is the truth."""
+    found = list(_read_entries(folder, problems, cache, required))
+    unknown = [entry for entry in found if entry[4] is None and entry[3] is not None]
+    parsed = dict(
+        zip((entry[0] for entry in unknown), in_halves(unknown, _parse_ahead), strict=True)
+    )
+    for path, display, key, data, hit in found:
+        yield path, display, key, data, hit, parsed.get(path)
+
+
+def _parse_ahead(entry: tuple[Path, str, str, bytes | None, Any]) -> Parsed:
+    path, display, _, data, _ = entry
+    try:
+        return read_yaml_mapping(path, display, data)
+    except SiteDataError as error:
+        return error.problems
+
+
+def _read_entries(
+    folder: Path, problems: list[Problem], cache: EntryCache, required: bool
+) -> Iterator[tuple[Path, str, str, bytes | None, Any]]:
     files = _yaml_files(folder, problems, required)
     started = time.time_ns()
     for path in files:
@@ -475,9 +501,12 @@ def _reloader(
 def _load_documents(
     root: Path, read: Reader, problems: list[Problem], cache: EntryCache
 ) -> list[LoadedDocument]:
-    def parse(path: Path, data: bytes | None, problems: list[Problem]) -> tuple[Any, ...] | None:
+    def parse(
+        path: Path, data: bytes | None, problems: list[Problem], parsed: Parsed = None
+    ) -> tuple[Any, ...] | None:
         display = display_path(path)
-        document = validate_model(DocumentSource, read(path, data), display, problems, path=path)
+        raw = read(path, data, parsed)
+        document = validate_model(DocumentSource, raw, display, problems, path=path)
         if document is None:
             return None
         shape = CONTENT_SHAPES[document.content_type]
@@ -487,14 +516,16 @@ def _load_documents(
         return None if content is None else (document, content)
 
     loaded = []
-    for path, display, key, data, hit in _cached_entries(root / CONTENT_DIR, problems, cache, True):
+    for path, display, key, data, hit, parsed in _cached_entries(
+        root / CONTENT_DIR, problems, cache, True
+    ):
         if isinstance(hit, tuple) and len(hit) == 3:  # (id, order, version) of a clean file
             entry_id, order, version = hit
             lazy = _Lazy(None, _reloader(path, key, parse))
             loaded.append(LoadedDocument(entry_id, display, key, order, version, lazy))
             continue
         before = len(problems)
-        models = parse(path, data, problems)
+        models = parse(path, data, problems, parsed)
         if models is None:
             continue
         document = models[0]
@@ -510,19 +541,24 @@ def _load_documents(
 def _load_faqs(
     root: Path, read: Reader, problems: list[Problem], cache: EntryCache
 ) -> list[LoadedFaq]:
-    def parse(path: Path, data: bytes | None, problems: list[Problem]) -> tuple[Any, ...] | None:
-        faq = validate_model(FaqSource, read(path, data), display_path(path), problems, path=path)
+    def parse(
+        path: Path, data: bytes | None, problems: list[Problem], parsed: Parsed = None
+    ) -> tuple[Any, ...] | None:
+        raw = read(path, data, parsed)
+        faq = validate_model(FaqSource, raw, display_path(path), problems, path=path)
         return None if faq is None else (faq,)
 
     loaded = []
     # A site may have no FAQ (yet): an empty or missing faq/ folder is allowed.
-    for path, display, key, data, hit in _cached_entries(root / FAQ_DIR, problems, cache, False):
+    for path, display, key, data, hit, parsed in _cached_entries(
+        root / FAQ_DIR, problems, cache, False
+    ):
         if isinstance(hit, tuple) and len(hit) == 1:  # (id,) of a clean file
             lazy = _Lazy(None, _reloader(path, key, parse))
             loaded.append(LoadedFaq(hit[0], display, key, lazy))
             continue
         before = len(problems)
-        models = parse(path, data, problems)
+        models = parse(path, data, problems, parsed)
         if models is None:
             continue
         loaded.append(
@@ -579,7 +615,14 @@ def _check_unique_ids(
             first_seen[item.id] = item.file
 
 
-def _read(path: Path, problems: list[Problem], data: bytes | None = None) -> dict[str, Any] | None:
+def _read(
+    path: Path, problems: list[Problem], data: bytes | None = None, parsed: Parsed = None
+) -> dict[str, Any] | None:
+    if isinstance(parsed, list):  # parsed ahead, and refused
+        problems.extend(parsed)
+        return None
+    if parsed is not None:
+        return parsed
     if data is None and not path.is_file():
         problems.append(Problem(display_path(path), None, "file is missing"))
         return None
