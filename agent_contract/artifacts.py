@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import json
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
@@ -63,6 +64,18 @@ def json_body(value: BaseModel | dict[str, Any]) -> bytes:
     if isinstance(value, BaseModel):
         return value.model_dump_json(indent=2, exclude_none=True).encode("utf-8") + b"\n"
     return pydantic_core.to_json(value, indent=2) + b"\n"
+
+
+def dumps_indented(data: Any) -> bytes:
+    """`json.dumps(data, indent=2)` and a newline, as UTF-8 bytes (the lock, manifest.json).
+
+    The standard library's indented encoder is pure Python (~0.8 s for a 20,000-entry
+    lock); pydantic-core writes the same bytes except where json.dumps escapes (ensure_ascii:
+    non-ASCII text, and DEL), so its bytes are used only when they hold neither."""
+    fast = pydantic_core.to_json(data, indent=2) + b"\n"
+    if fast.isascii() and b"\x7f" not in fast:
+        return fast
+    return (json.dumps(data, indent=2) + "\n").encode("utf-8")
 
 
 def text_body(text: str) -> bytes:
