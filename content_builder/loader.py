@@ -82,11 +82,29 @@ class _Lazy:
         self._models = None
 
 
-class LoadedDocument:
-    """One content file: its id, file, order and pinned version, which every build needs,
-    and its models (`source`, `content`), which only a build that renders it anew does."""
+class _LoadedEntry:
+    """One content or FAQ file: its id, its file and its cache key, which every build
+    needs, and its models, parsed (or re-read from the file) only when it must render."""
 
-    __slots__ = ("_lazy", "cache_key", "file", "id", "order", "version")
+    __slots__ = ("_lazy", "cache_key", "file", "id")
+
+    def __init__(self, id: str, file: str, cache_key: str, lazy: _Lazy) -> None:
+        self.id = id
+        self.file = file
+        self.cache_key = cache_key  # the build cache's key for the file's bytes (cache.py)
+        self._lazy = lazy
+
+    def release(self) -> None:
+        self._lazy.release()
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.id!r}, {self.file!r})"
+
+
+class LoadedDocument(_LoadedEntry):
+    """A content file; its order and pinned version are known without its models."""
+
+    __slots__ = ("order", "version")
 
     def __init__(
         self,
@@ -97,12 +115,9 @@ class LoadedDocument:
         version: str | None,
         lazy: _Lazy,
     ) -> None:
-        self.id = id
-        self.file = file
-        self.cache_key = cache_key  # the build cache's key for the file's bytes (cache.py)
+        super().__init__(id, file, cache_key, lazy)
         self.order = order
         self.version = version
-        self._lazy = lazy
 
     @property
     def source(self) -> DocumentSource:
@@ -112,33 +127,15 @@ class LoadedDocument:
     def content(self) -> PageContentSource | FeatureContentSource:
         return self._lazy.models()[1]  # type: ignore[no-any-return]
 
-    def release(self) -> None:
-        self._lazy.release()
 
-    def __repr__(self) -> str:
-        return f"LoadedDocument({self.id!r}, {self.file!r})"
+class LoadedFaq(_LoadedEntry):
+    """An FAQ file."""
 
-
-class LoadedFaq:
-    """One FAQ file: its id and file, and its model (`source`), parsed when needed."""
-
-    __slots__ = ("_lazy", "cache_key", "file", "id")
-
-    def __init__(self, id: str, file: str, cache_key: str, lazy: _Lazy) -> None:
-        self.id = id
-        self.file = file
-        self.cache_key = cache_key
-        self._lazy = lazy
+    __slots__ = ()
 
     @property
     def source(self) -> FaqSource:
         return self._lazy.models()[0]  # type: ignore[no-any-return]
-
-    def release(self) -> None:
-        self._lazy.release()
-
-    def __repr__(self) -> str:
-        return f"LoadedFaq({self.id!r}, {self.file!r})"
 
 
 @dataclass(frozen=True)
