@@ -16,6 +16,7 @@ from agent_contract import paths
 from agent_contract.artifacts import Artifact
 from agent_contract.endpoints import ENDPOINT, SINGLE_FILES
 from agent_contract.routes import rule_for
+from content_builder import proven
 from content_builder.budgets import check_budgets
 from content_builder.errors import Problem, SiteDataError
 from content_builder.loader import LOCK_FILE, Site, display_path, load_site
@@ -33,7 +34,7 @@ from content_builder.lock import (
 from content_builder.render.catalog import JOINED, Catalog
 from content_builder.render.documents import DocumentData, tracked
 from content_builder.render.endpoints import RENDERERS, RenderContext, markdown_mirrors
-from content_builder.render.entries import build_catalog
+from content_builder.render.entries import build_catalog, lock_stamp
 from content_builder.validate import body_links, check_artifacts, check_authored_links
 from content_builder.writer import FileReport, write_file_atomically, write_output
 
@@ -79,23 +80,37 @@ def render_catalog(site: Site, catalog: Catalog, mcp_endpoint: str | None = None
     ]
 
 
-def known_links(site: Site, catalog: Catalog) -> dict[str, list[tuple[str, str]]]:
-    """The links of every entry's own files and of the aggregates joined from its pieces,
-    found when the entry was rendered (and kept by the build cache with it): a build
-    does not scan 110 MB of aggregates for links at 10,000 entries."""
-    found: dict[str, list[tuple[str, str]]] = {}
+def known_links(
+    site: Site,
+    catalog: Catalog,
+    artifacts: list[Artifact],
+    settled: list[bool] | None = None,
+    proven_files: frozenset[str] = frozenset(),
+) -> dict[str, list[tuple[str, str]]]:
+    """The links still to check, by published path: those of every entry's own files and
+    of the aggregates joined from its pieces, found when the entry was rendered (and kept by
+    the build cache with it), so a build does not scan 110 MB of aggregates for links at
+    10,000 entries; none for a settled entry (`settled`, one flag per entry) or a file whose
+    sha256 is in `proven_files` (content_builder/proven.py). Files not named here are
+    scanned."""
+    settled = settled or [False] * len(catalog.entries)
+    unsettled = [entry for entry, done in zip(catalog.entries, settled, strict=True) if not done]
+    found: dict[str, list[tuple[str, str]]] = {
+        artifact.path: [] for artifact in artifacts if artifact.sha256 in proven_files
+    }
     nothing = RenderContext(site, Catalog((), (), catalog.lock, catalog.history), None)
     for key, piece in JOINED.items():
+        path = ENDPOINT[key].resolve(site.config.brand)
+        if path in found:
+            continue
         around = body_links(site, RENDERERS[key].body(nothing))  # the text around the pieces
-        found[ENDPOINT[key].resolve(site.config.brand)] = around + [
-            link for entry in catalog.entries for link in entry.piece_links[piece]
-        ]
-    for entry in catalog.documents:
-        found[paths.document(entry.id)] = entry.json_links
-        found[paths.document_markdown(entry.id)] = entry.markdown_links
-    for entry in catalog.faqs:
-        found[paths.faq(entry.id)] = entry.json_links
-        found[paths.faq_markdown(entry.id)] = entry.markdown_links
+        found[path] = around + [link for entry in unsettled for link in entry.links.pieces[piece]]
+    for entry, done in zip(catalog.documents, settled, strict=False):
+        found[paths.document(entry.id)] = [] if done else entry.links.json
+        found[paths.document_markdown(entry.id)] = [] if done else entry.links.markdown
+    for entry, done in zip(catalog.faqs, settled[len(catalog.documents) :], strict=True):
+        found[paths.faq(entry.id)] = [] if done else entry.links.json
+        found[paths.faq_markdown(entry.id)] = [] if done else entry.links.markdown
     return found
 
 
@@ -168,12 +183,38 @@ def _plan(site_dir: Path, base_url: str | None, frozen: bool, mcp_endpoint: str 
     catalog = build_catalog(site, lock, history, data)
     del data
     artifacts = render_catalog(site, catalog, mcp_endpoint)
-    check_authored_links(site, catalog, frozenset(a.path for a in artifacts))
-    check_artifacts(site, artifacts, known_links(site, catalog))
+    _check(site, catalog, artifacts)
     del catalog
     check_budgets(artifacts)
     site.cache.save()  # after every check: a failed build teaches the cache nothing
     return Plan(site, artifacts, lock, changes, history)
+
+
+def _check(site: Site, catalog: Catalog, artifacts: list[Artifact]) -> None:
+    """The cross-checks (validate.py), of what the last build that passed did not prove
+    already (content_builder/proven.py); what this one proves is recorded for the next."""
+    published = proven.published_digest(artifacts)
+    before = proven.recalled(site.cache, published)
+    identities = [
+        proven.entry_identity(loaded.cache_key, lock_stamp(catalog.lock[loaded.id]))
+        if loaded.cache_key
+        else None
+        for loaded in (*site.documents, *site.faqs)
+    ]
+    settled = proven.settled(before, identities)
+    by_path = {artifact.path: artifact for artifact in artifacts}
+    coverage = (
+        by_path[paths.discovery(site.config.brand)].sha256,
+        by_path[paths.OPENAPI].sha256,
+    )
+    check_authored_links(site, catalog, frozenset(by_path), settled)
+    found = known_links(site, catalog, artifacts, settled, before.files if before else frozenset())
+    check_artifacts(
+        site, artifacts, found, coverage_proven=before is not None and before.coverage == coverage
+    )
+    # render_catalog puts each entry's two files first; the rest are named by their bytes.
+    others = artifacts[2 * len(catalog.entries) :]
+    proven.record(site.cache, published, identities, others, coverage)
 
 
 def build(

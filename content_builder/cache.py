@@ -99,6 +99,8 @@ class EntryCache:
         self.appendable = appendable  # the file holds this header: new records can follow
         self.used: set[str] = set()
         self.added: dict[str, dict[str, Any]] = {}
+        self.notes: dict[str, Any] = {}  # to write at `save`, by name
+        self._notes_read: dict[str, Any] = {}
 
     @classmethod
     def disabled(cls) -> EntryCache:
@@ -146,11 +148,37 @@ class EntryCache:
         self.used.add(key)
         self.added[key] = record
 
+    def read_note(self, name: str) -> Any | None:
+        """A note the last `save` wrote: a small value about the whole site rather than
+        one entry, in a file of its own beside the records (rewritten whole at every
+        save, where a record would be appended again and again), checked like a frame
+        and valid for the same code and settings."""
+        if self.file is None:
+            return None
+        found = None
+        try:
+            with _note_file(self.file, name).open("rb") as stream:
+                if stream.read(len(_MAGIC)) == _MAGIC and stream.readline() == self.header:
+                    found = _read_frame(stream)
+        except Exception:  # missing, cut short or damaged: no note
+            found = None
+        self._notes_read[name] = found
+        return found
+
+    def write_note(self, name: str, value: Any) -> None:
+        """Written at the next `save` unless it is the note read: a failed build, which
+        never saves, writes none."""
+        if name in self._notes_read and self._notes_read[name] == value:
+            self.notes.pop(name, None)
+        else:
+            self.notes[name] = value
+
     def save(self) -> None:
         """Append the new records (or rewrite the file), atomically for a rewrite; a cache
         that cannot be written is only a slower next build, never a failed one."""
         if self.file is None:
             return
+        self._save_notes()
         stale = len(self.records) - len(self.used)
         rewrite = not self.appendable or stale > max(len(self.used), 1000)
         if not rewrite and not self.added:
@@ -170,6 +198,19 @@ class EntryCache:
             return
         self.added = {}
         self.appendable = True
+
+    def _save_notes(self) -> None:
+        try:
+            self.file.parent.mkdir(parents=True, exist_ok=True)  # type: ignore[union-attr]
+            for name, value in self.notes.items():
+                _write_new(_note_file(self.file, name), _MAGIC + self.header, value)  # type: ignore[arg-type]
+        except OSError:
+            return
+        self.notes = {}
+
+
+def _note_file(records: Path, name: str) -> Path:
+    return records.with_name(f"{records.stem}.{name}")
 
 
 #: Cache files kept per site folder: the settings of `build` and of `serve` (their base
@@ -193,6 +234,8 @@ def _prune(current: Path) -> None:
     ]
     for path in stale:
         path.unlink(missing_ok=True)
+        for note in path.parent.glob(f"{path.stem}.*"):  # its notes go with it
+            note.unlink(missing_ok=True)
 
 
 def _signature(file: Path) -> tuple[int, int]:
@@ -203,7 +246,7 @@ def _signature(file: Path) -> tuple[int, int]:
     return (stat.st_mtime_ns, stat.st_size)
 
 
-def _write_new(file: Path, head: bytes, records: dict[str, dict[str, Any]]) -> None:
+def _write_new(file: Path, head: bytes, records: Any) -> None:
     handle, temporary = tempfile.mkstemp(prefix=".build-", dir=file.parent)
     try:
         with os.fdopen(handle, "wb") as stream:
@@ -256,7 +299,7 @@ class _Counted:
         return self.length.to_bytes(_LENGTH, "big") + self.crc.to_bytes(_DIGEST, "big")
 
 
-def _write_frame(stream: BinaryIO, records: dict[str, dict[str, Any]]) -> None:
+def _write_frame(stream: BinaryIO, records: Any) -> None:
     """One frame: the pickled records, then their length and CRC-32 (a trailer, so that
     a frame can be appended in one pass)."""
     counted = _Counted(stream)

@@ -334,8 +334,11 @@ def _read_entries(
 ) -> Iterator[tuple[Path, str, str, bytes | None, Any]]:
     files = _yaml_files(folder, problems, required)
     started = time.time_ns()
+    # Every file is `folder / name` (_yaml_files): its display path is the folder's, once,
+    # joined with its name, as _display_of_file would find it file by file.
+    where = _display_of_folder(os.getcwd(), folder)
     for path in files:
-        display = _display_of_file(path)
+        display = path.name if where == os.curdir else os.path.join(where, path.name)
         try:
             stat = os.stat(path)
         except OSError:

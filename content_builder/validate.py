@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from itertools import repeat
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -73,11 +73,21 @@ def authored_links(site: Site, source: BaseModel) -> list[ApiLink]:
     return _api_links(site, source.model_dump(mode="json"))
 
 
-def check_authored_links(site: Site, catalog: Catalog, published: frozenset[str]) -> None:
+def check_authored_links(
+    site: Site,
+    catalog: Catalog,
+    published: frozenset[str],
+    settled: Sequence[bool] | None = None,  # per entry: its links are proven (proven.py)
+) -> None:
     problems: list[Problem] = []
     entries = zip([*site.documents, *site.faqs], catalog.entries, strict=True)
+    settled = settled or [False] * len(catalog.entries)
     sources: list[tuple[str, list[ApiLink]]] = [
-        *((loaded.file, entry.authored_links) for loaded, entry in entries),
+        *(
+            (loaded.file, entry.links.authored)
+            for (loaded, entry), done in zip(entries, settled, strict=True)
+            if not done
+        ),
         (site.architecture_file, _api_links(site, site.architecture.model_dump(mode="json"))),
         (site.on_site_agent_file, _api_links(site, site.on_site_agent.model_dump(mode="json"))),
     ]
@@ -111,9 +121,12 @@ def check_artifacts(
     site: Site,
     artifacts: list[Artifact],
     known_links: Mapping[str, list[tuple[str, str]]] | None = None,
+    coverage_proven: bool = False,
 ) -> None:
-    """`known_links`: the links of files whose links were found when they were rendered
-    (an entry's own files, kept by the build cache with them), by path."""
+    """`known_links`: the links still to check of files whose links were found when they
+    were rendered (an entry's own files, kept by the build cache with them) or proven by
+    the last build that passed (content_builder/proven.py), by path; `coverage_proven`:
+    that build published the same paths with the same discovery and OpenAPI bytes."""
     known_links = known_links or {}
     problems: list[Problem] = []
     by_path: dict[str, Artifact] = {}
@@ -172,8 +185,9 @@ def check_artifacts(
         if ids != expected_ids:
             problems.append(Problem(path, None, f"covers {ids}, expected {expected_ids}"))
 
-    problems += _openapi_coverage(load(paths.OPENAPI)["paths"], published)
-    problems += _discovery_coverage(site, load(paths.discovery(site.config.brand)), published)
+    if not coverage_proven:
+        problems += _openapi_coverage(load(paths.OPENAPI)["paths"], published)
+        problems += _discovery_coverage(site, load(paths.discovery(site.config.brand)), published)
     if problems:
         raise SiteDataError(problems)
 

@@ -323,6 +323,8 @@ def test_a_site_keeps_at_most_two_cache_files_and_one_memo(
     for file in files:
         by_site[file.name.split("-")[1]] = by_site.get(file.name.split("-")[1], 0) + 1
     assert sorted(by_site.values()) == [1, 2], files  # the other site's file is kept
+    notes = {path.stem for path in cache_dir.iterdir() if path.suffix != ".pickle"}
+    assert notes and notes <= {file.stem for file in files}, "a removed file's notes go with it"
     assert not (cache_dir / "build-0123456789abcdef01234567.pickle").exists()
     site_memos = [name for name in build_cache._MEMO if name.parent == cache_dir]
     assert len(site_memos) == 2  # one per site folder

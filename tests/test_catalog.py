@@ -36,7 +36,7 @@ def test_links_known_from_the_pieces_are_the_links_in_the_published_files(
     history = advance(read_history(site.root / LOCK_FILE, display), changes)
     catalog = build_catalog(site, lock, history, data)
     artifacts = {artifact.path: artifact for artifact in render_catalog(site, catalog)}
-    known = known_links(site, catalog)
+    known = known_links(site, catalog, list(artifacts.values()))
     assert len(known) == 2 * len(catalog.entries) + len(JOINED), "every leaf and aggregate"
     for path, links in known.items():
         scanned = body_links(site, artifacts[path].body)

@@ -14,7 +14,13 @@ from content_builder.errors import SiteDataError
 from content_builder.halves import in_halves
 from content_builder.loader import LoadedDocument, LoadedFaq, Site
 from content_builder.lock import History, Lock, LockEntry
-from content_builder.render.catalog import JOINED, Catalog, EntryRender, SpliceMarkerInText
+from content_builder.render.catalog import (
+    JOINED,
+    Catalog,
+    EntryLinks,
+    EntryRender,
+    SpliceMarkerInText,
+)
 from content_builder.render.documents import (
     DocumentData,
     cached_content_hash,
@@ -62,8 +68,7 @@ def build_catalog(
     for index, rendered in zip(missing, rendered_all, strict=True):
         loaded, dated = entries[index], lock[entries[index].id]
         if loaded.cache_key:
-            stamp = (dated.updated_at, dated.content_version)
-            site.cache.put(loaded.cache_key, "rendered", (stamp, rendered))
+            site.cache.put(loaded.cache_key, "rendered", (lock_stamp(dated), rendered))
         loaded.release()  # rendered: its models are not held while the rest renders
         found[index] = rendered
     documents = tuple(found[: len(site.documents)])
@@ -76,16 +81,21 @@ def _from_cache(
     # The pieces depend on the entry's bytes and the build settings (both in its cache
     # key) and on its lock entry, which is stored beside them and compared.
     found = site.cache.get(loaded.cache_key, "rendered") if loaded.cache_key else None
-    if found is not None and found[0] == (dated.updated_at, dated.content_version):
+    if found is not None and found[0] == lock_stamp(dated):
         return found[1]  # type: ignore[no-any-return]
     return None
+
+
+def lock_stamp(dated: LockEntry) -> tuple[str, str]:
+    """What of an entry's lock entry its pieces depend on (its dates and version)."""
+    return (dated.updated_at, dated.content_version)
 
 
 def _rendered(
     site: Site, loaded: LoadedDocument | LoadedFaq, render: Callable[[], EntryRender]
 ) -> EntryRender:
     try:
-        return _with_piece_links(site, render())
+        return _with_links(site, loaded, render())
     except SpliceMarkerInText as error:
         raise SiteDataError.single(
             loaded.file,
@@ -95,17 +105,21 @@ def _rendered(
         ) from error
 
 
-def _with_piece_links(site: Site, rendered: EntryRender) -> EntryRender:
+def _with_links(
+    site: Site, loaded: LoadedDocument | LoadedFaq, rendered: EntryRender
+) -> EntryRender:
     def text(piece: bytes | str | tuple[bytes, bytes]) -> bytes:
         if isinstance(piece, tuple):
             return b" ".join(piece)  # the search entry's two halves, never one link
         return piece if isinstance(piece, bytes) else piece.encode("utf-8")
 
-    return rendered._replace(
-        piece_links={
-            name: body_links(site, text(getattr(rendered, name))) for name in JOINED.values()
-        }
+    links = EntryLinks(
+        json=body_links(site, rendered.json),
+        markdown=body_links(site, rendered.markdown),
+        authored=authored_links(site, loaded.source),
+        pieces={name: body_links(site, text(getattr(rendered, name))) for name in JOINED.values()},
     )
+    return rendered._replace(links=links)
 
 
 def _sha256(body: bytes) -> str:
@@ -121,20 +135,17 @@ def _own_pieces(
     dated: LockEntry,
     content_hash: str,
 ) -> dict[str, Any]:
-    """What every entry has the same way: its files with their digests and links, its
-    change-feed entry and sitemap URL, the links its author wrote."""
+    """What every entry has the same way: its files with their digests, its change-feed
+    entry and sitemap URL (its links are found once every piece is there, _with_links)."""
     return {
         "id": loaded.id,
         "json": body,
         "json_sha256": _sha256(body),
-        "json_links": body_links(site, body),
         "markdown": markdown,
         "markdown_sha256": _sha256(markdown),
-        "markdown_links": body_links(site, markdown),
         "change_entry": change_entry(site, api_path, loaded.id, dated.updated_at, content_hash),
         "sitemap_url": sitemap_url(site, api_path, dated.updated_at),
-        "authored_links": authored_links(site, loaded.source),
-        "piece_links": {},  # found once every piece is there (_with_piece_links)
+        "links": None,
     }
 
 
