@@ -16,7 +16,9 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from agent_contract import links
+from agent_contract.artifacts import text_body
 from content_builder import loader, yaml_io
+from content_builder.render.llms import joined_text_body
 
 
 def finditer_urls(text: str) -> list[str]:
@@ -212,3 +214,12 @@ def test_url_path_agrees_with_urlsplit(url: str) -> None:
     except ValueError:
         found = ValueError
     assert found == expected
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.text(alphabet=st.sampled_from(["a", "\n", "é", "\u2028", "😀", "\r", " "]))))
+@example([])
+@example(["\n\n", "\n"])
+def test_llms_full_txt_joined_as_bytes_is_text_body_of_the_text(blocks: list[str]) -> None:
+    encoded = [block.encode("utf-8") for block in blocks]
+    assert joined_text_body(encoded) == text_body("\n\n".join(blocks))

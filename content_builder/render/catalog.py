@@ -103,7 +103,7 @@ class EntryRender(NamedTuple):
     change_entry: bytes  # its entry of changes.json (compact JSON)
     sitemap_url: str  # its <url> element of sitemap.xml
     llms_link: str  # its line of llms.txt (or of an llms.txt part)
-    llms_full_block: str  # its block of llms-full.txt
+    llms_full_block: bytes  # its block of llms-full.txt, UTF-8
     links: EntryLinks  # its links into the API, checked against the published files
 
 

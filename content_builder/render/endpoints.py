@@ -62,7 +62,7 @@ RENDERERS: dict[str, Renderer] = {
     "not_found": Renderer(lambda c: json_body(not_found(c.site))),
     "content_index": Renderer(lambda c: content_index(c.site, c.catalog)),
     "search_index": Renderer(lambda c: search_index(c.site, c.catalog)),
-    "llms_full_txt": Renderer(lambda c: text_body(llms_full_txt(c.site, c.catalog))),
+    "llms_full_txt": Renderer(lambda c: llms_full_txt(c.site, c.catalog)),
     "mcp_manifest": Renderer(lambda c: c.mcp_manifest),
     "mcp_well_known": Renderer(lambda c: c.mcp_manifest),
     "openapi": Renderer(lambda c: json_body(openapi_document(c.site, c.catalog))),

@@ -166,7 +166,7 @@ def _document(
         search_head=head,
         terms=terms,
         llms_link=document_link(site, loaded, document),
-        llms_full_block=document_block(site, loaded, document),
+        llms_full_block=document_block(site, loaded, document).encode("utf-8"),
     )  # fmt: skip
 
 
@@ -184,5 +184,5 @@ def _faq(site: Site, loaded: LoadedFaq, lock: Lock, tokenizer: Tokenizer) -> Ent
         search_head=head,
         terms=terms,
         llms_link=faq_link(site, faq),
-        llms_full_block=faq_block(site, loaded, faq),
+        llms_full_block=faq_block(site, loaded, faq).encode("utf-8"),
     )  # fmt: skip
