@@ -95,9 +95,11 @@ def known_links(
     scanned."""
     settled = settled or [False] * len(catalog.entries)
     unsettled = [entry for entry, done in zip(catalog.entries, settled, strict=True) if not done]
-    found: dict[str, list[tuple[str, str]]] = {
-        artifact.path: [] for artifact in artifacts if artifact.sha256 in proven_files
-    }
+    found: dict[str, list[tuple[str, str]]] = (
+        {artifact.path: [] for artifact in artifacts if artifact.sha256 in proven_files}
+        if proven_files  # without, no file is hashed here
+        else {}
+    )
     nothing = RenderContext(site, Catalog((), (), catalog.lock, catalog.history), None)
     for key, piece in JOINED.items():
         path = ENDPOINT[key].resolve(site.config.brand)
@@ -193,7 +195,8 @@ def _plan(site_dir: Path, base_url: str | None, frozen: bool, mcp_endpoint: str 
 def _check(site: Site, catalog: Catalog, artifacts: list[Artifact]) -> None:
     """The cross-checks (validate.py), of what the last build that passed did not prove
     already (content_builder/proven.py); what this one proves is recorded for the next."""
-    published = proven.published_digest(artifacts)
+    by_path = {artifact.path: artifact for artifact in artifacts}
+    published = frozenset(by_path)
     before = proven.recalled(site.cache, published)
     identities = [
         proven.entry_identity(loaded.cache_key, lock_stamp(catalog.lock[loaded.id]))
@@ -202,15 +205,17 @@ def _check(site: Site, catalog: Catalog, artifacts: list[Artifact]) -> None:
         for loaded in (*site.documents, *site.faqs)
     ]
     settled = proven.settled(before, identities)
-    by_path = {artifact.path: artifact for artifact in artifacts}
     coverage = (
         by_path[paths.discovery(site.config.brand)].sha256,
         by_path[paths.OPENAPI].sha256,
     )
-    check_authored_links(site, catalog, frozenset(by_path), settled)
+    check_authored_links(site, catalog, published, settled)
     found = known_links(site, catalog, artifacts, settled, before.files if before else frozenset())
     check_artifacts(
-        site, artifacts, found, coverage_proven=before is not None and before.coverage == coverage
+        site,
+        artifacts,
+        found,
+        coverage_proven=before is not None and before.coverage_holds(published, coverage),
     )
     # render_catalog puts each entry's two files first; the rest are named by their bytes.
     others = artifacts[2 * len(catalog.entries) :]

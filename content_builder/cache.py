@@ -148,6 +148,10 @@ class EntryCache:
         self.used.add(key)
         self.added[key] = record
 
+    @property
+    def enabled(self) -> bool:
+        return self.file is not None
+
     def read_note(self, name: str) -> Any | None:
         """A note the last `save` wrote: a small value about the whole site rather than
         one entry, in a file of its own beside the records (rewritten whole at every
@@ -234,7 +238,8 @@ def _prune(current: Path) -> None:
     ]
     for path in stale:
         path.unlink(missing_ok=True)
-        for note in path.parent.glob(f"{path.stem}.*"):  # its notes go with it
+    for note in current.parent.glob(f"build-{site}-*"):  # notes go with their records
+        if note.suffix != ".pickle" and not note.with_suffix(".pickle").exists():
             note.unlink(missing_ok=True)
 
 

@@ -11,18 +11,19 @@ published path. Both are functions of bytes the build can name exactly:
   links depend only on its bytes (its sha256).
 - Whether a link resolves depends only on the set of published paths.
 
-So when a build publishes exactly the paths of the last build that passed, the links of an
-entry with the same identity, or of a file with the same sha256, resolve again, and
-coverage by the same discovery and OpenAPI bytes holds again. A build proves the rest and
+So when a build publishes every path the last build that passed published (and maybe
+more), the links of an entry with the same identity, or of a file with the same sha256,
+resolve again; when it publishes exactly those paths, coverage by the same discovery and
+OpenAPI bytes holds again. A build proves the rest and
 records what it proved, in a note beside the build cache (cache.py), written only by a
-build that passed every check. At 10,000 entries after one FAQ edit this is the link check
-of one entry and one llms.txt part instead of about a million links (~1 s of a 5 s build).
+build that passed every check. At 10,000 entries after one FAQ edit or addition this is
+the link check of one entry, one llms.txt part and the aggregates' own text instead of
+about a million links (~1 s of a 5 s build).
 Without the cache (AGENT_ACCESS_CACHE_DIR=off) nothing is recorded and everything is checked.
 """
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
@@ -34,23 +35,20 @@ NOTE = "proven"
 
 @dataclass(frozen=True)
 class Proven:
-    published: bytes  # published_digest of the build's files
+    published: frozenset[str]  # the build's published paths
     entries: frozenset[str]  # entry_identity of every entry, whose links all resolved
     files: frozenset[str]  # sha256 of every other file, whose links all resolved
     coverage: tuple[str, str]  # sha256 of the discovery document and the OpenAPI description
 
-    def still(self, published: bytes) -> Proven | None:
-        """What still holds for a build that publishes the paths digested as `published`."""
-        return self if published == self.published else None
+    def links_hold(self, published: frozenset[str]) -> bool:
+        """A link that named a published path still does when no path was taken away
+        (`links.resolves` asks for membership, or for a template, one member)."""
+        return published.issuperset(self.published)
 
-
-def published_digest(artifacts: Iterable[Artifact]) -> bytes:
-    """The published paths, in the build's order (a deterministic function of the site: a
-    reordering only costs a full check)."""
-    digest = hashlib.sha256()
-    for artifact in artifacts:
-        digest.update(artifact.path.encode() + b"\n")
-    return digest.digest()
+    def coverage_holds(self, published: frozenset[str], coverage: tuple[str, str]) -> bool:
+        """The same discovery and OpenAPI bytes cover the same paths, and only those: a
+        path added is one they may not cover."""
+        return coverage == self.coverage and published == self.published
 
 
 def entry_identity(cache_key: str, stamp: tuple[str, str]) -> str:
@@ -60,10 +58,10 @@ def entry_identity(cache_key: str, stamp: tuple[str, str]) -> str:
     return "\0".join((cache_key, *stamp))
 
 
-def recalled(cache: EntryCache, published: bytes) -> Proven | None:
-    """What the last build that passed proved, if it published the same paths."""
+def recalled(cache: EntryCache, published: frozenset[str]) -> Proven | None:
+    """What the last build that passed proved, if its links still hold (no path gone)."""
     found = cache.read_note(NOTE)
-    return found.still(published) if isinstance(found, Proven) else None
+    return found if isinstance(found, Proven) and found.links_hold(published) else None
 
 
 def settled(proven: Proven | None, identities: Sequence[str | None]) -> list[bool]:
@@ -76,14 +74,14 @@ def settled(proven: Proven | None, identities: Sequence[str | None]) -> list[boo
 
 def record(
     cache: EntryCache,
-    published: bytes,
+    published: frozenset[str],
     identities: Sequence[str | None],
     other_files: Iterable[Artifact],
     coverage: tuple[str, str],
 ) -> None:
     """What this build proved, for the next: called only once every check has passed."""
-    if None in identities:
-        return  # an entry without a cache key (the cache off): nothing to name it by
+    if not cache.enabled or None in identities:
+        return  # the cache off, or an entry without a key: nothing to keep it or name it by
     cache.write_note(
         NOTE,
         Proven(

@@ -310,10 +310,14 @@ def test_a_site_keeps_at_most_two_cache_files_and_one_memo(
     """Every site.yaml edit or new --base-url starts a cache file (~380 MB at 10k entries):
     the older ones of the same site folder are removed, and a long process holds one."""
     _build(site_copy, tmp_path / "out")
+    [first] = cache_dir.glob("build-*.pickle")
+    mine = first.name.split("-")[1]
     other_site = tmp_path / "other" / "site_data"
     shutil.copytree(site_copy, other_site)
     _build(other_site, tmp_path / "other" / "out")
     (cache_dir / "build-0123456789abcdef01234567.pickle").write_bytes(b"old name")
+    orphan = cache_dir / f"build-{mine}-0123456789ab.proven"
+    orphan.write_bytes(b"a note whose records were deleted by hand")
     for number in range(4):
         path = site_copy / "site.yaml"
         path.write_text(path.read_text() + f"\n# edit {number}\n")
@@ -325,6 +329,7 @@ def test_a_site_keeps_at_most_two_cache_files_and_one_memo(
     assert sorted(by_site.values()) == [1, 2], files  # the other site's file is kept
     notes = {path.stem for path in cache_dir.iterdir() if path.suffix != ".pickle"}
     assert notes and notes <= {file.stem for file in files}, "a removed file's notes go with it"
+    assert not orphan.exists()
     assert not (cache_dir / "build-0123456789abcdef01234567.pickle").exists()
     site_memos = [name for name in build_cache._MEMO if name.parent == cache_dir]
     assert len(site_memos) == 2  # one per site folder

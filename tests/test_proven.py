@@ -3,16 +3,21 @@ only checks whose answer cannot have changed: a proof never hides a problem."""
 
 from __future__ import annotations
 
+import json
 import pickle
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from agent_contract.artifacts import Artifact
 from content_builder import build as pipeline
 from content_builder import cache as build_cache
 from content_builder import proven
+from content_builder.errors import SiteDataError
+from content_builder.render import endpoints
 from content_builder.render.catalog import EntryLinks
 from tests.conftest import run_cli
 
@@ -130,6 +135,81 @@ def test_a_rebuild_checks_only_what_changed(
     ), checked
 
 
+def test_an_added_entry_is_checked_alone(
+    site_copy: Path, tmp_path: Path, cache_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A path added takes nothing away: what resolved still does (coverage is checked again)."""
+    seen = _spied(monkeypatch)
+    pipeline.build(site_copy, tmp_path / "out")
+    text = (site_copy / "faq" / "q02-endpoints.yaml").read_text()
+    (site_copy / "faq" / "q99-added.yaml").write_text(text.replace("q02-endpoints", "q99-added"))
+    pipeline.build(site_copy, tmp_path / "out")
+    added = seen[-1]
+    assert not added["coverage_proven"]
+    checked = {path for path, found in added["known"].items() if found}
+    assert "/api/v1/faq/q99-added.json" in checked
+    assert not any("q02-endpoints" in path for path in checked), checked
+
+
+def _errors(site: Path, out: Path) -> list[str] | None:
+    try:
+        pipeline.build(site, out)
+    except SiteDataError as error:
+        return [str(problem) for problem in error.problems]
+    return None
+
+
+def _llms_txt_links_nowhere(monkeypatch: pytest.MonkeyPatch) -> None:
+    real = endpoints.RENDERERS["llms_txt"]
+    dangling = "{}/api/v1/gone.json\n"
+    bad = replace(real, body=lambda c: real.body(c) + dangling.format(c.site.base_url).encode())
+    monkeypatch.setitem(endpoints.RENDERERS, "llms_txt", bad)
+
+
+def _discovery_leaves_a_path_out(monkeypatch: pytest.MonkeyPatch) -> None:
+    real = endpoints.RENDERERS["discovery"]
+
+    def body(context: Any) -> bytes:
+        data = json.loads(real.body(context))
+        data["interfaces"] = {
+            key: url for key, url in data["interfaces"].items() if "openapi" not in url
+        }
+        return json.dumps(data, indent=2).encode() + b"\n"
+
+    monkeypatch.setitem(endpoints.RENDERERS, "discovery", replace(real, body=body))
+
+
+def _a_stray_file_published(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A path more (nothing taken away: links still hold), which nothing covers."""
+    real = pipeline.render_catalog
+
+    def render_catalog(*args: Any, **kwargs: Any) -> list[Artifact]:
+        return [*real(*args, **kwargs), Artifact("/api/v1/stray.json", b"{}\n")]
+
+    monkeypatch.setattr(pipeline, "render_catalog", render_catalog)
+
+
+@pytest.mark.parametrize(
+    "breakage", [_llms_txt_links_nowhere, _discovery_leaves_a_path_out, _a_stray_file_published]
+)
+def test_a_generated_file_with_new_bytes_is_checked_again(
+    breakage: Callable[[pytest.MonkeyPatch], None],
+    site_copy: Path,
+    tmp_path: Path,
+    cache_dir: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The same published paths, entries unchanged, one generated file different (a
+    renderer bug, patched in so that the code fingerprint stays): it is checked."""
+    assert _errors(site_copy, tmp_path / "out") is None  # writes the note
+    breakage(monkeypatch)
+    warm = _errors(site_copy, tmp_path / "out")
+    monkeypatch.setenv(build_cache.CACHE_ENV, "off")
+    cold = _errors(site_copy, tmp_path / "cold")
+    assert cold, "the breakage is caught without the cache"
+    assert warm == cold
+
+
 def test_a_failed_build_records_nothing(site_copy: Path, tmp_path: Path, cache_dir: Path) -> None:
     assert _outcome(site_copy, tmp_path / "out")[0] == 0
     [note] = cache_dir.glob(f"build-*.{proven.NOTE}")
@@ -157,7 +237,10 @@ def test_a_damaged_or_foreign_note_proves_nothing(
     else:  # a note that would prove the same entries for other paths
         magic, header, frame = body.split(b"\n", 2)
         found: proven.Proven = pickle.loads(frame[:-12])
-        forged = proven.Proven(b"other", found.entries, found.files, found.coverage)
+        gone = frozenset(sorted(found.published)[1:])  # a path this build publishes
+        forged = proven.Proven(
+            found.published | {"/elsewhere.json"} - gone, found.entries, found.files, found.coverage
+        )
         with note.open("wb") as stream:
             stream.write(magic + b"\n" + header + b"\n")
             build_cache._write_frame(stream, forged)
@@ -188,5 +271,7 @@ def test_entry_links_pickle_on_their_own_and_unpickle_when_read() -> None:
     again = pickle.loads(pickle.dumps(links))
     assert again._value is None, "not unpickled until read"
     assert again.authored == [("answer", "https://x.test/b.json", "/b.json")]
+    assert again._packed is None, "one copy held once read"
+    assert links._packed is None, "pickling keeps no packed copy beside the value"
     assert again == links
     assert again.pieces == {"index_entry": [("https://x.test/c.json", "/c.json")]}

@@ -43,13 +43,14 @@ class EntryLinks:
         self._packed: bytes | None = None
 
     def __reduce__(self) -> tuple[Any, tuple[bytes]]:
-        if self._packed is None:
-            self._packed = pickle.dumps(self._value, pickle.HIGHEST_PROTOCOL)
-        return (_packed_links, (self._packed,))
+        # Packed again each time, never kept beside the value: one copy of the links held.
+        packed = self._packed if self._value is None else pickle.dumps(self._value, 5)
+        return (_packed_links, (packed,))
 
     def _links(self) -> _Links:
         if self._value is None:
             self._value = pickle.loads(self._packed)  # type: ignore[arg-type]
+            self._packed = None
         return self._value
 
     @property
