@@ -526,6 +526,40 @@ def test_state_of_the_previous_version_reads_as_the_same_files() -> None:
         decode_input(["not", "a", "map"])
 
 
+def test_an_unchanged_files_input_is_compared_not_decoded(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`pulumi preview` on unchanged content: the same string means the same files, so
+    the provider's diff answers without decoding 9 MB twice (40,000 files); any other
+    difference still counts, and a string that differs is still decoded and planned."""
+    from infra import site_content
+    from infra.site_content import SiteContentProvider
+
+    entry = build_manifest.entry("ab" * 32, 7, "application/json", "public, max-age=60")
+    files = {f"/api/v1/faq/q{i}.json": entry for i in range(3)}
+    text = encode_input(files)
+    olds = {"bucket": "b", "region": "eu-west-1", "distribution_id": "D",
+            "source_dir": "dist", "files": text}  # fmt: skip
+    same_text = {**olds, "files": (text + " ")[:-1]}  # equal, not the same object
+    assert same_text["files"] is not text and same_text["files"] == text
+    provider = SiteContentProvider()
+
+    def no_decoding(_value: Any) -> dict[str, Any]:
+        raise AssertionError("an unchanged input was decoded")
+
+    with monkeypatch.context() as patched:
+        patched.setattr(site_content, "decode_input", no_decoding)
+        assert provider.diff("id", olds, same_text).changes is False
+        assert provider.diff("id", olds, {**same_text, "distribution_id": "E"}).changes is True
+        moved = provider.diff("id", olds, {**same_text, "bucket": "c"})
+        assert moved.changes is True and moved.replaces == ["bucket"]
+        with pytest.raises(AssertionError, match="decoded"):  # a different string is decoded
+            provider.diff("id", olds, {**olds, "files": encode_input({})})
+    # Decoded, as before: the same files in the previous version's form, and an edit.
+    legacy = {**olds, "files": build_manifest.encode_files(files)}
+    assert provider.diff("id", legacy, olds).changes is False
+    edited = {**files, "/api/v1/faq/q1.json": {**entry, "sha256": "0" * 64}}
+    assert provider.diff("id", olds, {**olds, "files": encode_input(edited)}).changes is True
+
+
 def test_an_update_from_previous_version_state_uploads_only_what_changed(world: World) -> None:
     outs = _as_previous_version(create(world))
     assert world.provider.diff(outs["__id"], outs, world.props).changes is False
