@@ -128,12 +128,22 @@ def _files(props: dict[str, Any]) -> dict[str, dict[str, Any]]:
 
 
 def _files_changed(old: Any, new: Any) -> bool:
-    """Whether publishing `new` over `old` would upload or delete anything. The same
-    string decodes to the same files: then the 9 MB of a 40,000-file site are compared,
-    not decoded and planned (what `pulumi preview` runs when the content is unchanged)."""
+    """Whether publishing `new` over `old` would upload or delete anything: exactly
+    `not plan_publish(decode_input(old), decode_input(new)).is_empty` (tested), without
+    decoding 40,000 entries twice and planning, which `pulumi preview` runs on every
+    SiteContent. The same string is the same files; else the one-line entries are
+    compared, and only those that differ are decoded, for their publish signature
+    (bytes, media type, Cache-Control)."""
     if isinstance(old, str) and old == new:
         return False
-    return not publisher.plan_publish(decode_input(old), decode_input(new)).is_empty
+    before, after = input_entries(old), input_entries(new)
+    if before.keys() != after.keys():
+        return True  # a file to upload or to delete
+    signature, decode = build_manifest.entry_signature, build_manifest.decode_entry
+    return any(
+        line != before[path] and signature(decode(line)) != signature(decode(before[path]))
+        for path, line in after.items()
+    )
 
 
 def _publisher(props: dict[str, Any]) -> publisher.Publisher:
