@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any, TypedDict
 
@@ -91,18 +91,43 @@ def decode_entry(text: str) -> ManifestEntry:
     return entry(sha256, int(size), media_type, cache_control)
 
 
+def _in_path_order(files: Mapping[str, Any]) -> Mapping[str, Any]:
+    # A build's manifest is in path order already: comparing the keys with their sorted
+    # copy is linear on sorted input, and makes no (path, entry) tuple per file.
+    paths = list(files)
+    return files if paths == sorted(paths) else dict(sorted(files.items()))
+
+
 def encode_files(files: Files) -> dict[str, str]:
-    return {path: encode_entry(entry) for path, entry in sorted(files.items())}
+    """path -> `encode_entry`, in path order."""
+    ordered = _in_path_order(files)
+    return dict(zip(ordered, map(encode_entry, ordered.values()), strict=True))
 
 
 def decode_files(encoded: Mapping[str, str] | None) -> dict[str, ManifestEntry]:
     return {path: decode_entry(text) for path, text in (encoded or {}).items()}
 
 
+def _listing(pairs: Iterable[tuple[str, str]]) -> str:
+    return "".join([f"{path}\t{entry}\n" for path, entry in pairs])
+
+
+def files_listing(encoded: Mapping[str, str] | None) -> str:
+    """`<path>\t<entry>\n` per file, in path order: the text `files_digest` hashes."""
+    return _listing(_in_path_order(encoded or {}).items())
+
+
+def entries_listing(files: Files) -> str:
+    """`files_listing(encode_files(files))`, without the intermediate map."""
+    ordered = _in_path_order(files)
+    return _listing(zip(ordered, map(encode_entry, ordered.values()), strict=True))
+
+
+def listing_digest(listing: str) -> str:
+    return hashlib.sha256(listing.encode()).hexdigest()
+
+
 def files_digest(encoded: Mapping[str, str] | None) -> str:
     """One sha256 over every path and entry, in path order: a stack output that changes
     exactly when the published set does, at any size."""
-    digest = hashlib.sha256()
-    for path, entry in sorted((encoded or {}).items()):
-        digest.update(f"{path}\t{entry}\n".encode())
-    return digest.hexdigest()
+    return listing_digest(files_listing(encoded))

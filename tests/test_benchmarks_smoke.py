@@ -93,6 +93,12 @@ def test_preview_and_planning_are_measured(bench: dict[str, Any]) -> None:
     (preview,) = bench["preview"]
     assert preview["manifest_entries"] == PER_ENTRY * 2 * N + FIXED_FILES
     assert preview["resources"] > 10 and 0 < preview["build_seconds"] < preview["seconds"]
+    # The program's first-use imports (pulumi_aws submodules) are measured, outside the
+    # build, and are part of the program's time, not more than it.
+    assert 0 < preview["program_imports_cpu_seconds"] < preview["program_cpu_seconds"]
+    assert preview["program_work_cpu_seconds"] == pytest.approx(
+        preview["program_cpu_seconds"] - preview["program_imports_cpu_seconds"]
+    )
     timings = bench["plan"]
     assert timings["entries"] == PER_ENTRY * 2 * N + FIXED_FILES
     assert timings["first publish"]["uploads"] == timings["entries"]

@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -19,6 +20,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import yaml
 
 from agent_contract import manifest as build_manifest
@@ -174,3 +176,93 @@ def test_the_exported_count_and_digest_are_those_of_the_registered_files(
     expected = build_manifest.files_digest(build_manifest.encode_files(manifest["files"]))
     assert input_summary(registered) == (len(manifest["files"]), expected)
     assert (run.outputs["file_count"], run.outputs["files_digest"]) == input_summary(registered)
+
+
+# --- the input written from the digest's text (issue 11, target 7, round 4) -------------
+
+_ENTRY = build_manifest.entry("ab" * 32, 7, "application/json", "public, max-age=60")
+_LINKSET = 'application/linkset+json; profile="https://www.rfc-editor.org/info/rfc9727"'
+
+
+def _reference(files: build_manifest.Files) -> tuple[str, int, str]:
+    """The input, count and digest as first defined, the slow way: json.dumps of the
+    per-file lines in path order, and one sha256 fed file by file."""
+    encoded = {path: build_manifest.encode_entry(entry) for path, entry in sorted(files.items())}
+    digest = hashlib.sha256()
+    for path, line in encoded.items():
+        digest.update(f"{path}\t{line}\n".encode())
+    return json.dumps(encoded, separators=(",\n", ": ")), len(encoded), digest.hexdigest()
+
+
+def _with(path: str = "/a.json", **changes: object) -> dict[str, dict[str, object]]:
+    return {"/0.json": dict(_ENTRY), path: {**_ENTRY, **changes}, "/z.md": dict(_ENTRY)}
+
+
+# (files, whether the whole-text path writes them): every byte json.dumps escapes other
+# than `"`, and every tab or newline inside a path or a line, must send the files to the
+# per-file writer; each case fails if its guard is dropped.
+_CASES = {
+    "empty": ({}, True),
+    "plain": (_with(), True),
+    "quoted media type (api-catalog)": (_with(media_type=_LINKSET), True),
+    "quote in a path": (_with('/q"uote.json'), True),
+    "out of path order": (dict(reversed(list(_with(media_type=_LINKSET).items()))), True),
+    "backslash in a path": (_with("/back\\slash.json"), False),
+    "backslash in a header": (_with(media_type='application/x; p="a\\b"'), False),
+    "tab in a path": (_with("/a\tb.json"), False),
+    "tab in a header": (_with(cache_control="public,\tmax-age=1"), False),
+    "newline in a path": (_with("/a\nb.json"), False),
+    "newline in a header": (_with(cache_control="public,\nmax-age=1"), False),
+    "carriage return": (_with(cache_control="public\r"), False),
+    "other control byte": (_with("/a\x01.json"), False),
+    "DEL (json escapes it)": (_with("/a\x7f.json"), False),
+    "non-ASCII path": (_with("/caf\u00e9/\u6587\u4ef6.md"), False),
+    "U+2028 in a header": (_with(cache_control="max-age=1\u2028"), False),
+}
+
+
+@pytest.mark.parametrize("name", list(_CASES))
+def test_the_input_written_from_the_listing_is_byte_for_byte_json_dumps(name: str) -> None:
+    from infra.site_content import _json_from_listing, encode_input_and_summary, input_summary
+
+    files, whole_text = _CASES[name]
+    expected = _reference(files)
+    assert encode_input_and_summary(files) == expected
+    listing = build_manifest.entries_listing(files)
+    assert listing == build_manifest.files_listing(build_manifest.encode_files(files))
+    assert (_json_from_listing(listing, len(files)) is not None) is whole_text
+    assert decode_input(expected[0]) == {path: dict(entry) for path, entry in files.items()}
+    assert input_summary(expected[0]) == expected[1:]
+
+
+def test_the_digest_keeps_its_value() -> None:
+    """files_digest is a stack output: the same files give the same value as every
+    earlier version (this literal was computed by the per-file sha256 of 9af2d49)."""
+    from infra.site_content import encode_input_and_summary
+
+    markdown = {**_ENTRY, "size": 12, "media_type": "text/markdown; charset=utf-8"}
+    files = {"/b.json": _ENTRY, "/a.md": markdown, "/caf\u00e9.json": _ENTRY}
+    expected = "2d234d32c904795fcab4d045f57e4607a7afc41263bb72d34dc618050ceff4bb"
+    assert build_manifest.files_digest(build_manifest.encode_files(files)) == expected
+    assert encode_input_and_summary(files)[2] == expected
+    assert encode_input_and_summary(dict(reversed(list(files.items()))))[2] == expected
+
+
+def _assert_written_from_the_listing(files: dict[str, build_manifest.ManifestEntry]) -> None:
+    from infra.site_content import _json_from_listing, encode_input
+
+    text = _json_from_listing(build_manifest.entries_listing(files), len(files))
+    assert text is not None, "a real site's manifest takes the whole-text path"
+    assert text == encode_input(files) == _reference(files)[0]
+
+
+def test_real_manifests_are_written_from_the_listing(built: Path, tmp_path: Path) -> None:
+    """The fast path is the one real sites take (else the preview is slow again, not
+    wrong): the spec site and a generated one, with every route's headers."""
+    _assert_written_from_the_listing(json.loads((built / "manifest.json").read_text())["files"])
+    subprocess.run([sys.executable, "-m", "benchmarks.sitegen", str(tmp_path / "s"), "--n", "3"],
+                   cwd=REPO, check=True, capture_output=True)  # fmt: skip
+    build(tmp_path / "s", tmp_path / "out", "https://example.test")
+    files = json.loads((tmp_path / "out" / "manifest.json").read_text())["files"]
+    assert any('"' in entry["media_type"] for entry in files.values())  # the api-catalog
+    _assert_written_from_the_listing(files)

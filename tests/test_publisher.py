@@ -526,6 +526,85 @@ def test_state_of_the_previous_version_reads_as_the_same_files() -> None:
         decode_input(["not", "a", "map"])
 
 
+def test_an_unchanged_files_input_is_compared_not_decoded(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`pulumi preview` on unchanged content: the same string means the same files, so
+    the provider's diff answers without decoding 9 MB twice (40,000 files); any other
+    difference still counts, and a string that differs is still decoded and planned."""
+    from infra import site_content
+    from infra.site_content import SiteContentProvider
+
+    entry = build_manifest.entry("ab" * 32, 7, "application/json", "public, max-age=60")
+    files = {f"/api/v1/faq/q{i}.json": entry for i in range(3)}
+    text = encode_input(files)
+    olds = {"bucket": "b", "region": "eu-west-1", "distribution_id": "D",
+            "source_dir": "dist", "files": text}  # fmt: skip
+    same_text = {**olds, "files": (text + " ")[:-1]}  # equal, not the same object
+    assert same_text["files"] is not text and same_text["files"] == text
+    provider = SiteContentProvider()
+
+    def no_decoding(_value: Any) -> dict[str, Any]:
+        raise AssertionError("an unchanged input was decoded")
+
+    with monkeypatch.context() as patched:
+        patched.setattr(site_content, "input_entries", no_decoding)
+        assert provider.diff("id", olds, same_text).changes is False
+        assert provider.diff("id", olds, {**same_text, "distribution_id": "E"}).changes is True
+        moved = provider.diff("id", olds, {**same_text, "bucket": "c"})
+        assert moved.changes is True and moved.replaces == ["bucket"]
+        with pytest.raises(AssertionError, match="decoded"):  # a different string is decoded
+            provider.diff("id", olds, {**olds, "files": encode_input({})})
+    # Decoded, as before: the same files in the previous version's form, and an edit.
+    legacy = {**olds, "files": build_manifest.encode_files(files)}
+    assert provider.diff("id", legacy, olds).changes is False
+    edited = {**files, "/api/v1/faq/q1.json": {**entry, "sha256": "0" * 64}}
+    assert provider.diff("id", olds, {**olds, "files": encode_input(edited)}).changes is True
+
+
+def _variants(files: dict[str, Any]) -> dict[str, tuple[dict[str, Any], bool]]:
+    """Edits of `files`, each with whether publishing it over `files` does anything."""
+    first, last = sorted(files)[0], sorted(files)[-1]
+    renamed = "/api/v1/faq/renamed.json"
+
+    def edit(**changes: Any) -> dict[str, Any]:
+        return {**files, first: {**files[first], **changes}}
+
+    return {
+        "nothing": (dict(files), False),
+        "bytes": (edit(sha256="0" * 64), True),
+        "size alone (not a publish change)": (edit(size=files[first]["size"] + 1), False),
+        "media type": (edit(media_type="text/plain"), True),
+        "cache-control": (edit(cache_control="no-store"), True),
+        "a file added": ({**files, "/api/v1/faq/new.json": files[first]}, True),
+        "a file removed": ({p: e for p, e in files.items() if p != last}, True),
+        "a file renamed": ({(renamed if p == last else p): e for p, e in files.items()}, True),
+        "everything removed": ({}, True),
+    }
+
+
+def test_the_diff_answers_exactly_what_the_publish_plan_would() -> None:
+    """The provider's diff compares one-line entries instead of planning a publish: for
+    every kind of edit, and every form a stack may hold, it must say what plan_publish
+    says (and what a publish would do)."""
+    from infra.site_content import _files_changed
+
+    entry = build_manifest.entry("ab" * 32, 7, "application/json", "public, max-age=60")
+    files = {f"/api/v1/faq/q{i}.json": {**entry, "size": i + 1} for i in range(4)}
+    forms = {
+        "string": encode_input,
+        "map of strings (v1)": build_manifest.encode_files,
+        "map of entries (v0)": lambda f: {p: dict(e) for p, e in f.items()},
+    }
+    for name, (edited, changes) in _variants(files).items():
+        for old_form, old_encode in forms.items():
+            for new_form, new_encode in forms.items():
+                old, new = old_encode(files), new_encode(edited)
+                planned = not publisher.plan_publish(decode_input(old), decode_input(new)).is_empty
+                assert planned is changes, (name, "the expectation itself")
+                assert _files_changed(old, new) is changes, (name, old_form, new_form)
+    assert _files_changed(None, encode_input(files)) is True  # a first publish
+    assert _files_changed("", "") is False and _files_changed(None, {}) is False
+
+
 def test_an_update_from_previous_version_state_uploads_only_what_changed(world: World) -> None:
     outs = _as_previous_version(create(world))
     assert world.provider.diff(outs["__id"], outs, world.props).changes is False
