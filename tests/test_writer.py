@@ -5,12 +5,15 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
+import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from content_builder import writer
-from tests.conftest import TEST_BASE_URL, run_cli, tree_digest
+from tests.conftest import REPO, TEST_BASE_URL, run_cli, tree_digest
 
 
 def test_a_failure_while_writing_leaves_the_previous_output(
@@ -245,9 +248,9 @@ def test_every_build_of_a_sequence_equals_a_clean_build(site_copy: Path, tmp_pat
         assert tree_digest(out) == expected, f"step {number}"
 
 
-@pytest.mark.parametrize("failing_write", [1, 2])
+@pytest.mark.parametrize("failure", ["listing the spare", "first write", "second write"])
 def test_a_failure_while_updating_the_spare_leaves_the_output_and_the_next_build_right(
-    site_copy: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, failing_write: int
+    site_copy: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, failure: str
 ) -> None:
     out = tmp_path / "dist"
     _build(site_copy, out)
@@ -258,19 +261,27 @@ def test_a_failure_while_updating_the_spare_leaves_the_output_and_the_next_build
     before = tree_digest(out)
     _edit(site_copy, 2)
     written: list[Path] = []
-    real_write_bytes = Path.write_bytes
+    real_write_bytes, real_scandir = Path.write_bytes, os.scandir
 
     def failing_write_bytes(self: Path, data: bytes) -> int:
-        if len(written) == failing_write:
+        if len(written) == ["first write", "second write"].index(failure):
             raise OSError(28, "No space left on device")
         written.append(self)
         return real_write_bytes(self, data)
 
-    monkeypatch.setattr(Path, "write_bytes", failing_write_bytes)
+    def failing_scandir(path: Any = ".") -> Any:
+        if isinstance(path, int):  # the writer lists the spare by descriptor
+            raise OSError(28, "No space left on device")
+        return real_scandir(path)
+
+    if failure == "listing the spare":
+        monkeypatch.setattr(os, "scandir", failing_scandir)
+    else:
+        monkeypatch.setattr(Path, "write_bytes", failing_write_bytes)
     with pytest.raises(OSError, match="No space left"):
         run_cli("build", "--site", site_copy, "--out", out)
     monkeypatch.undo()
-    assert written and all(spare in path.parents for path in written), "failed in the spare"
+    assert all(spare in path.parents for path in written), "it failed in the spare"
     assert tree_digest(out) == before
     assert not (spare / writer.SPARE_RECORD).exists(), "a half-updated spare is not trusted"
     _build(site_copy, out)
@@ -416,3 +427,41 @@ def test_the_output_is_exchanged_in_one_step_where_the_os_can(
     monkeypatch.undo()
     assert renamed == []
     assert tree_digest(out) == _clean_build(site_copy, tmp_path / "clean")
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
+@pytest.mark.parametrize("ignore", ["this repository's", "only dist/"])
+def test_the_spare_does_not_show_in_git_status(
+    site_copy: Path, tmp_path: Path, ignore: str
+) -> None:
+    """A user whose .gitignore lists only `dist/` must not see the spare: it is a folder
+    named like the output, inside `.dist.spare`."""
+    repository = tmp_path / "repository"
+    repository.mkdir()
+    subprocess.run(["git", "init", "-q", str(repository)], check=True)
+    gitignore = (REPO / ".gitignore").read_text() if ignore == "this repository's" else "dist/\n"
+    (repository / ".gitignore").write_text(gitignore)
+    out = repository / "dist"
+    for number in range(2):
+        _edit(site_copy, number)
+        _build(site_copy, out)
+    assert (writer.spare_folder(out) / writer.MANIFEST_NAME).is_file()
+    status = subprocess.run(
+        ["git", "status", "--porcelain", "--untracked-files=all"],
+        cwd=repository, capture_output=True, text=True, check=True,
+    ).stdout  # fmt: skip
+    assert status.splitlines() == ["?? .gitignore"]
+
+
+@pytest.mark.skipif(shutil.which("make") is None, reason="needs make")
+def test_make_clean_removes_the_spare(site_copy: Path, tmp_path: Path) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    shutil.copy(REPO / "Makefile", project / "Makefile")
+    out = project / "dist"
+    for number in range(2):
+        _edit(site_copy, number)
+        _build(site_copy, out)
+    assert writer.spare_folder(out).is_dir()
+    subprocess.run(["make", "-s", "clean"], cwd=project, check=True, capture_output=True)
+    assert sorted(path.name for path in project.iterdir()) == ["Makefile"]
