@@ -1,9 +1,19 @@
 """Write the artifacts to the output folder, all or nothing.
 
-Everything is written to a temporary sibling folder first and swapped in with renames,
-so a failure at any point leaves the previous output exactly as it was. The folder
-also gets `manifest.json` (path -> sha256, size, media type, Cache-Control), which is
-what the publisher and `verify --expect-from` read.
+The new output is made in a folder beside the live one and swapped in whole, so a
+failure at any point leaves the previous output exactly as it was. The folder also gets
+`manifest.json` (path -> sha256, size, media type, Cache-Control), which is what the
+publisher and `verify --expect-from` read.
+
+That folder is the *spare*: the output before the last, kept in `.dist.spare/dist`
+beside `dist`. A build brings it up to date in place (only the files that differ from
+what it holds are written; the others cost a stat) and exchanges it with the live
+output (one atomic rename on Linux); the output it replaced is the next spare. A small
+record in the spare says what it holds and since when; it is removed before the spare
+is touched, so a spare left by a failed build is never trusted. Without a usable spare
+(the second build, after a failure, after another tool rewrote the output), the new
+output is made of hard links to the live one as before. docs/decisions.md, "The
+writer's spare output".
 """
 
 from __future__ import annotations
@@ -126,6 +136,15 @@ def spare_folder(out_dir: Path) -> Path:
 
 def write_output(artifacts: list[Artifact], out_dir: Path, base_url: str) -> list[FileReport]:
     out_dir = out_dir.absolute()
+    out_dir.parent.mkdir(parents=True, exist_ok=True)
+    # One writer at a time per parent folder, from reading the previous manifest to the
+    # spare's record: two builds updating one spare in place would swap in a mixture.
+    # (Advisory, flock; where there is none, builds are not serialized, as before.)
+    with _locked(out_dir.parent):
+        return _write_output(artifacts, out_dir, base_url)
+
+
+def _write_output(artifacts: list[Artifact], out_dir: Path, base_url: str) -> list[FileReport]:
     previous = read_manifest(out_dir)
     if out_dir.exists() and (not out_dir.is_dir() or (previous is None and any(out_dir.iterdir()))):
         # Never replace a folder this tool did not write: `--out ~` must not eat a home.
@@ -138,24 +157,21 @@ def write_output(artifacts: list[Artifact], out_dir: Path, base_url: str) -> lis
     entries = {artifact.path: _entry(artifact) for artifact in sorted(artifacts, key=_by_path)}
     report = compare(artifacts, previous, entries)
     body = manifest_body(build_manifest(base_url, entries))
-    out_dir.parent.mkdir(parents=True, exist_ok=True)
     if previous is None:  # a first build (or an empty folder): everything is written
         staging, _ = _stage(artifacts, out_dir, body, None)
         _swap_in(staging, out_dir)
         return report
     spare = spare_folder(out_dir)
-    # One writer at a time per parent folder: two builds updating one spare in place
-    # would swap in a mixture. (Advisory; without flock, builds are not serialized.)
-    with _locked(out_dir.parent):
-        kept = _read_spare(spare, out_dir, previous)
-        if kept is not None:
-            _update(kept, artifacts, body, report)
-            _exchange(spare, out_dir)
-            differs = {row.path: _listed(previous, row.path) for row in report
-                       if row.status != "unchanged"}  # fmt: skip
-            _keep_spare(spare, out_dir, differs, restamp=False)
-        else:
-            _replace_from_links(artifacts, out_dir, body, previous, spare)
+    kept = _read_spare(spare, out_dir, previous)
+    if kept is None:
+        _replace_from_links(artifacts, out_dir, body, previous, spare)
+        return report
+    _update(kept, artifacts, body, report)
+    _exchange(spare, out_dir)
+    # The spare now holds the replaced output: the previous manifest, unchanged since.
+    differs = {row.path: _listed(previous, row.path) for row in report
+               if row.status != "unchanged"}  # fmt: skip
+    _keep_spare(spare, out_dir, differs, restamp=False)
     return report
 
 
@@ -198,7 +214,8 @@ def _replace_from_links(
 ) -> None:
     """Without a usable spare: stage the output from hard links and keep the output it
     replaces as the next spare (or remove it, where the spare's place is not ours)."""
-    keep = _clear_spare(spare)
+    # An output that is a symlink is replaced by a folder, as ever; no spare is kept for it.
+    keep = not out_dir.is_symlink() and _clear_spare(spare)
     staging, linked = _stage(artifacts, out_dir, body, previous)
     try:
         _exchange(staging, out_dir)
@@ -267,7 +284,8 @@ def _reuse(old: str, target: str, artifact: Artifact, written: _Written | None) 
 
     A file the previous manifest lists with the same sha256 and size is trusted without
     reading when it still has that size and neither its mtime nor its ctime is as late as
-    the manifest, which the writer touches last, after the retired output is gone. ctime
+    the manifest, which was written after every file of that output (and touched again
+    after the retired output was removed, where it was not kept as the spare). ctime
     moves on any change and cannot be set back (`cp -p`, `rsync -t`, `touch -r` restore an
     mtime, not a ctime); equal times are read, as coarse clocks give a whole tick one
     time. Any other file is compared byte for byte."""
