@@ -465,3 +465,60 @@ def test_make_clean_removes_the_spare(site_copy: Path, tmp_path: Path) -> None:
     assert writer.spare_folder(out).is_dir()
     subprocess.run(["make", "-s", "clean"], cwd=project, check=True, capture_output=True)
     assert sorted(path.name for path in project.iterdir()) == ["Makefile"]
+
+
+@pytest.mark.skipif(writer.fcntl is None, reason="flock is POSIX only")
+def test_two_builds_into_one_output_take_turns(
+    site_copy: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two builds updating one spare at once would swap in a mixture: the second waits
+    until the first has swapped its output in and written the spare's record."""
+    import threading
+
+    from content_builder.build import plan
+
+    out = tmp_path / "dist"
+    for number in range(2):
+        _edit(site_copy, number)
+        _build(site_copy, out)
+    _edit(site_copy, 2)
+    first = plan(site_copy)
+    _edit(site_copy, 3)
+    second = plan(site_copy)
+    inside, release = threading.Event(), threading.Event()
+    events: list[str] = []
+    real_update, real_read_manifest = writer._update, writer.read_manifest
+
+    def slow_update(*args: Any) -> None:
+        if not inside.is_set():
+            inside.set()
+            assert release.wait(10)
+        real_update(*args)
+        events.append(f"{threading.current_thread().name} updated")
+
+    def recording_read_manifest(folder: Path) -> Any:
+        events.append(f"{threading.current_thread().name} read")
+        return real_read_manifest(folder)
+
+    monkeypatch.setattr(writer, "_update", slow_update)
+    monkeypatch.setattr(writer, "read_manifest", recording_read_manifest)
+    base_url = first.site.base_url
+    one = threading.Thread(name="one", target=writer.write_output,
+                           args=(first.artifacts, out, base_url))  # fmt: skip
+    two = threading.Thread(name="two", target=writer.write_output,
+                           args=(second.artifacts, out, base_url))  # fmt: skip
+    one.start()
+    try:
+        assert inside.wait(10)
+        two.start()
+        two.join(0.5)
+        assert two.is_alive() and events == ["one read"], "the second build waits"
+    finally:
+        release.set()
+        one.join(10)
+        if two.is_alive() or two.ident is not None:
+            two.join(10)
+        monkeypatch.undo()
+    assert events == ["one read", "one updated", "two read", "two updated"]
+    writer.write_output(second.artifacts, tmp_path / "clean", base_url)
+    assert tree_digest(out) == tree_digest(tmp_path / "clean")
