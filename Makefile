@@ -105,5 +105,6 @@ mcp-layer: | $(BIN)/python
 		--platform manylinux2014_x86_64 --implementation cp --python-version 3.12 \
 		--only-binary=:all: 'mcp>=2.3,<3' 'pydantic>=2.6,<3'
 
+# .dist.spare: the writer's spare output (content_builder/writer.py), beside dist.
 clean:
-	rm -rf $(VENV) $(AWSCLI_VENV) dist .pytest_cache .ruff_cache .hypothesis
+	rm -rf $(VENV) $(AWSCLI_VENV) dist .dist.spare .pytest_cache .ruff_cache .hypothesis

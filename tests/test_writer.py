@@ -5,12 +5,15 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
+import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from content_builder import writer
-from tests.conftest import TEST_BASE_URL, run_cli, tree_digest
+from tests.conftest import REPO, TEST_BASE_URL, run_cli, tree_digest
 
 
 def test_a_failure_while_writing_leaves_the_previous_output(
@@ -148,3 +151,374 @@ def test_manifest_body_is_what_json_dumps_writes(base_url: str) -> None:
     files = {"/api/v1/x.json": entry("ab" * 32, 12, "application/json", "public, max-age=60")}
     manifest = build_manifest(base_url, files)
     assert manifest_body(manifest) == (json.dumps(manifest, indent=2) + "\n").encode()
+
+
+# --- The spare: the output before the last, updated in place and exchanged ------------
+
+
+def _edit(site: Path, n: int) -> None:
+    """A different small edit each call (one FAQ answer), as a user makes between builds."""
+    faq = site / "faq" / "q01-difference.yaml"
+    faq.write_text(faq.read_text().replace("sitemap", f"site map {n}", 1))
+
+
+def _clean_build(site: Path, folder: Path) -> dict[str, str]:
+    """What a build from scratch writes for the site as it is now."""
+    assert run_cli("build", "--site", site, "--out", folder).code == 0
+    return tree_digest(folder)
+
+
+def _build(site: Path, out: Path) -> None:
+    result = run_cli("build", "--site", site, "--out", out)
+    assert result.code == 0, result.err
+
+
+def _replace_by_hand(target: Path) -> None:
+    """Change one byte in a new file renamed over `target` (as an editor saves), mtime
+    put back: only the ctime tells."""
+    stat = target.stat()
+    body = target.read_bytes()
+    changed = body.replace(b"a", b"b", 1)
+    assert changed != body
+    fresh = target.with_name(target.name + ".edit")
+    fresh.write_bytes(changed)
+    os.replace(fresh, target)
+    os.utime(target, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+
+
+def test_the_spare_is_updated_in_place_and_swapped_in(
+    site_copy: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    out = tmp_path / "dist"
+    spare = writer.spare_folder(out)
+    assert spare == tmp_path / ".dist.spare" / "dist"
+    _build(site_copy, out)  # first build: nothing to keep
+    assert not spare.exists()
+    _edit(site_copy, 1)
+    _build(site_copy, out)  # the output it replaced is kept as the spare
+    assert (spare / writer.SPARE_RECORD).is_file()
+    _edit(site_copy, 2)
+    links: list[object] = []
+    writes: list[Path] = []
+    real_link, real_write_bytes = os.link, Path.write_bytes
+
+    def counting_link(*args: object, **kwargs: object) -> None:
+        links.append(args)
+        real_link(*args, **kwargs)  # type: ignore[arg-type]
+
+    def counting_write(self: Path, data: bytes) -> int:
+        writes.append(self)
+        return real_write_bytes(self, data)
+
+    monkeypatch.setattr(os, "link", counting_link)
+    monkeypatch.setattr(Path, "write_bytes", counting_write)
+    result = run_cli("build", "--site", site_copy, "--out", out)
+    monkeypatch.undo()
+    assert result.code == 0, result.err
+    assert links == [], "the spare is updated, not a new folder linked"
+    files = sum(1 for path in out.rglob("*") if path.is_file())
+    assert 1 < len(writes) < files / 2, "only what differs from the spare is written"
+    assert all(spare in path.parents for path in writes if path.name != writer.SPARE_RECORD)
+    assert tree_digest(out) == _clean_build(site_copy, tmp_path / "clean")
+    assert not (out / writer.SPARE_RECORD).exists()
+    assert (spare / writer.SPARE_RECORD).is_file()
+
+
+def test_every_build_of_a_sequence_equals_a_clean_build(site_copy: Path, tmp_path: Path) -> None:
+    """Edits, an edit undone, a build with no change, a file added and one removed by
+    hand in the output: after each build the output is what a clean build writes."""
+    out = tmp_path / "dist"
+    faq = site_copy / "faq" / "q01-difference.yaml"
+    original = faq.read_text()
+    steps = [
+        lambda: _edit(site_copy, 1),
+        lambda: _edit(site_copy, 2),
+        lambda: faq.write_text(original),
+        lambda: None,
+        lambda: (out / "stray.txt").write_text("left by hand"),
+        lambda: (out / "api/v1/faq/q02-endpoints.json").unlink(),
+        lambda: _edit(site_copy, 3),
+        lambda: None,
+    ]
+    _build(site_copy, out)
+    for number, step in enumerate(steps):
+        step()
+        _build(site_copy, out)
+        expected = _clean_build(site_copy, tmp_path / f"clean{number}")
+        assert tree_digest(out) == expected, f"step {number}"
+
+
+@pytest.mark.parametrize("failure", ["listing the spare", "first write", "second write"])
+def test_a_failure_while_updating_the_spare_leaves_the_output_and_the_next_build_right(
+    site_copy: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, failure: str
+) -> None:
+    out = tmp_path / "dist"
+    _build(site_copy, out)
+    _edit(site_copy, 1)
+    _build(site_copy, out)
+    spare = writer.spare_folder(out)
+    assert (spare / writer.SPARE_RECORD).is_file()
+    before = tree_digest(out)
+    _edit(site_copy, 2)
+    written: list[Path] = []
+    real_write_bytes, real_scandir = Path.write_bytes, os.scandir
+
+    def failing_write_bytes(self: Path, data: bytes) -> int:
+        if len(written) == ["first write", "second write"].index(failure):
+            raise OSError(28, "No space left on device")
+        written.append(self)
+        return real_write_bytes(self, data)
+
+    def failing_scandir(path: Any = ".") -> Any:
+        if isinstance(path, int):  # the writer lists the spare by descriptor
+            raise OSError(28, "No space left on device")
+        return real_scandir(path)
+
+    if failure == "listing the spare":
+        monkeypatch.setattr(os, "scandir", failing_scandir)
+    else:
+        monkeypatch.setattr(Path, "write_bytes", failing_write_bytes)
+    with pytest.raises(OSError, match="No space left"):
+        run_cli("build", "--site", site_copy, "--out", out)
+    monkeypatch.undo()
+    assert all(spare in path.parents for path in written), "it failed in the spare"
+    assert tree_digest(out) == before
+    assert not (spare / writer.SPARE_RECORD).exists(), "a half-updated spare is not trusted"
+    _build(site_copy, out)
+    assert tree_digest(out) == _clean_build(site_copy, tmp_path / "clean")
+    assert (spare / writer.SPARE_RECORD).is_file(), "a new spare was made"
+
+
+def test_a_file_of_the_spare_changed_by_hand_is_not_trusted(
+    site_copy: Path, tmp_path: Path
+) -> None:
+    out = tmp_path / "dist"
+    _build(site_copy, out)
+    _edit(site_copy, 1)
+    _build(site_copy, out)
+    _replace_by_hand(writer.spare_folder(out) / "api/v1/faq/q02-endpoints.json")
+    _build(site_copy, out)  # the spare goes live
+    assert tree_digest(out) == _clean_build(site_copy, tmp_path / "clean")
+
+
+@pytest.mark.parametrize("how", ["replaced", "in place"])
+def test_a_live_file_changed_by_hand_is_not_trusted_once_it_is_the_spare(
+    site_copy: Path, tmp_path: Path, how: str
+) -> None:
+    """The output a build replaces becomes the spare; its manifest's time still vouches
+    only for what it held then (a file changed in place also changes the spare's copy,
+    which shares its inode through a hard link)."""
+    out = tmp_path / "dist"
+    _build(site_copy, out)
+    _edit(site_copy, 1)
+    _build(site_copy, out)
+    target = out / "api/v1/faq/q02-endpoints.json"
+    if how == "replaced":
+        _replace_by_hand(target)
+    else:
+        stat, body = target.stat(), target.read_bytes()
+        target.write_bytes(body.replace(b"a", b"b", 1))
+        os.utime(target, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    _build(site_copy, out)  # the spare goes live, the changed output becomes the spare
+    _build(site_copy, out)  # and goes live again
+    assert tree_digest(out) == _clean_build(site_copy, tmp_path / "clean")
+
+
+def test_unchanged_files_of_the_spare_are_not_read(
+    site_copy: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    out = tmp_path / "dist"
+    for number in range(3):  # the third build is the first from the spare
+        _edit(site_copy, number)
+        _build(site_copy, out)
+    _edit(site_copy, 3)
+    # The record's time one second later (a coarse clock may give a file the very tick
+    # of the manifest, and equal times are read, not trusted).
+    record_file = writer.spare_folder(out) / writer.SPARE_RECORD
+    record = json.loads(record_file.read_text())
+    record["stamp"] += 10**9
+    record_file.write_text(json.dumps(record))
+    read: list[Path] = []
+    real_read_bytes = Path.read_bytes
+
+    def counting(self: Path) -> bytes:
+        if tmp_path in self.parents and "site_data" not in self.parts:
+            read.append(self)
+        return real_read_bytes(self)
+
+    monkeypatch.setattr(Path, "read_bytes", counting)
+    _build(site_copy, out)
+    monkeypatch.undo()
+    assert [path.name for path in read] == [writer.SPARE_RECORD]
+    assert tree_digest(out) == _clean_build(site_copy, tmp_path / "clean")
+
+
+def test_a_spare_whose_record_does_not_match_the_output_is_not_used(
+    site_copy: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Another version of the tool (or a hand) rewrote the output since: the record
+    describes the spare against a manifest that is gone."""
+    out = tmp_path / "dist"
+    _build(site_copy, out)
+    _edit(site_copy, 1)
+    _build(site_copy, out)
+    os.utime(out / writer.MANIFEST_NAME)
+    links: list[object] = []
+    real_link = os.link
+    monkeypatch.setattr(os, "link", lambda *a, **k: (links.append(a), real_link(*a, **k)))
+    _build(site_copy, out)
+    monkeypatch.undo()
+    assert links, "the output was made from links to the live one, not from the spare"
+    assert tree_digest(out) == _clean_build(site_copy, tmp_path / "clean")
+
+
+def test_a_folder_in_the_spares_place_that_is_not_ours_is_left_alone(
+    site_copy: Path, tmp_path: Path
+) -> None:
+    out = tmp_path / "dist"
+    theirs = writer.spare_folder(out)
+    theirs.mkdir(parents=True)
+    (theirs / "notes.txt").write_text("keep me")
+    for number in range(3):
+        _edit(site_copy, number)
+        _build(site_copy, out)
+    assert tree_digest(out) == _clean_build(site_copy, tmp_path / "clean")
+    assert list(theirs.iterdir()) == [theirs / "notes.txt"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".dist.spare", "clean", "dist",
+                                                          "site_data"]  # fmt: skip
+
+
+@pytest.mark.parametrize("exchange", ["missing", "refused by the filesystem"])
+def test_without_an_atomic_exchange_three_renames_do(
+    site_copy: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, exchange: str
+) -> None:
+    import ctypes
+    import errno
+
+    def refusing(*args: object) -> int:
+        ctypes.set_errno(errno.EINVAL)
+        return -1
+
+    monkeypatch.setattr(writer, "_renameat2", lambda: None if exchange == "missing" else refusing)
+    out = tmp_path / "dist"
+    for number in range(4):
+        _edit(site_copy, number)
+        _build(site_copy, out)
+        assert (writer.spare_folder(out) / writer.SPARE_RECORD).exists() == (number > 0)
+    assert tree_digest(out) == _clean_build(site_copy, tmp_path / "clean")
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".dist.spare", "clean", "dist",
+                                                          "site_data"]  # fmt: skip
+
+
+@pytest.mark.skipif(writer._renameat2() is None, reason="renameat2 is Linux (glibc 2.28+) only")
+def test_the_output_is_exchanged_in_one_step_where_the_os_can(
+    site_copy: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Readers (serve, the publisher) never find the output folder missing."""
+    out = tmp_path / "dist"
+    for number in range(2):
+        _edit(site_copy, number)
+        _build(site_copy, out)
+    renamed: list[tuple[object, ...]] = []
+    real_rename = os.rename
+    monkeypatch.setattr(os, "rename", lambda *a, **k: (renamed.append(a), real_rename(*a, **k)))
+    _edit(site_copy, 2)
+    _build(site_copy, out)
+    monkeypatch.undo()
+    assert renamed == []
+    assert tree_digest(out) == _clean_build(site_copy, tmp_path / "clean")
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
+@pytest.mark.parametrize("ignore", ["this repository's", "only dist/"])
+def test_the_spare_does_not_show_in_git_status(
+    site_copy: Path, tmp_path: Path, ignore: str
+) -> None:
+    """A user whose .gitignore lists only `dist/` must not see the spare: it is a folder
+    named like the output, inside `.dist.spare`."""
+    repository = tmp_path / "repository"
+    repository.mkdir()
+    subprocess.run(["git", "init", "-q", str(repository)], check=True)
+    gitignore = (REPO / ".gitignore").read_text() if ignore == "this repository's" else "dist/\n"
+    (repository / ".gitignore").write_text(gitignore)
+    out = repository / "dist"
+    for number in range(2):
+        _edit(site_copy, number)
+        _build(site_copy, out)
+    assert (writer.spare_folder(out) / writer.MANIFEST_NAME).is_file()
+    status = subprocess.run(
+        ["git", "status", "--porcelain", "--untracked-files=all"],
+        cwd=repository, capture_output=True, text=True, check=True,
+    ).stdout  # fmt: skip
+    assert status.splitlines() == ["?? .gitignore"]
+
+
+@pytest.mark.skipif(shutil.which("make") is None, reason="needs make")
+def test_make_clean_removes_the_spare(site_copy: Path, tmp_path: Path) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    shutil.copy(REPO / "Makefile", project / "Makefile")
+    out = project / "dist"
+    for number in range(2):
+        _edit(site_copy, number)
+        _build(site_copy, out)
+    assert writer.spare_folder(out).is_dir()
+    subprocess.run(["make", "-s", "clean"], cwd=project, check=True, capture_output=True)
+    assert sorted(path.name for path in project.iterdir()) == ["Makefile"]
+
+
+@pytest.mark.skipif(writer.fcntl is None, reason="flock is POSIX only")
+def test_two_builds_into_one_output_take_turns(
+    site_copy: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two builds updating one spare at once would swap in a mixture: the second waits
+    until the first has swapped its output in and written the spare's record."""
+    import threading
+
+    from content_builder.build import plan
+
+    out = tmp_path / "dist"
+    for number in range(2):
+        _edit(site_copy, number)
+        _build(site_copy, out)
+    _edit(site_copy, 2)
+    first = plan(site_copy)
+    _edit(site_copy, 3)
+    second = plan(site_copy)
+    inside, release = threading.Event(), threading.Event()
+    events: list[str] = []
+    real_update, real_read_manifest = writer._update, writer.read_manifest
+
+    def slow_update(*args: Any) -> None:
+        if not inside.is_set():
+            inside.set()
+            assert release.wait(10)
+        real_update(*args)
+        events.append(f"{threading.current_thread().name} updated")
+
+    def recording_read_manifest(folder: Path) -> Any:
+        events.append(f"{threading.current_thread().name} read")
+        return real_read_manifest(folder)
+
+    monkeypatch.setattr(writer, "_update", slow_update)
+    monkeypatch.setattr(writer, "read_manifest", recording_read_manifest)
+    base_url = first.site.base_url
+    one = threading.Thread(name="one", target=writer.write_output,
+                           args=(first.artifacts, out, base_url))  # fmt: skip
+    two = threading.Thread(name="two", target=writer.write_output,
+                           args=(second.artifacts, out, base_url))  # fmt: skip
+    one.start()
+    try:
+        assert inside.wait(10)
+        two.start()
+        two.join(0.5)
+        assert two.is_alive() and events == ["one read"], "the second build waits"
+    finally:
+        release.set()
+        one.join(10)
+        if two.is_alive() or two.ident is not None:
+            two.join(10)
+        monkeypatch.undo()
+    assert events == ["one read", "one updated", "two read", "two updated"]
+    writer.write_output(second.artifacts, tmp_path / "clean", base_url)
+    assert tree_digest(out) == tree_digest(tmp_path / "clean")
