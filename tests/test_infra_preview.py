@@ -18,6 +18,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -26,6 +27,7 @@ import yaml
 from agent_contract import manifest as build_manifest
 from content_builder.build import build
 from content_builder.cache import CACHE_ENV
+from content_builder.loader import RACY_NS
 from infra.config import SiteConfig
 from infra.site_content import decode_input
 from tests.conftest import REPO
@@ -115,6 +117,10 @@ print(json.dumps({"parsed": len(parsed), "file_count": run.outputs["file_count"]
 def test_a_second_program_run_reuses_the_build_cache(tmp_path: Path) -> None:
     site = tmp_path / "site_data"
     shutil.copytree(SITE_DATA, site)
+    # Past the cache's racy window (files changed less than RACY_NS before a build are
+    # read again by the next, which then saves what it learned): the second run must
+    # find nothing to add whether it starts one second or ten after the copy.
+    time.sleep(RACY_NS / 1e9 + 0.1)
     cache = tmp_path / "cache"
     env = {**os.environ, CACHE_ENV: str(cache)}
 
