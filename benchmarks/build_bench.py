@@ -196,8 +196,11 @@ def worker_floor(dist: Path, out: Path) -> dict[str, Any]:
 def _settle(*folders: Path) -> None:
     """Remove earlier outputs and flush dirty pages, so that one run's disk writes are not
     paid by the next one."""
+    from content_builder.writer import spare_folder
+
     for folder in folders:
         shutil.rmtree(folder, ignore_errors=True)
+        shutil.rmtree(spare_folder(folder).parent, ignore_errors=True)  # the writer's spare
     os.sync()
 
 
