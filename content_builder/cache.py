@@ -99,6 +99,7 @@ class EntryCache:
         self.appendable = appendable  # the file holds this header: new records can follow
         self.used: set[str] = set()
         self.added: dict[str, dict[str, Any]] = {}
+        self._latest_put: dict[str, Any] = {}  # put_latest, written by save
 
     @classmethod
     def disabled(cls) -> EntryCache:
@@ -151,6 +152,7 @@ class EntryCache:
         that cannot be written is only a slower next build, never a failed one."""
         if self.file is None:
             return
+        self._save_latest()
         stale = len(self.records) - len(self.used)
         rewrite = not self.appendable or stale > max(len(self.used), 1000)
         if not rewrite and not self.added:
@@ -170,6 +172,34 @@ class EntryCache:
             return
         self.added = {}
         self.appendable = True
+
+    # Results about the whole site, not one entry (the search keywords' ranking state):
+    # each build replaces the value, so it is kept beside the records, in a small file of
+    # its own rewritten whole (appended to the records, every build would add a copy).
+    def get_latest(self, name: str) -> Any | None:
+        """The value the last build that saved put under `name`, if any."""
+        if self.file is None:
+            return None
+        return _read_latest(_latest_file(self.file), self.header).get(name)
+
+    def put_latest(self, name: str, value: Any) -> None:
+        """`name`'s value from now on, written by `save` (a failed build changes nothing)."""
+        if self.file is not None:
+            self._latest_put[name] = value
+
+    def _save_latest(self) -> None:
+        if self.file is None or not self._latest_put:
+            return
+        side = _latest_file(self.file)
+        values = {**_read_latest(side, self.header), **self._latest_put}
+        try:
+            self.file.parent.mkdir(parents=True, exist_ok=True)
+            _write_new(side, _MAGIC + self.header, values)
+        except OSError:
+            return
+        _LATEST_MEMO.clear()  # one site's values in memory at a time
+        _LATEST_MEMO[side] = (_signature(side), self.header, values)
+        self._latest_put = {}
 
 
 #: Cache files kept per site folder: the settings of `build` and of `serve` (their base
@@ -193,6 +223,41 @@ def _prune(current: Path) -> None:
     ]
     for path in stale:
         path.unlink(missing_ok=True)
+    kept = {_latest_file(path) for path in [current, *mine[: KEEP_PER_SITE - 1]]}
+    for side in current.parent.glob(f"build-{site}-*.pickle{_LATEST_SUFFIX}"):
+        if side not in kept:  # its records' file was removed
+            side.unlink(missing_ok=True)
+
+
+#: The file of a cache file's `put_latest` values, pruned with it (`*.pickle` globs
+#: above do not match it).
+_LATEST_SUFFIX = ".latest"
+#: The last `put_latest` values read or written, by file (`serve --watch` rebuilds).
+_LATEST_MEMO: dict[Path, tuple[tuple[int, int], bytes, dict[str, Any]]] = {}
+
+
+def _latest_file(file: Path) -> Path:
+    return file.with_name(file.name + _LATEST_SUFFIX)
+
+
+def _read_latest(side: Path, header: bytes) -> dict[str, Any]:
+    """The values of a `put_latest` file: {} if missing, damaged or for other settings."""
+    memo = _LATEST_MEMO.get(side)
+    if memo is not None and memo[0] == _signature(side) and memo[1] == header:
+        return memo[2]
+    signature = _signature(side)  # before reading: a file replaced meanwhile is read again
+    try:
+        with side.open("rb") as stream:
+            if stream.read(len(_MAGIC)) != _MAGIC or stream.readline() != header:
+                return {}
+            values = _read_frame(stream)
+    except Exception:  # missing, truncated, corrupt: nothing is known
+        return {}
+    if not isinstance(values, dict):
+        return {}
+    _LATEST_MEMO.clear()
+    _LATEST_MEMO[side] = (signature, header, values)
+    return values
 
 
 def _signature(file: Path) -> tuple[int, int]:

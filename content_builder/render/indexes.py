@@ -6,7 +6,7 @@ import math
 import re
 from bisect import bisect_left
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from itertools import chain
 from operator import attrgetter, itemgetter, mul
@@ -168,13 +168,14 @@ class _Ranking:
     """What ranks candidates against the whole site: how many entries hold each term,
     and (worked out when a body is first reached) each term's idf and the common terms."""
 
-    def __init__(self, entries: list[_EntryTerms]) -> None:
-        # The groups are disjoint: together, each term of an entry once. One count in C.
-        self.frequency: dict[str, int] = Counter(
-            chain.from_iterable(chain.from_iterable(map(_ALL_GROUPS, entries)))
-        )
-        self.total = len(entries)
+    def __init__(self, frequency: dict[str, int], total: int) -> None:
+        self.frequency = frequency
+        self.total = total
         self._negative_idf: dict[str, float] | None = None
+
+    @classmethod
+    def of(cls, entries: list[_EntryTerms]) -> _Ranking:
+        return cls(_frequency(entries), len(entries))
 
     def by_idf(self, group: tuple[str, ...]) -> list[str]:
         """Most telling first (highest idf, then alphabetical). idf falls as the count
@@ -202,6 +203,12 @@ class _Ranking:
         }
 
 
+def _frequency(entries: list[_EntryTerms]) -> Counter[str]:
+    """How many entries hold each term. The groups are disjoint: together, each term of
+    an entry once. One count in C."""
+    return Counter(chain.from_iterable(chain.from_iterable(map(_ALL_GROUPS, entries))))
+
+
 def _ranked_groups(entry: _EntryTerms, ranking: _Ranking) -> Iterator[list[str]]:
     """The entry's candidates, most telling first, one group at a time (lazily: most
     entries of a large site have spent their budget before the body is reached)."""
@@ -209,6 +216,47 @@ def _ranked_groups(entry: _EntryTerms, ranking: _Ranking) -> Iterator[list[str]]
     yield ranking.by_idf(entry.stems)
     yield ranking.by_tf_idf(entry.body, entry.body_counts)
     yield ranking.by_idf(entry.inflections)
+
+
+#: The groups `_ranked_groups` ranks, in its order: what an entry's choice read.
+_RANKED_GROUPS = attrgetter("salient", "stems", "body", "inflections")
+#: How many groups are ranked once the body has been: from then on the choice depends
+#: on the number of entries too (idf and the common limit).
+_BODY_REACHED = 3
+
+
+def _title_costs(entries: list[_EntryTerms]) -> list[int]:
+    """keyword_cost summed over each title, in C."""
+    return [sum(map(len, e.title)) + _KEYWORD_OVERHEAD * len(e.title) for e in entries]
+
+
+def _share(fixed_bytes: int, title_costs: list[int]) -> int:
+    return (SEARCH_INDEX_BYTES - fixed_bytes - sum(title_costs)) // max(len(title_costs), 1)
+
+
+def _room(title_cost: int, share: int) -> int:
+    return max(0, min(KEYWORD_BYTES_PER_ENTRY - title_cost, share))
+
+
+def _choose(entry: _EntryTerms, room: int, ranking: _Ranking) -> tuple[list[str], int]:
+    """The entry's keywords, sorted, and how many groups were ranked to choose them
+    (what the choice read of the ranking: those groups' counts, and with the body the
+    number of entries)."""
+    kept = list(entry.title)  # the groups are disjoint: no term is kept twice
+    reached = 0
+    for group in _ranked_groups(entry, ranking):
+        if room < SHORTEST_KEYWORD_COST:
+            break  # nothing more fits: the rest is not even ranked
+        reached += 1
+        for term in group:
+            cost = len(term) + _KEYWORD_OVERHEAD  # keyword_cost, inlined
+            if cost <= room:
+                kept.append(term)
+                room -= cost
+                if room < SHORTEST_KEYWORD_COST:
+                    break
+    kept.sort()
+    return kept, reached
 
 
 def _keywords(entries: list[_EntryTerms], fixed_bytes: int) -> list[list[str]]:
@@ -219,27 +267,117 @@ def _keywords(entries: list[_EntryTerms], fixed_bytes: int) -> list[list[str]]:
     The budget is the smaller of KEYWORD_BYTES_PER_ENTRY and an equal share of what
     SEARCH_INDEX_BYTES leaves after `fixed_bytes` (the index without keywords) and
     every title's words, so a large site's index stays under the limit."""
-    ranking = _Ranking(entries)
-    # keyword_cost summed over each title, in C.
-    title_costs = [sum(map(len, e.title)) + _KEYWORD_OVERHEAD * len(e.title) for e in entries]
-    share = (SEARCH_INDEX_BYTES - fixed_bytes - sum(title_costs)) // max(len(entries), 1)
-    published = []
+    ranking = _Ranking.of(entries)
+    title_costs = _title_costs(entries)
+    share = _share(fixed_bytes, title_costs)
+    return [
+        _choose(entry, _room(title_cost, share), ranking)[0]
+        for entry, title_cost in zip(entries, title_costs, strict=True)
+    ]
+
+
+#: What identifies an entry's terms across builds: its cache key (its file's name and
+#: bytes) and its lock entry's (updated_at, content_version), exactly what the build
+#: cache's `rendered` record, which holds the terms, is taken by (render/entries.py).
+Identity = tuple[str, str, str]
+
+
+@dataclass(frozen=True)
+class KeywordChoice:
+    """The keywords the last build chose, and what each choice read, so that the next
+    build chooses again only where something it read changed (`_keyword_json`). Kept by
+    the build cache (`put_latest`): plain strings, bytes and ints."""
+
+    identities: list[Identity]  # each entry's, in publication order
+    chosen: list[bytes]  # each entry's keywords, as published (compact JSON)
+    reached: bytes  # how many groups each choice ranked (`_choose`)
+    frequency: dict[str, int]  # how many entries hold each term
+    share: int
+    # the number of entries is len(identities)
+
+
+def _full_choice(
+    entries: list[_EntryTerms], identities: list[Identity], title_costs: list[int], share: int
+) -> KeywordChoice:
+    frequency = _frequency(entries)
+    ranking = _Ranking(frequency, len(entries))
+    chosen, reached = [], bytearray()
     for entry, title_cost in zip(entries, title_costs, strict=True):
-        kept = list(entry.title)  # the groups are disjoint: no term is kept twice
-        room = max(0, min(KEYWORD_BYTES_PER_ENTRY - title_cost, share))
-        for group in _ranked_groups(entry, ranking):
-            if room < SHORTEST_KEYWORD_COST:
-                break  # nothing more fits: the rest is not even ranked
-            for term in group:
-                cost = len(term) + _KEYWORD_OVERHEAD  # keyword_cost, inlined
-                if cost <= room:
-                    kept.append(term)
-                    room -= cost
-                    if room < SHORTEST_KEYWORD_COST:
-                        break
-        kept.sort()
-        published.append(kept)
-    return published
+        kept, groups = _choose(entry, _room(title_cost, share), ranking)
+        chosen.append(pydantic_core.to_json(kept))
+        reached.append(groups)
+    return KeywordChoice(identities, chosen, bytes(reached), dict(frequency), share)
+
+
+def _keyword_json(
+    entries: list[_EntryTerms],
+    identities: list[Identity] | None,
+    fixed_bytes: int,
+    previous: KeywordChoice | None,
+    terms_of: Callable[[Identity], _EntryTerms | None],
+) -> KeywordChoice:
+    """Each entry's keywords as `_keywords` chooses them (the same bytes, always), chosen
+    again only where what the choice read changed since `previous`.
+
+    An entry's choice reads its own terms (the same for the same identity), its room
+    (its title's cost and the share), the counts of the terms in the groups it ranked
+    and, once it ranked the body, the number of entries. So the counts are brought up
+    to date by the entries that left and came (`terms_of` gives a departed identity's
+    terms, from the build cache), and a kept choice whose room, groups' counts and (if
+    it reached the body) number of entries are unchanged is reused as it is. Without a
+    previous choice, or a departed entry's terms, everything is chosen afresh."""
+    title_costs = _title_costs(entries)
+    share = _share(fixed_bytes, title_costs)
+    if identities is None or previous is None or len(set(identities)) != len(identities):
+        return _full_choice(entries, identities or [], title_costs, share)
+    position = {identity: index for index, identity in enumerate(previous.identities)}
+    matched = [position.get(identity) for identity in identities]
+    staying = set(matched)
+    staying.discard(None)
+    change: Counter[str] = Counter()
+    for index, identity in enumerate(previous.identities):
+        if index not in staying:  # left (removed, or edited into a new identity)
+            gone = terms_of(identity)
+            if gone is None:
+                return _full_choice(entries, identities, title_costs, share)
+            change.subtract(chain.from_iterable(_ALL_GROUPS(gone)))
+    for entry, index in zip(entries, matched, strict=True):
+        if index is None:
+            change.update(chain.from_iterable(_ALL_GROUPS(entry)))
+    changed = {term for term, by in change.items() if by}
+    frequency = previous.frequency
+    if changed:
+        frequency = dict(frequency)  # the previous choice's is not ours to change
+        for term in changed:
+            count = frequency.get(term, 0) + change[term]
+            if count:
+                frequency[term] = count
+            else:
+                del frequency[term]
+    total = len(entries)
+    same_total = total == len(previous.identities)
+    ranking = _Ranking(frequency, total)
+    chosen, reached = [], bytearray()
+    again = 0
+    for entry, title_cost, index in zip(entries, title_costs, matched, strict=True):
+        room = _room(title_cost, share)
+        if index is not None:
+            groups = previous.reached[index]
+            if (
+                room == _room(title_cost, previous.share)
+                and (same_total or groups < _BODY_REACHED)
+                and (not changed or all(map(changed.isdisjoint, _RANKED_GROUPS(entry)[:groups])))
+            ):
+                chosen.append(previous.chosen[index])
+                reached.append(groups)
+                continue
+        kept, groups = _choose(entry, room, ranking)
+        chosen.append(pydantic_core.to_json(kept))
+        reached.append(groups)
+        again += 1
+    if not again and identities == previous.identities and share == previous.share:
+        return previous  # nothing changed: nothing for the cache to write
+    return KeywordChoice(identities, chosen, bytes(reached), frequency, share)
 
 
 def search_head(entry_id: str, title: str, description: str, api_url: str) -> tuple[bytes, bytes]:
@@ -294,15 +432,57 @@ def search_index(site: Site, catalog: Catalog) -> bytes:
         + sum(len(before) + empty_list + len(after) for before, after in
               (entry.search_head for entry in entries))
     )  # fmt: skip
-    keywords = _keywords([entry.terms for entry in entries], fixed_bytes)
+    previous = _previous_choice(site)
+    choice = _keyword_json(
+        [entry.terms for entry in entries],
+        _identities(site, catalog),
+        fixed_bytes,
+        previous,
+        lambda identity: _cached_terms(site, identity),
+    )
+    if choice is not previous and choice.identities:
+        site.cache.put_latest(_CHOICE, choice)
     return (
         head
         + b",".join(
-            before + pydantic_core.to_json(words) + after
+            before + words + after
             for (before, after), words in zip(
-                (entry.search_head for entry in entries), keywords, strict=True
+                (entry.search_head for entry in entries), choice.chosen, strict=True
             )
         )
         + tail
         + b"\n"
     )
+
+
+#: The build cache's name for the last build's KeywordChoice (`put_latest`).
+_CHOICE = "search keywords"
+
+
+def _identities(site: Site, catalog: Catalog) -> list[Identity] | None:
+    """Each entry's Identity, or None where an entry is not the loaded file of its id."""
+    loaded = [*site.documents, *site.faqs]
+    if [entry.id for entry in loaded] != [entry.id for entry in catalog.entries]:
+        return None
+    lock = catalog.lock
+    return [
+        (entry.cache_key, (dated := lock[entry.id]).updated_at, dated.content_version)
+        for entry in loaded
+    ]
+
+
+def _previous_choice(site: Site) -> KeywordChoice | None:
+    found = site.cache.get_latest(_CHOICE)
+    return found if isinstance(found, KeywordChoice) else None
+
+
+def _cached_terms(site: Site, identity: Identity) -> _EntryTerms | None:
+    """The terms the build cache holds for an identity, as render/entries.py's
+    `_from_cache` takes them: the `rendered` record of the key, dated by the same lock
+    entry."""
+    key, updated_at, content_version = identity
+    found = site.cache.get(key, "rendered")
+    if found is None or found[0] != (updated_at, content_version):
+        return None
+    terms = found[1].terms
+    return terms if isinstance(terms, _EntryTerms) else None
