@@ -59,7 +59,7 @@ class _Site:
 
     def new(self, terms: _EntryTerms) -> tuple[Identity, _EntryTerms]:
         self.made += 1
-        identity = (f"faq/q{self.made}.yaml\0{self.made:064x}", "2026-11-26", f"1.0.{self.made}")
+        identity = f"faq/q{self.made}.yaml\0{self.made:064x}"
         self.records[identity] = terms
         return identity, terms
 
@@ -294,3 +294,25 @@ def test_builds_after_edits_keep_a_choice_and_publish_what_a_cold_build_does(
             assert run_cli("build", "--site", twin, "--out", twin.parent / "out").code == 0
         assert warm == tree_digest(twin.parent / "out")
         assert 1 <= chosen_again < 12, step  # the spec site has 12 entries
+
+
+def test_an_entrys_terms_read_nothing_of_its_lock_entry(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The choice is kept by the entry's cache key alone (indexes.Identity): the same
+    file dated by another lock entry (updated_at, content_version) has the same terms."""
+    from content_builder.loader import LOCK_FILE, load_site
+    from content_builder.lock import LockEntry, read_lock
+    from content_builder.render.entries import build_catalog
+    from tests.conftest import SPEC_SITE
+
+    monkeypatch.setenv(build_cache.CACHE_ENV, "off")
+    site = load_site(SPEC_SITE)
+    lock = read_lock(SPEC_SITE / LOCK_FILE, "lock")
+    other = {
+        entry_id: LockEntry(entry.source_hash, "9.8.7", "2031-02-03T04:05:06Z")
+        for entry_id, entry in lock.items()
+    }
+    first = build_catalog(site, lock)
+    second = build_catalog(load_site(SPEC_SITE), other)
+    assert first.entries[0].json != second.entries[0].json  # the lock entry was read
+    assert [entry.terms for entry in first.entries] == [entry.terms for entry in second.entries]
+    assert {type(entry.terms) for entry in first.entries} == {_EntryTerms}

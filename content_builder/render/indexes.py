@@ -276,10 +276,13 @@ def _keywords(entries: list[_EntryTerms], fixed_bytes: int) -> list[list[str]]:
     ]
 
 
-#: What identifies an entry's terms across builds: its cache key (its file's name and
-#: bytes) and its lock entry's (updated_at, content_version), exactly what the build
-#: cache's `rendered` record, which holds the terms, is taken by (render/entries.py).
-Identity = tuple[str, str, str]
+#: What identifies an entry's terms across builds: its build cache key (its file's name
+#: and bytes; the whole cache is keyed by the settings and the code). The terms read
+#: nothing of the lock entry (`document_search`, `faq_search`: title, description,
+#: keywords, headings and text, none of updated_at or metadata), as the cache's
+#: `source_hash` and `content_hash` records are keyed by the file alone; test_keyword_choice
+#: checks that other lock entries give the same terms.
+Identity = str
 
 
 @dataclass(frozen=True)
@@ -464,11 +467,7 @@ def _identities(site: Site, catalog: Catalog) -> list[Identity] | None:
     loaded = [*site.documents, *site.faqs]
     if [entry.id for entry in loaded] != [entry.id for entry in catalog.entries]:
         return None
-    lock = catalog.lock
-    return [
-        (entry.cache_key, (dated := lock[entry.id]).updated_at, dated.content_version)
-        for entry in loaded
-    ]
+    return [entry.cache_key for entry in loaded]
 
 
 def _previous_choice(site: Site) -> KeywordChoice | None:
@@ -477,12 +476,11 @@ def _previous_choice(site: Site) -> KeywordChoice | None:
 
 
 def _cached_terms(site: Site, identity: Identity) -> _EntryTerms | None:
-    """The terms the build cache holds for an identity, as render/entries.py's
-    `_from_cache` takes them: the `rendered` record of the key, dated by the same lock
-    entry."""
-    key, updated_at, content_version = identity
-    found = site.cache.get(key, "rendered")
-    if found is None or found[0] != (updated_at, content_version):
+    """The terms the build cache holds for an identity: those of its `rendered` record
+    (render/entries.py: the lock entry it was dated by, then the pieces), whatever that
+    lock entry was (Identity)."""
+    found = site.cache.get(identity, "rendered")
+    if found is None:
         return None
     terms = found[1].terms
     return terms if isinstance(terms, _EntryTerms) else None
