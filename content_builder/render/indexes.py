@@ -294,22 +294,25 @@ class KeywordChoice:
     identities: list[Identity]  # each entry's, in publication order
     chosen: list[bytes]  # each entry's keywords, as published (compact JSON)
     reached: bytes  # how many groups each choice ranked (`_choose`)
+    title_costs: list[int]  # each entry's (`_title_costs`: of its terms, so of its identity)
     frequency: dict[str, int]  # how many entries hold each term
     share: int
     # the number of entries is len(identities)
 
 
 def _full_choice(
-    entries: list[_EntryTerms], identities: list[Identity], title_costs: list[int], share: int
+    entries: list[_EntryTerms], identities: list[Identity], fixed_bytes: int
 ) -> KeywordChoice:
     frequency = _frequency(entries)
     ranking = _Ranking(frequency, len(entries))
+    title_costs = _title_costs(entries)
+    share = _share(fixed_bytes, title_costs)
     chosen, reached = [], bytearray()
     for entry, title_cost in zip(entries, title_costs, strict=True):
         kept, groups = _choose(entry, _room(title_cost, share), ranking)
         chosen.append(pydantic_core.to_json(kept))
         reached.append(groups)
-    return KeywordChoice(identities, chosen, bytes(reached), dict(frequency), share)
+    return KeywordChoice(identities, chosen, bytes(reached), title_costs, dict(frequency), share)
 
 
 def _keyword_json(
@@ -329,24 +332,26 @@ def _keyword_json(
     terms, from the build cache), and a kept choice whose room, groups' counts and (if
     it reached the body) number of entries are unchanged is reused as it is. Without a
     previous choice, or a departed entry's terms, everything is chosen afresh."""
-    title_costs = _title_costs(entries)
-    share = _share(fixed_bytes, title_costs)
-    if identities is None or previous is None or len(set(identities)) != len(identities):
-        return _full_choice(entries, identities or [], title_costs, share)
-    position = {identity: index for index, identity in enumerate(previous.identities)}
-    matched = [position.get(identity) for identity in identities]
+    if (
+        identities is None
+        or previous is None
+        or not previous.identities
+        or len(set(identities)) != len(identities)
+    ):
+        return _full_choice(entries, identities or [], fixed_bytes)
+    position = dict(zip(previous.identities, range(len(previous.identities)), strict=True))
+    matched = list(map(position.get, identities))
+    new = [index for index, old in enumerate(matched) if old is None]
     staying = set(matched)
-    staying.discard(None)
     change: Counter[str] = Counter()
-    for index, identity in enumerate(previous.identities):
-        if index not in staying:  # left (removed, or edited into a new identity)
+    for old, identity in enumerate(previous.identities):
+        if old not in staying:  # left (removed, or edited into a new identity)
             gone = terms_of(identity)
             if gone is None:
-                return _full_choice(entries, identities, title_costs, share)
+                return _full_choice(entries, identities, fixed_bytes)
             change.subtract(chain.from_iterable(_ALL_GROUPS(gone)))
-    for entry, index in zip(entries, matched, strict=True):
-        if index is None:
-            change.update(chain.from_iterable(_ALL_GROUPS(entry)))
+    for index in new:
+        change.update(chain.from_iterable(_ALL_GROUPS(entries[index])))
     changed = {term for term, by in change.items() if by}
     frequency = previous.frequency
     if changed:
@@ -357,30 +362,44 @@ def _keyword_json(
                 frequency[term] = count
             else:
                 del frequency[term]
-    total = len(entries)
-    same_total = total == len(previous.identities)
-    ranking = _Ranking(frequency, total)
-    chosen, reached = [], bytearray()
-    again = 0
-    for entry, title_cost, index in zip(entries, title_costs, matched, strict=True):
-        room = _room(title_cost, share)
-        if index is not None:
-            groups = previous.reached[index]
-            if (
-                room == _room(title_cost, previous.share)
-                and (same_total or groups < _BODY_REACHED)
-                and (not changed or all(map(changed.isdisjoint, _RANKED_GROUPS(entry)[:groups])))
-            ):
-                chosen.append(previous.chosen[index])
-                reached.append(groups)
+
+    # The previous choice's values, placeholders (index 0) for the new entries.
+    taken = [0 if old is None else old for old in matched]
+    title_costs = list(map(previous.title_costs.__getitem__, taken))
+    for index, cost in zip(new, _title_costs([entries[index] for index in new]), strict=True):
+        title_costs[index] = cost
+    share = _share(fixed_bytes, title_costs)
+    chosen = list(map(previous.chosen.__getitem__, taken))
+    reached = bytearray(map(previous.reached.__getitem__, taken))
+
+    again = set(new)
+    same_share = share == previous.share
+    same_total = len(entries) == len(previous.identities)
+    if not (same_share and same_total and not changed):
+        for index, old in enumerate(matched):
+            if old is None:
                 continue
-        kept, groups = _choose(entry, room, ranking)
-        chosen.append(pydantic_core.to_json(kept))
-        reached.append(groups)
-        again += 1
-    if not again and identities == previous.identities and share == previous.share:
+            groups = reached[index]
+            if (
+                (
+                    not same_share
+                    and _room(title_costs[index], share)
+                    != _room(title_costs[index], previous.share)
+                )
+                or (not same_total and groups >= _BODY_REACHED)
+                or (
+                    changed
+                    and not all(map(changed.isdisjoint, _RANKED_GROUPS(entries[index])[:groups]))
+                )
+            ):
+                again.add(index)
+    if not again and same_share and matched == list(range(len(previous.identities))):
         return previous  # nothing changed: nothing for the cache to write
-    return KeywordChoice(identities, chosen, bytes(reached), frequency, share)
+    ranking = _Ranking(frequency, len(entries))
+    for index in sorted(again):
+        kept, reached[index] = _choose(entries[index], _room(title_costs[index], share), ranking)
+        chosen[index] = pydantic_core.to_json(kept)
+    return KeywordChoice(identities, chosen, bytes(reached), title_costs, frequency, share)
 
 
 def search_head(entry_id: str, title: str, description: str, api_url: str) -> tuple[bytes, bytes]:
@@ -430,14 +449,14 @@ def search_index(site: Site, catalog: Catalog) -> bytes:
     head, tail = around(SearchIndex(version=site.config.api_version, entries=[]), "entries")
     empty_list = 2  # "[]"
     separators = max(len(entries) - 1, 0)
+    heads = list(map(attrgetter("search_head"), entries))
     fixed_bytes = (
         len(head) + len(tail) + separators + 1  # the trailing newline
-        + sum(len(before) + empty_list + len(after) for before, after in
-              (entry.search_head for entry in entries))
+        + sum(map(len, chain.from_iterable(heads))) + empty_list * len(entries)
     )  # fmt: skip
     previous = _previous_choice(site)
     choice = _keyword_json(
-        [entry.terms for entry in entries],
+        list(map(attrgetter("terms"), entries)),
         _identities(site, catalog),
         fixed_bytes,
         previous,
@@ -445,17 +464,9 @@ def search_index(site: Site, catalog: Catalog) -> bytes:
     )
     if choice is not previous and choice.identities:
         site.cache.put_latest(_CHOICE, choice)
-    return (
-        head
-        + b",".join(
-            before + words + after
-            for (before, after), words in zip(
-                (entry.search_head for entry in entries), choice.chosen, strict=True
-            )
-        )
-        + tail
-        + b"\n"
-    )
+    # before + keywords + after for each entry, joined with ",": in C.
+    pieces = zip(map(itemgetter(0), heads), choice.chosen, map(itemgetter(1), heads), strict=True)
+    return head + b",".join(map(b"".join, pieces)) + tail + b"\n"
 
 
 #: The build cache's name for the last build's KeywordChoice (`put_latest`).
@@ -465,9 +476,11 @@ _CHOICE = "search keywords"
 def _identities(site: Site, catalog: Catalog) -> list[Identity] | None:
     """Each entry's Identity, or None where an entry is not the loaded file of its id."""
     loaded = [*site.documents, *site.faqs]
-    if [entry.id for entry in loaded] != [entry.id for entry in catalog.entries]:
+    if len(loaded) != len(catalog.entries) or list(map(attrgetter("id"), loaded)) != list(
+        map(attrgetter("id"), catalog.entries)
+    ):
         return None
-    return [entry.cache_key for entry in loaded]
+    return list(map(attrgetter("cache_key"), loaded))
 
 
 def _previous_choice(site: Site) -> KeywordChoice | None:
