@@ -8,8 +8,8 @@ from bisect import bisect_left
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from itertools import chain
-from operator import attrgetter, itemgetter, mul
+from itertools import chain, compress
+from operator import attrgetter, itemgetter, mul, not_
 
 import pydantic_core
 
@@ -219,7 +219,7 @@ def _ranked_groups(entry: _EntryTerms, ranking: _Ranking) -> Iterator[list[str]]
 
 
 #: The groups `_ranked_groups` ranks, in its order: what an entry's choice read.
-_RANKED_GROUPS = attrgetter("salient", "stems", "body", "inflections")
+_RANKED_GROUP_GETTERS = tuple(map(attrgetter, ("salient", "stems", "body", "inflections")))
 #: How many groups are ranked once the body has been: from then on the choice depends
 #: on the number of entries too (idf and the common limit).
 _BODY_REACHED = 3
@@ -343,25 +343,29 @@ def _keyword_json(
     matched = list(map(position.get, identities))
     new = [index for index, old in enumerate(matched) if old is None]
     staying = set(matched)
-    change: Counter[str] = Counter()
+    came: Counter[str] = Counter()  # how many of the entries that came hold each term
+    left: Counter[str] = Counter()  # and of those that left
     for old, identity in enumerate(previous.identities):
         if old not in staying:  # left (removed, or edited into a new identity)
             gone = terms_of(identity)
             if gone is None:
                 return _full_choice(entries, identities, fixed_bytes)
-            change.subtract(chain.from_iterable(_ALL_GROUPS(gone)))
+            left.update(chain.from_iterable(_ALL_GROUPS(gone)))
     for index in new:
-        change.update(chain.from_iterable(_ALL_GROUPS(entries[index])))
-    changed = {term for term, by in change.items() if by}
+        came.update(chain.from_iterable(_ALL_GROUPS(entries[index])))
+    changed = [term for term in came.keys() | left.keys() if came[term] != left[term]]
     frequency = previous.frequency
     if changed:
         frequency = dict(frequency)  # the previous choice's is not ours to change
         for term in changed:
-            count = frequency.get(term, 0) + change[term]
+            count = frequency.get(term, 0) + came[term] - left[term]
             if count:
                 frequency[term] = count
             else:
                 del frequency[term]
+    # A term that only entries which came hold (a new word, or one only the entry that
+    # left held) is in no choice kept: the entries that stay hold it count - came times.
+    held = {term for term in changed if frequency.get(term, 0) > came[term]}
 
     # The previous choice's values, placeholders (index 0) for the new entries.
     taken = [0 if old is None else old for old in matched]
@@ -372,27 +376,22 @@ def _keyword_json(
     chosen = list(map(previous.chosen.__getitem__, taken))
     reached = bytearray(map(previous.reached.__getitem__, taken))
 
-    again = set(new)
+    again = set(new)  # and those a change reached, found level by level in C:
     same_share = share == previous.share
-    same_total = len(entries) == len(previous.identities)
-    if not (same_share and same_total and not changed):
-        for index, old in enumerate(matched):
-            if old is None:
-                continue
-            groups = reached[index]
-            if (
-                (
-                    not same_share
-                    and _room(title_costs[index], share)
-                    != _room(title_costs[index], previous.share)
-                )
-                or (not same_total and groups >= _BODY_REACHED)
-                or (
-                    changed
-                    and not all(map(changed.isdisjoint, _RANKED_GROUPS(entries[index])[:groups]))
-                )
-            ):
-                again.add(index)
+    if not same_share:  # the room of each entry whose share was or is its smaller cap
+        again.update(
+            index
+            for index, cost in enumerate(title_costs)
+            if _room(cost, share) != _room(cost, previous.share)
+        )
+    if len(entries) != len(previous.identities):  # idf and the common limit
+        again.update(index for index, groups in enumerate(reached) if groups >= _BODY_REACHED)
+    if held:  # a count the entry's ranked groups read
+        holds_none = held.isdisjoint
+        for level, group in enumerate(_RANKED_GROUP_GETTERS, start=1):
+            ranked = [index for index, groups in enumerate(reached) if groups >= level]
+            held = map(not_, map(holds_none, map(group, map(entries.__getitem__, ranked))))
+            again.update(compress(ranked, held))
     if not again and same_share and matched == list(range(len(previous.identities))):
         return previous  # nothing changed: nothing for the cache to write
     ranking = _Ranking(frequency, len(entries))
