@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 import re
-from bisect import bisect_left
+from bisect import bisect_left, bisect_right
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -387,11 +387,24 @@ def _keyword_json(
     if len(entries) != len(previous.identities):  # idf and the common limit
         again.update(index for index, groups in enumerate(reached) if groups >= _BODY_REACHED)
     if held:  # a count the entry's ranked groups read
-        holds_none = held.isdisjoint
+        # The body's order reads every count (idf, the common limit); the other groups'
+        # only the order of (count, term), which a term keeping its place does not move.
+        moved = _moved_in_order(held, changed, previous.frequency, frequency)
+        # A term common before and after is left out of every body either way (with the
+        # same number of entries; with another, every body is ranked again anyway).
+        limit = COMMON_BODY_SHARE * len(entries)
+        in_bodies = {
+            term
+            for term in held
+            if previous.frequency.get(term, 0) <= limit or frequency[term] <= limit
+        }
         for level, group in enumerate(_RANKED_GROUP_GETTERS, start=1):
+            read = in_bodies if level == _BODY_REACHED else moved
+            if not read:
+                continue
             ranked = [index for index, groups in enumerate(reached) if groups >= level]
-            held = map(not_, map(holds_none, map(group, map(entries.__getitem__, ranked))))
-            again.update(compress(ranked, held))
+            holds_none = map(read.isdisjoint, map(group, map(entries.__getitem__, ranked)))
+            again.update(compress(ranked, map(not_, holds_none)))
     if not again and same_share and matched == list(range(len(previous.identities))):
         return previous  # nothing changed: nothing for the cache to write
     ranking = _Ranking(frequency, len(entries))
@@ -399,6 +412,37 @@ def _keyword_json(
         kept, reached[index] = _choose(entries[index], _room(title_costs[index], share), ranking)
         chosen[index] = pydantic_core.to_json(kept)
     return KeywordChoice(identities, chosen, bytes(reached), title_costs, frequency, share)
+
+
+#: Past this many changed terms, every held one counts as moved (the check is pairwise).
+_MOVED_CHECKED = 64
+
+
+def _moved_in_order(
+    held: set[str], changed: list[str], before: dict[str, int], after: dict[str, int]
+) -> set[str]:
+    """The held terms whose place in an order by (count, term) may have moved: those whose
+    count, old or new, shares its span (old to new count, ends included) with another
+    term's count or another changed term's span. A term no other count comes near keeps
+    its place against every term, in every group (`_Ranking.by_idf`)."""
+    if len(changed) > _MOVED_CHECKED:
+        return held
+    spans = {}
+    for term in changed:
+        old, new = before.get(term, 0), after.get(term, 0)
+        spans[term] = (min(old, new), max(old, new))
+    occupied = Counter(after.values())  # terms by their count now (each held term once)
+    counts = sorted(occupied)
+    moved = set()
+    for term in held:
+        low, high = spans[term]
+        near = counts[bisect_left(counts, low) : bisect_right(counts, high)]
+        if sum(map(occupied.__getitem__, near)) > 1 or any(
+            other != term and other_low <= high and low <= other_high
+            for other, (other_low, other_high) in spans.items()
+        ):
+            moved.add(term)
+    return moved
 
 
 def search_head(entry_id: str, title: str, description: str, api_url: str) -> tuple[bytes, bytes]:
