@@ -73,6 +73,26 @@ def _fixed_bytes(entries: list[_EntryTerms], share: int, extra: int) -> int:
     return indexes.SEARCH_INDEX_BYTES - titles - share * len(entries) - extra
 
 
+def _operate(data: st.DataObject, site: _Site, operation: str) -> None:
+    count = len(site.entries)
+    if operation == "edit" and count:
+        at = data.draw(st.integers(0, count - 1))
+        site.entries[at] = site.new(data.draw(_entry_terms()))
+    elif operation == "add":
+        at = data.draw(st.integers(0, count))
+        site.entries.insert(at, site.new(data.draw(_entry_terms())))
+    elif operation == "remove" and count:
+        del site.entries[data.draw(st.integers(0, count - 1))]
+    elif operation == "revert" and count:  # an edit undone: an identity seen before
+        at = data.draw(st.integers(0, count - 1))
+        known = sorted(set(site.records) - {identity for identity, _ in site.entries})
+        if known:
+            identity = data.draw(st.sampled_from(known))
+            site.entries[at] = (identity, site.records[identity])
+    elif operation == "forget" and site.records:  # the cache lost a record
+        del site.records[data.draw(st.sampled_from(sorted(site.records)))]
+
+
 @settings(max_examples=300, deadline=None)
 @given(data=st.data())
 def test_the_incremental_choice_is_the_full_choice_after_any_edits(data: st.DataObject) -> None:
@@ -80,24 +100,9 @@ def test_the_incremental_choice_is_the_full_choice_after_any_edits(data: st.Data
     site.entries = [site.new(t) for t in data.draw(st.lists(_entry_terms(), max_size=8))]
     previous: KeywordChoice | None = None
     for _ in range(data.draw(st.integers(1, 8))):
-        operation = data.draw(_OPERATIONS)
-        count = len(site.entries)
-        if operation == "edit" and count:
-            at = data.draw(st.integers(0, count - 1))
-            site.entries[at] = site.new(data.draw(_entry_terms()))
-        elif operation == "add":
-            at = data.draw(st.integers(0, count))
-            site.entries.insert(at, site.new(data.draw(_entry_terms())))
-        elif operation == "remove" and count:
-            del site.entries[data.draw(st.integers(0, count - 1))]
-        elif operation == "revert" and count:  # an edit undone: an identity seen before
-            at = data.draw(st.integers(0, count - 1))
-            known = sorted(set(site.records) - {identity for identity, _ in site.entries})
-            if known:
-                identity = data.draw(st.sampled_from(known))
-                site.entries[at] = (identity, site.records[identity])
-        elif operation == "forget" and site.records:  # the cache lost a record
-            del site.records[data.draw(st.sampled_from(sorted(site.records)))]
+        # One build after one to four operations (a pull brings many changes at once).
+        for operation in data.draw(st.lists(_OPERATIONS, min_size=1, max_size=4)):
+            _operate(data, site, operation)
         identities = [identity for identity, _ in site.entries]
         terms = [entry for _, entry in site.entries]
         # A binding share (small, often changing), or one past every entry's cap.
@@ -171,6 +176,48 @@ def test_an_edit_chooses_again_only_where_a_count_it_read_moved(
 
     fourth = indexes._keyword_json(terms, identities, fixed - len(terms), third, dict().get)
     assert len(chosen) == len(terms)  # one byte more for each entry
+
+
+def _ordered(site: _Site, share: int, previous: KeywordChoice | None) -> KeywordChoice:
+    terms = [entry for _, entry in site.entries]
+    fixed = _fixed_bytes(terms, share, 0)
+    identities = [identity for identity, _ in site.entries]
+    choice = indexes._keyword_json(terms, identities, fixed, previous, site.records.get)
+    assert choice.chosen == [pydantic_core.to_json(k) for k in indexes._keywords(terms, fixed)]
+    return choice
+
+
+def _titled(word: str) -> _EntryTerms:
+    return _EntryTerms((word,), (), (), (), (), ())
+
+
+def test_a_count_that_comes_to_tie_another_changes_places_by_name() -> None:
+    """zeta held by 10 entries, alpha by 11: (10, zeta) ranks first; one entry more
+    holding zeta, and (11, alpha) ranks before (11, zeta). Room for one keyword."""
+    site = _Site()
+    both = site.new(_EntryTerms((), ("alpha", "zeta"), (), (), (), ()))
+    site.entries = [both, *(site.new(_titled("zeta")) for _ in range(9))]
+    site.entries += [site.new(_titled("alpha")) for _ in range(10)]
+    first = _ordered(site, indexes.keyword_cost("alpha"), None)
+    assert first.chosen[0] == b'["zeta"]'
+    site.entries[1] = site.new(_titled("other"))  # zeta 9, then 11 with two more
+    site.entries += [site.new(_titled("zeta")), site.new(_titled("zeta"))]
+    second = _ordered(site, indexes.keyword_cost("alpha"), first)
+    assert second.chosen[0] == b'["alpha"]'
+
+
+def test_two_counts_that_pass_each_other_change_places() -> None:
+    """zeta 10 -> 12 and alpha 11 -> 9 in one build: neither new count lies in the
+    other's span, yet (10, zeta) < (11, alpha) became (12, zeta) > (9, alpha)."""
+    site = _Site()
+    both = site.new(_EntryTerms((), ("alpha", "zeta"), (), (), (), ()))
+    site.entries = [both, *(site.new(_titled("zeta")) for _ in range(9))]
+    site.entries += [site.new(_titled("alpha")) for _ in range(10)]
+    first = _ordered(site, indexes.keyword_cost("alpha"), None)
+    assert first.chosen[0] == b'["zeta"]'
+    site.entries[-2:] = [site.new(_titled("zeta")), site.new(_titled("zeta"))]
+    second = _ordered(site, indexes.keyword_cost("alpha"), first)
+    assert second.chosen[0] == b'["alpha"]'
 
 
 def test_the_number_of_entries_alone_changes_a_choice_that_ranked_the_body() -> None:
