@@ -307,7 +307,8 @@ def _full_choice(
     ranking = _Ranking(frequency, len(entries))
     title_costs = _title_costs(entries)
     share = _share(fixed_bytes, title_costs)
-    chosen, reached = [], bytearray()
+    chosen: list[bytes] = []
+    reached = bytearray()
     for entry, title_cost in zip(entries, title_costs, strict=True):
         kept, groups = _choose(entry, _room(title_cost, share), ranking)
         chosen.append(pydantic_core.to_json(kept))
@@ -427,13 +428,13 @@ def _moved_in_order(
     its place against every term, in every group (`_Ranking.by_idf`)."""
     if len(changed) > _MOVED_CHECKED:
         return held
-    spans = {}
+    spans: dict[str, tuple[int, int]] = {}
     for term in changed:
         old, new = before.get(term, 0), after.get(term, 0)
         spans[term] = (min(old, new), max(old, new))
     occupied = Counter(after.values())  # terms by their count now (each held term once)
     counts = sorted(occupied)
-    moved = set()
+    moved: set[str] = set()
     for term in held:
         low, high = spans[term]
         near = counts[bisect_left(counts, low) : bisect_right(counts, high)]
