@@ -99,8 +99,7 @@ class EntryCache:
         self.appendable = appendable  # the file holds this header: new records can follow
         self.used: set[str] = set()
         self.added: dict[str, dict[str, Any]] = {}
-        self.notes: dict[str, Any] = {}  # to write at `save`, by name
-        self._notes_read: dict[str, Any] = {}
+        self._latest_put: dict[str, Any] = {}  # put_latest, written by save
 
     @classmethod
     def disabled(cls) -> EntryCache:
@@ -152,37 +151,12 @@ class EntryCache:
     def enabled(self) -> bool:
         return self.file is not None
 
-    def read_note(self, name: str) -> Any | None:
-        """A note the last `save` wrote: a small value about the whole site rather than
-        one entry, in a file of its own beside the records (rewritten whole at every
-        save, where a record would be appended again and again), checked like a frame
-        and valid for the same code and settings."""
-        if self.file is None:
-            return None
-        found = None
-        try:
-            with _note_file(self.file, name).open("rb") as stream:
-                if stream.read(len(_MAGIC)) == _MAGIC and stream.readline() == self.header:
-                    found = _read_frame(stream)
-        except Exception:  # missing, cut short or damaged: no note
-            found = None
-        self._notes_read[name] = found
-        return found
-
-    def write_note(self, name: str, value: Any) -> None:
-        """Written at the next `save` unless it is the note read: a failed build, which
-        never saves, writes none."""
-        if name in self._notes_read and self._notes_read[name] == value:
-            self.notes.pop(name, None)
-        else:
-            self.notes[name] = value
-
     def save(self) -> None:
         """Append the new records (or rewrite the file), atomically for a rewrite; a cache
         that cannot be written is only a slower next build, never a failed one."""
         if self.file is None:
             return
-        self._save_notes()
+        self._save_latest()
         stale = len(self.records) - len(self.used)
         rewrite = not self.appendable or stale > max(len(self.used), 1000)
         if not rewrite and not self.added:
@@ -203,18 +177,33 @@ class EntryCache:
         self.added = {}
         self.appendable = True
 
-    def _save_notes(self) -> None:
+    # Results about the whole site, not one entry (the search keywords' ranking state):
+    # each build replaces the value, so it is kept beside the records, in a small file of
+    # its own rewritten whole (appended to the records, every build would add a copy).
+    def get_latest(self, name: str) -> Any | None:
+        """The value the last build that saved put under `name`, if any."""
+        if self.file is None:
+            return None
+        return _read_latest(_latest_file(self.file), self.header).get(name)
+
+    def put_latest(self, name: str, value: Any) -> None:
+        """`name`'s value from now on, written by `save` (a failed build changes nothing)."""
+        if self.file is not None:
+            self._latest_put[name] = value
+
+    def _save_latest(self) -> None:
+        if self.file is None or not self._latest_put:
+            return
+        side = _latest_file(self.file)
+        values = {**_read_latest(side, self.header), **self._latest_put}
         try:
-            self.file.parent.mkdir(parents=True, exist_ok=True)  # type: ignore[union-attr]
-            for name, value in self.notes.items():
-                _write_new(_note_file(self.file, name), _MAGIC + self.header, value)  # type: ignore[arg-type]
+            self.file.parent.mkdir(parents=True, exist_ok=True)
+            _write_new(side, _MAGIC + self.header, values)
         except OSError:
             return
-        self.notes = {}
-
-
-def _note_file(records: Path, name: str) -> Path:
-    return records.with_name(f"{records.stem}.{name}")
+        _LATEST_MEMO.clear()  # one site's values in memory at a time
+        _LATEST_MEMO[side] = (_signature(side), self.header, values)
+        self._latest_put = {}
 
 
 #: Cache files kept per site folder: the settings of `build` and of `serve` (their base
@@ -238,9 +227,41 @@ def _prune(current: Path) -> None:
     ]
     for path in stale:
         path.unlink(missing_ok=True)
-    for note in current.parent.glob(f"build-{site}-*"):  # notes go with their records
-        if note.suffix != ".pickle" and not note.with_suffix(".pickle").exists():
-            note.unlink(missing_ok=True)
+    kept = {_latest_file(path) for path in [current, *mine[: KEEP_PER_SITE - 1]]}
+    for side in current.parent.glob(f"build-{site}-*.pickle{_LATEST_SUFFIX}"):
+        if side not in kept:  # its records' file was removed
+            side.unlink(missing_ok=True)
+
+
+#: The file of a cache file's `put_latest` values, pruned with it (`*.pickle` globs
+#: above do not match it).
+_LATEST_SUFFIX = ".latest"
+#: The last `put_latest` values read or written, by file (`serve --watch` rebuilds).
+_LATEST_MEMO: dict[Path, tuple[tuple[int, int], bytes, dict[str, Any]]] = {}
+
+
+def _latest_file(file: Path) -> Path:
+    return file.with_name(file.name + _LATEST_SUFFIX)
+
+
+def _read_latest(side: Path, header: bytes) -> dict[str, Any]:
+    """The values of a `put_latest` file: {} if missing, damaged or for other settings."""
+    memo = _LATEST_MEMO.get(side)
+    if memo is not None and memo[0] == _signature(side) and memo[1] == header:
+        return memo[2]
+    signature = _signature(side)  # before reading: a file replaced meanwhile is read again
+    try:
+        with side.open("rb") as stream:
+            if stream.read(len(_MAGIC)) != _MAGIC or stream.readline() != header:
+                return {}
+            values = _read_frame(stream)
+    except Exception:  # missing, truncated, corrupt: nothing is known
+        return {}
+    if not isinstance(values, dict):
+        return {}
+    _LATEST_MEMO.clear()
+    _LATEST_MEMO[side] = (signature, header, values)
+    return values
 
 
 def _signature(file: Path) -> tuple[int, int]:

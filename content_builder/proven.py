@@ -15,8 +15,8 @@ So when a build publishes every path the last build that passed published (and m
 more), the links of an entry with the same identity, or of a file with the same sha256,
 resolve again; when it publishes exactly those paths, coverage by the same discovery and
 OpenAPI bytes holds again. A build proves the rest and
-records what it proved, in a note beside the build cache (cache.py), written only by a
-build that passed every check. At 10,000 entries after one FAQ edit or addition this is
+records what it proved beside the build cache (`EntryCache.put_latest`), written only by
+a build that passed every check. At 10,000 entries after one FAQ edit or addition this is
 the link check of one entry, one llms.txt part and the aggregates' own text instead of
 about a million links (~1 s of a 5 s build).
 Without the cache (AGENT_ACCESS_CACHE_DIR=off) nothing is recorded and everything is checked.
@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from agent_contract.artifacts import Artifact
 from content_builder.cache import EntryCache
 
-NOTE = "proven"
+NAME = "proven"  # its name among the values kept beside the build cache
 
 
 @dataclass(frozen=True)
@@ -60,7 +60,7 @@ def entry_identity(cache_key: str, stamp: tuple[str, str]) -> str:
 
 def recalled(cache: EntryCache, published: frozenset[str]) -> Proven | None:
     """What the last build that passed proved, if its links still hold (no path gone)."""
-    found = cache.read_note(NOTE)
+    found = cache.get_latest(NAME)
     return found if isinstance(found, Proven) and found.links_hold(published) else None
 
 
@@ -82,12 +82,11 @@ def record(
     """What this build proved, for the next: called only once every check has passed."""
     if not cache.enabled or None in identities:
         return  # the cache off, or an entry without a key: nothing to keep it or name it by
-    cache.write_note(
-        NOTE,
-        Proven(
-            published,
-            frozenset(identities),  # type: ignore[arg-type]
-            frozenset(artifact.sha256 for artifact in other_files),
-            coverage,
-        ),
+    proof = Proven(
+        published,
+        frozenset(identities),  # type: ignore[arg-type]
+        frozenset(artifact.sha256 for artifact in other_files),
+        coverage,
     )
+    if cache.get_latest(NAME) != proof:  # the same proof again: nothing to write
+        cache.put_latest(NAME, proof)

@@ -316,7 +316,7 @@ def test_a_site_keeps_at_most_two_cache_files_and_one_memo(
     shutil.copytree(site_copy, other_site)
     _build(other_site, tmp_path / "other" / "out")
     (cache_dir / "build-0123456789abcdef01234567.pickle").write_bytes(b"old name")
-    orphan = cache_dir / f"build-{mine}-0123456789ab.proven"
+    orphan = cache_dir / f"build-{mine}-0123456789ab.pickle.latest"
     orphan.write_bytes(b"a note whose records were deleted by hand")
     for number in range(4):
         path = site_copy / "site.yaml"
@@ -327,8 +327,8 @@ def test_a_site_keeps_at_most_two_cache_files_and_one_memo(
     for file in files:
         by_site[file.name.split("-")[1]] = by_site.get(file.name.split("-")[1], 0) + 1
     assert sorted(by_site.values()) == [1, 2], files  # the other site's file is kept
-    notes = {path.stem for path in cache_dir.iterdir() if path.suffix != ".pickle"}
-    assert notes and notes <= {file.stem for file in files}, "a removed file's notes go with it"
+    beside = {path.stem for path in cache_dir.iterdir() if path.suffix == ".latest"}
+    assert beside and beside <= {file.name for file in files}, "values go with their file"
     assert not orphan.exists()
     assert not (cache_dir / "build-0123456789abcdef01234567.pickle").exists()
     site_memos = [name for name in build_cache._MEMO if name.parent == cache_dir]

@@ -134,17 +134,19 @@ def test_a_second_program_run_reuses_the_build_cache(tmp_path: Path) -> None:
 
     first = program_run()
     assert first["parsed"] > 0 and first["file_count"] > 0  # the counter sees parsing
-    assert len(list(cache.glob("*.pickle"))) == 1
+    (cache_file,) = cache.glob("build-*.pickle")  # beside it, its `.latest` values
 
-    def stored() -> dict[str, tuple[bytes, int]]:
+    def cache_files() -> dict[str, tuple[bytes, int]]:
         return {path.name: (path.read_bytes(), path.stat().st_mtime_ns) for path in cache.iterdir()}
 
-    before = stored()
+    stored = cache_files()
     second = program_run()
     assert second == {"parsed": 0, "file_count": first["file_count"]}
-    # Same settings, same cache file (and notes), nothing added: every entry was a hit (a
-    # build into a fresh folder or with another base URL would have keyed a second file).
-    assert stored() == before
+    # Same settings, same cache file, nothing added or rewritten: every entry was a hit
+    # (a build into a fresh folder or with another base URL would have keyed a second
+    # file), and the search keywords' choice was the same.
+    assert list(cache.glob("build-*.pickle")) == [cache_file]
+    assert cache_files() == stored
 
 
 def test_the_input_is_exactly_what_json_dumps_writes() -> None:

@@ -212,7 +212,7 @@ def test_a_generated_file_with_new_bytes_is_checked_again(
 
 def test_a_failed_build_records_nothing(site_copy: Path, tmp_path: Path, cache_dir: Path) -> None:
     assert _outcome(site_copy, tmp_path / "out")[0] == 0
-    [note] = cache_dir.glob(f"build-*.{proven.NOTE}")
+    [note] = cache_dir.glob("build-*.latest")
     before = note.read_bytes(), note.stat().st_mtime_ns
     _dangling_link(site_copy)
     assert _outcome(site_copy, tmp_path / "out")[0] != 0
@@ -228,7 +228,7 @@ def test_a_damaged_or_foreign_note_proves_nothing(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     assert _outcome(site_copy, tmp_path / "out")[0] == 0
-    [note] = cache_dir.glob(f"build-*.{proven.NOTE}")
+    [note] = cache_dir.glob("build-*.latest")
     body = note.read_bytes()
     if damage == "garbage":
         note.write_bytes(b"garbage")
@@ -236,14 +236,15 @@ def test_a_damaged_or_foreign_note_proves_nothing(
         note.write_bytes(body[: len(body) // 2])
     else:  # a note that would prove the same entries for other paths
         magic, header, frame = body.split(b"\n", 2)
-        found: proven.Proven = pickle.loads(frame[:-12])
+        values = pickle.loads(frame[:-12])
+        found: proven.Proven = values[proven.NAME]
         gone = frozenset(sorted(found.published)[1:])  # a path this build publishes
-        forged = proven.Proven(
+        values[proven.NAME] = proven.Proven(
             found.published | {"/elsewhere.json"} - gone, found.entries, found.files, found.coverage
         )
         with note.open("wb") as stream:
             stream.write(magic + b"\n" + header + b"\n")
-            build_cache._write_frame(stream, forged)
+            build_cache._write_frame(stream, values)
     seen = _spied(monkeypatch)
     pipeline.build(site_copy, tmp_path / "out")
     assert not seen[-1]["coverage_proven"]

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import math
 import re
-from bisect import bisect_left
+from bisect import bisect_left, bisect_right
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from itertools import chain
-from operator import attrgetter, itemgetter, mul
+from itertools import chain, compress
+from operator import attrgetter, itemgetter, mul, not_
 
 import pydantic_core
 
@@ -168,13 +168,14 @@ class _Ranking:
     """What ranks candidates against the whole site: how many entries hold each term,
     and (worked out when a body is first reached) each term's idf and the common terms."""
 
-    def __init__(self, entries: list[_EntryTerms]) -> None:
-        # The groups are disjoint: together, each term of an entry once. One count in C.
-        self.frequency: dict[str, int] = Counter(
-            chain.from_iterable(chain.from_iterable(map(_ALL_GROUPS, entries)))
-        )
-        self.total = len(entries)
+    def __init__(self, frequency: dict[str, int], total: int) -> None:
+        self.frequency = frequency
+        self.total = total
         self._negative_idf: dict[str, float] | None = None
+
+    @classmethod
+    def of(cls, entries: list[_EntryTerms]) -> _Ranking:
+        return cls(_frequency(entries), len(entries))
 
     def by_idf(self, group: tuple[str, ...]) -> list[str]:
         """Most telling first (highest idf, then alphabetical). idf falls as the count
@@ -202,6 +203,12 @@ class _Ranking:
         }
 
 
+def _frequency(entries: list[_EntryTerms]) -> Counter[str]:
+    """How many entries hold each term. The groups are disjoint: together, each term of
+    an entry once. One count in C."""
+    return Counter(chain.from_iterable(chain.from_iterable(map(_ALL_GROUPS, entries))))
+
+
 def _ranked_groups(entry: _EntryTerms, ranking: _Ranking) -> Iterator[list[str]]:
     """The entry's candidates, most telling first, one group at a time (lazily: most
     entries of a large site have spent their budget before the body is reached)."""
@@ -209,6 +216,47 @@ def _ranked_groups(entry: _EntryTerms, ranking: _Ranking) -> Iterator[list[str]]
     yield ranking.by_idf(entry.stems)
     yield ranking.by_tf_idf(entry.body, entry.body_counts)
     yield ranking.by_idf(entry.inflections)
+
+
+#: The groups `_ranked_groups` ranks, in its order: what an entry's choice read.
+_RANKED_GROUP_GETTERS = tuple(map(attrgetter, ("salient", "stems", "body", "inflections")))
+#: How many groups are ranked once the body has been: from then on the choice depends
+#: on the number of entries too (idf and the common limit).
+_BODY_REACHED = 3
+
+
+def _title_costs(entries: list[_EntryTerms]) -> list[int]:
+    """keyword_cost summed over each title, in C."""
+    return [sum(map(len, e.title)) + _KEYWORD_OVERHEAD * len(e.title) for e in entries]
+
+
+def _share(fixed_bytes: int, title_costs: list[int]) -> int:
+    return (SEARCH_INDEX_BYTES - fixed_bytes - sum(title_costs)) // max(len(title_costs), 1)
+
+
+def _room(title_cost: int, share: int) -> int:
+    return max(0, min(KEYWORD_BYTES_PER_ENTRY - title_cost, share))
+
+
+def _choose(entry: _EntryTerms, room: int, ranking: _Ranking) -> tuple[list[str], int]:
+    """The entry's keywords, sorted, and how many groups were ranked to choose them
+    (what the choice read of the ranking: those groups' counts, and with the body the
+    number of entries)."""
+    kept = list(entry.title)  # the groups are disjoint: no term is kept twice
+    reached = 0
+    for group in _ranked_groups(entry, ranking):
+        if room < SHORTEST_KEYWORD_COST:
+            break  # nothing more fits: the rest is not even ranked
+        reached += 1
+        for term in group:
+            cost = len(term) + _KEYWORD_OVERHEAD  # keyword_cost, inlined
+            if cost <= room:
+                kept.append(term)
+                room -= cost
+                if room < SHORTEST_KEYWORD_COST:
+                    break
+    kept.sort()
+    return kept, reached
 
 
 def _keywords(entries: list[_EntryTerms], fixed_bytes: int) -> list[list[str]]:
@@ -219,27 +267,183 @@ def _keywords(entries: list[_EntryTerms], fixed_bytes: int) -> list[list[str]]:
     The budget is the smaller of KEYWORD_BYTES_PER_ENTRY and an equal share of what
     SEARCH_INDEX_BYTES leaves after `fixed_bytes` (the index without keywords) and
     every title's words, so a large site's index stays under the limit."""
-    ranking = _Ranking(entries)
-    # keyword_cost summed over each title, in C.
-    title_costs = [sum(map(len, e.title)) + _KEYWORD_OVERHEAD * len(e.title) for e in entries]
-    share = (SEARCH_INDEX_BYTES - fixed_bytes - sum(title_costs)) // max(len(entries), 1)
-    published = []
+    ranking = _Ranking.of(entries)
+    title_costs = _title_costs(entries)
+    share = _share(fixed_bytes, title_costs)
+    return [
+        _choose(entry, _room(title_cost, share), ranking)[0]
+        for entry, title_cost in zip(entries, title_costs, strict=True)
+    ]
+
+
+#: What identifies an entry's terms across builds: its build cache key (its file's name
+#: and bytes; the whole cache is keyed by the settings and the code). The terms read
+#: nothing of the lock entry (`document_search`, `faq_search`: title, description,
+#: keywords, headings and text, none of updated_at or metadata), as the cache's
+#: `source_hash` and `content_hash` records are keyed by the file alone; test_keyword_choice
+#: checks that other lock entries give the same terms.
+Identity = str
+
+
+@dataclass(frozen=True)
+class KeywordChoice:
+    """The keywords the last build chose, and what each choice read, so that the next
+    build chooses again only where something it read changed (`_keyword_json`). Kept by
+    the build cache (`put_latest`): plain strings, bytes and ints."""
+
+    identities: list[Identity]  # each entry's, in publication order
+    chosen: list[bytes]  # each entry's keywords, as published (compact JSON)
+    reached: bytes  # how many groups each choice ranked (`_choose`)
+    title_costs: list[int]  # each entry's (`_title_costs`: of its terms, so of its identity)
+    frequency: dict[str, int]  # how many entries hold each term
+    share: int
+    # the number of entries is len(identities)
+
+
+def _full_choice(
+    entries: list[_EntryTerms], identities: list[Identity], fixed_bytes: int
+) -> KeywordChoice:
+    frequency = _frequency(entries)
+    ranking = _Ranking(frequency, len(entries))
+    title_costs = _title_costs(entries)
+    share = _share(fixed_bytes, title_costs)
+    chosen: list[bytes] = []
+    reached = bytearray()
     for entry, title_cost in zip(entries, title_costs, strict=True):
-        kept = list(entry.title)  # the groups are disjoint: no term is kept twice
-        room = max(0, min(KEYWORD_BYTES_PER_ENTRY - title_cost, share))
-        for group in _ranked_groups(entry, ranking):
-            if room < SHORTEST_KEYWORD_COST:
-                break  # nothing more fits: the rest is not even ranked
-            for term in group:
-                cost = len(term) + _KEYWORD_OVERHEAD  # keyword_cost, inlined
-                if cost <= room:
-                    kept.append(term)
-                    room -= cost
-                    if room < SHORTEST_KEYWORD_COST:
-                        break
-        kept.sort()
-        published.append(kept)
-    return published
+        kept, groups = _choose(entry, _room(title_cost, share), ranking)
+        chosen.append(pydantic_core.to_json(kept))
+        reached.append(groups)
+    return KeywordChoice(identities, chosen, bytes(reached), title_costs, dict(frequency), share)
+
+
+def _keyword_json(
+    entries: list[_EntryTerms],
+    identities: list[Identity] | None,
+    fixed_bytes: int,
+    previous: KeywordChoice | None,
+    terms_of: Callable[[Identity], _EntryTerms | None],
+) -> KeywordChoice:
+    """Each entry's keywords as `_keywords` chooses them (the same bytes, always), chosen
+    again only where what the choice read changed since `previous`.
+
+    An entry's choice reads its own terms (the same for the same identity), its room
+    (its title's cost and the share), the counts of the terms in the groups it ranked
+    and, once it ranked the body, the number of entries. So the counts are brought up
+    to date by the entries that left and came (`terms_of` gives a departed identity's
+    terms, from the build cache), and a kept choice whose room, groups' counts and (if
+    it reached the body) number of entries are unchanged is reused as it is. Without a
+    previous choice, or a departed entry's terms, everything is chosen afresh."""
+    if (
+        identities is None
+        or previous is None
+        or not previous.identities
+        or len(set(identities)) != len(identities)
+    ):
+        return _full_choice(entries, identities or [], fixed_bytes)
+    position = dict(zip(previous.identities, range(len(previous.identities)), strict=True))
+    matched = list(map(position.get, identities))
+    new = [index for index, old in enumerate(matched) if old is None]
+    staying = set(matched)
+    came: Counter[str] = Counter()  # how many of the entries that came hold each term
+    left: Counter[str] = Counter()  # and of those that left
+    for old, identity in enumerate(previous.identities):
+        if old not in staying:  # left (removed, or edited into a new identity)
+            gone = terms_of(identity)
+            if gone is None:
+                return _full_choice(entries, identities, fixed_bytes)
+            left.update(chain.from_iterable(_ALL_GROUPS(gone)))
+    for index in new:
+        came.update(chain.from_iterable(_ALL_GROUPS(entries[index])))
+    changed = [term for term in came.keys() | left.keys() if came[term] != left[term]]
+    frequency = previous.frequency
+    if changed:
+        frequency = dict(frequency)  # the previous choice's is not ours to change
+        for term in changed:
+            count = frequency.get(term, 0) + came[term] - left[term]
+            if count:
+                frequency[term] = count
+            else:
+                del frequency[term]
+    # A term that only entries which came hold (a new word, or one only the entry that
+    # left held) is in no choice kept: the entries that stay hold it count - came times.
+    held = {term for term in changed if frequency.get(term, 0) > came[term]}
+
+    # The previous choice's values, placeholders (index 0) for the new entries.
+    taken = [0 if old is None else old for old in matched]
+    title_costs = list(map(previous.title_costs.__getitem__, taken))
+    for index, cost in zip(new, _title_costs([entries[index] for index in new]), strict=True):
+        title_costs[index] = cost
+    share = _share(fixed_bytes, title_costs)
+    chosen = list(map(previous.chosen.__getitem__, taken))
+    reached = bytearray(map(previous.reached.__getitem__, taken))
+
+    again = set(new)  # and those a change reached, found level by level in C:
+    same_share = share == previous.share
+    if not same_share:  # the room of each entry whose share was or is its smaller cap
+        again.update(
+            index
+            for index, cost in enumerate(title_costs)
+            if _room(cost, share) != _room(cost, previous.share)
+        )
+    if len(entries) != len(previous.identities):  # idf and the common limit
+        again.update(index for index, groups in enumerate(reached) if groups >= _BODY_REACHED)
+    if held:  # a count the entry's ranked groups read
+        # The body's order reads every count (idf, the common limit); the other groups'
+        # only the order of (count, term), which a term keeping its place does not move.
+        moved = _moved_in_order(held, changed, previous.frequency, frequency)
+        # A term common before and after is left out of every body either way (with the
+        # same number of entries; with another, every body is ranked again anyway).
+        limit = COMMON_BODY_SHARE * len(entries)
+        in_bodies = {
+            term
+            for term in held
+            if previous.frequency.get(term, 0) <= limit or frequency[term] <= limit
+        }
+        for level, group in enumerate(_RANKED_GROUP_GETTERS, start=1):
+            read = in_bodies if level == _BODY_REACHED else moved
+            if not read:
+                continue
+            ranked = [index for index, groups in enumerate(reached) if groups >= level]
+            holds_none = map(read.isdisjoint, map(group, map(entries.__getitem__, ranked)))
+            again.update(compress(ranked, map(not_, holds_none)))
+    if not again and same_share and matched == list(range(len(previous.identities))):
+        return previous  # nothing changed: nothing for the cache to write
+    ranking = _Ranking(frequency, len(entries))
+    for index in sorted(again):
+        kept, reached[index] = _choose(entries[index], _room(title_costs[index], share), ranking)
+        chosen[index] = pydantic_core.to_json(kept)
+    return KeywordChoice(identities, chosen, bytes(reached), title_costs, frequency, share)
+
+
+#: Past this many changed terms, every held one counts as moved (the check is pairwise).
+_MOVED_CHECKED = 64
+
+
+def _moved_in_order(
+    held: set[str], changed: list[str], before: dict[str, int], after: dict[str, int]
+) -> set[str]:
+    """The held terms whose place in an order by (count, term) may have moved: those whose
+    count, old or new, shares its span (old to new count, ends included) with another
+    term's count or another changed term's span. A term no other count comes near keeps
+    its place against every term, in every group (`_Ranking.by_idf`)."""
+    if len(changed) > _MOVED_CHECKED:
+        return held
+    spans: dict[str, tuple[int, int]] = {}
+    for term in changed:
+        old, new = before.get(term, 0), after.get(term, 0)
+        spans[term] = (min(old, new), max(old, new))
+    occupied = Counter(after.values())  # terms by their count now (each held term once)
+    counts = sorted(occupied)
+    moved: set[str] = set()
+    for term in held:
+        low, high = spans[term]
+        near = counts[bisect_left(counts, low) : bisect_right(counts, high)]
+        if sum(map(occupied.__getitem__, near)) > 1 or any(
+            other != term and other_low <= high and low <= other_high
+            for other, (other_low, other_high) in spans.items()
+        ):
+            moved.add(term)
+    return moved
 
 
 def search_head(entry_id: str, title: str, description: str, api_url: str) -> tuple[bytes, bytes]:
@@ -289,20 +493,51 @@ def search_index(site: Site, catalog: Catalog) -> bytes:
     head, tail = around(SearchIndex(version=site.config.api_version, entries=[]), "entries")
     empty_list = 2  # "[]"
     separators = max(len(entries) - 1, 0)
+    heads = list(map(attrgetter("search_head"), entries))
     fixed_bytes = (
         len(head) + len(tail) + separators + 1  # the trailing newline
-        + sum(len(before) + empty_list + len(after) for before, after in
-              (entry.search_head for entry in entries))
+        + sum(map(len, chain.from_iterable(heads))) + empty_list * len(entries)
     )  # fmt: skip
-    keywords = _keywords([entry.terms for entry in entries], fixed_bytes)
-    return (
-        head
-        + b",".join(
-            before + pydantic_core.to_json(words) + after
-            for (before, after), words in zip(
-                (entry.search_head for entry in entries), keywords, strict=True
-            )
-        )
-        + tail
-        + b"\n"
+    previous = _previous_choice(site)
+    choice = _keyword_json(
+        list(map(attrgetter("terms"), entries)),
+        _identities(site, catalog),
+        fixed_bytes,
+        previous,
+        lambda identity: _cached_terms(site, identity),
     )
+    if choice is not previous and choice.identities:
+        site.cache.put_latest(_CHOICE, choice)
+    # before + keywords + after for each entry, joined with ",": in C.
+    pieces = zip(map(itemgetter(0), heads), choice.chosen, map(itemgetter(1), heads), strict=True)
+    return head + b",".join(map(b"".join, pieces)) + tail + b"\n"
+
+
+#: The build cache's name for the last build's KeywordChoice (`put_latest`).
+_CHOICE = "search keywords"
+
+
+def _identities(site: Site, catalog: Catalog) -> list[Identity] | None:
+    """Each entry's Identity, or None where an entry is not the loaded file of its id."""
+    loaded = [*site.documents, *site.faqs]
+    if len(loaded) != len(catalog.entries) or list(map(attrgetter("id"), loaded)) != list(
+        map(attrgetter("id"), catalog.entries)
+    ):
+        return None
+    return list(map(attrgetter("cache_key"), loaded))
+
+
+def _previous_choice(site: Site) -> KeywordChoice | None:
+    found = site.cache.get_latest(_CHOICE)
+    return found if isinstance(found, KeywordChoice) else None
+
+
+def _cached_terms(site: Site, identity: Identity) -> _EntryTerms | None:
+    """The terms the build cache holds for an identity: those of its `rendered` record
+    (render/entries.py: the lock entry it was dated by, then the pieces), whatever that
+    lock entry was (Identity)."""
+    found = site.cache.get(identity, "rendered")
+    if found is None:
+        return None
+    terms = found[1].terms
+    return terms if isinstance(terms, _EntryTerms) else None
