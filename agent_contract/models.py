@@ -9,6 +9,7 @@ discovery document's objects, error bodies) the shapes are ours: docs/decisions.
 
 from __future__ import annotations
 
+import re
 from typing import Annotated, Any, Literal
 from urllib.parse import urlsplit
 
@@ -16,8 +17,17 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, create_model
 
 from agent_contract.endpoints import Kind, discovery_interfaces
 
+#: URLs `urlsplit` surely finds an http(s) scheme and a host in: a lowercase scheme, then
+#: a host of printable ASCII that urlsplit neither strips nor removes, with no delimiter
+#: ("/", "?", "#") and no bracket (an IPv6 literal urlsplit would check), then nothing or
+#: a path. A build validates one URL per entry and aggregate row (20,000+ at 10,000
+#: entries), almost all its base URL and a path: urlsplit was 0.1-0.2 s of a build.
+_SURELY_ABSOLUTE = re.compile(r"https?://[^/?#\[\]\x00-\x20\x7f-\U0010ffff]+(?:/.*)?", re.S)
+
 
 def _require_absolute_url(value: str) -> str:
+    if _SURELY_ABSOLUTE.fullmatch(value):
+        return value
     parts = urlsplit(value)
     if parts.scheme not in ("http", "https") or not parts.netloc:
         raise ValueError(f"expected an absolute http(s) URL, got {value!r}")

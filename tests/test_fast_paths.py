@@ -15,7 +15,7 @@ import yaml
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from agent_contract import links
+from agent_contract import links, models
 from agent_contract.artifacts import text_body
 from content_builder import loader, yaml_io
 from content_builder.render.llms import joined_text_body
@@ -223,3 +223,43 @@ def test_url_path_agrees_with_urlsplit(url: str) -> None:
 def test_llms_full_txt_joined_as_bytes_is_text_body_of_the_text(blocks: list[str]) -> None:
     encoded = [block.encode("utf-8") for block in blocks]
     assert joined_text_body(encoded) == text_body("\n\n".join(blocks))
+
+
+def _absolute_by_urlsplit(value: str) -> bool:
+    try:
+        parts = urlsplit(value)
+    except ValueError:
+        return False
+    return parts.scheme in ("http", "https") and bool(parts.netloc)
+
+
+@settings(max_examples=2000, deadline=None)
+@given(
+    st.one_of(
+        st.text(),
+        st.builds(
+            lambda scheme, host, rest: scheme + host + rest,
+            st.sampled_from(["http://", "https://", "HTTP://", " https://", "https:/", "ftp://"]),
+            st.text(alphabet=st.sampled_from(list("ab.:@[]%/?#\t\n\r \x00é\x7f-_1"))),
+            st.text(alphabet=st.sampled_from(list("/?#x\t\n é[]"))),
+        ),
+    )
+)
+@example("https://[::1/x")
+@example("https://\t/x")
+@example("https:///x")
+@example("https://a.example/\n")
+def test_a_url_the_fast_path_accepts_urlsplit_accepts_too(value: str) -> None:
+    if models._SURELY_ABSOLUTE.fullmatch(value):
+        assert _absolute_by_urlsplit(value), value
+    accepted = True
+    try:
+        models._require_absolute_url(value)
+    except ValueError:
+        accepted = False
+    assert accepted == _absolute_by_urlsplit(value), value
+
+
+def test_the_fast_path_takes_a_build_s_urls() -> None:
+    for url in ("https://agents.example.com/api/v1/faq/q1.json", "http://127.0.0.1:8000/llms.txt"):
+        assert models._SURELY_ABSOLUTE.fullmatch(url)
