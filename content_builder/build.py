@@ -7,7 +7,7 @@ so `check`, `serve`, the Pulumi program and the tests all share it.
 from __future__ import annotations
 
 import gc
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,6 +17,7 @@ from agent_contract.artifacts import Artifact
 from agent_contract.endpoints import ENDPOINT, SINGLE_FILES
 from agent_contract.routes import rule_for
 from content_builder.budgets import check_budgets
+from content_builder.early import EarlyFiles
 from content_builder.errors import Problem, SiteDataError
 from content_builder.loader import LOCK_FILE, Site, display_path, load_site
 from content_builder.lock import (
@@ -52,13 +53,20 @@ def render(site: Site, lock: Lock, mcp_endpoint: str | None = None) -> list[Arti
     return render_catalog(site, build_catalog(site, lock), mcp_endpoint)
 
 
-def render_catalog(site: Site, catalog: Catalog, mcp_endpoint: str | None = None) -> list[Artifact]:
+def render_catalog(
+    site: Site,
+    catalog: Catalog,
+    mcp_endpoint: str | None = None,
+    leaves_ready: Callable[[list[Artifact]], None] | None = None,
+) -> list[Artifact]:
     """One file per document and FAQ entry, then one per single-file row of the endpoint
-    table, by publish tier: leaves first, entry points last."""
+    table, by publish tier: leaves first, entry points last. `leaves_ready` is given the
+    leaves, whose bytes are final, before the aggregates are rendered (build() starts
+    writing them meanwhile: content_builder/early.py)."""
     context = RenderContext(site, catalog, mcp_endpoint)
     brand = site.config.brand
     single = sorted(SINGLE_FILES, key=lambda endpoint: rule_for(endpoint.resolve(brand)).tier)
-    return [
+    leaves = [
         *(
             Artifact.hashed(paths.document(entry.id), entry.json, entry.json_sha256, loaded.file)
             for loaded, entry in zip(site.documents, catalog.documents, strict=True)
@@ -68,6 +76,11 @@ def render_catalog(site: Site, catalog: Catalog, mcp_endpoint: str | None = None
             for loaded, entry in zip(site.faqs, catalog.faqs, strict=True)
         ),
         *markdown_mirrors(site, catalog),
+    ]
+    if leaves_ready is not None:
+        leaves_ready(leaves)
+    return [
+        *leaves,
         *(
             Artifact(
                 endpoint.resolve(brand),
@@ -148,12 +161,19 @@ def plan(
     base_url: str | None = None,
     frozen: bool = False,
     mcp_endpoint: str | None = None,  # a live MCP server's URL, named by the discovery doc
+    leaves_ready: Callable[[list[Artifact]], None] | None = None,  # see render_catalog
 ) -> Plan:
     with collector_paused():
-        return _plan(site_dir, base_url, frozen, mcp_endpoint)
+        return _plan(site_dir, base_url, frozen, mcp_endpoint, leaves_ready)
 
 
-def _plan(site_dir: Path, base_url: str | None, frozen: bool, mcp_endpoint: str | None) -> Plan:
+def _plan(
+    site_dir: Path,
+    base_url: str | None,
+    frozen: bool,
+    mcp_endpoint: str | None,
+    leaves_ready: Callable[[list[Artifact]], None] | None = None,
+) -> Plan:
     site = load_site(site_dir, base_url)
     lock_display = display_path(site.root / LOCK_FILE)
     old_lock = read_lock(site.root / LOCK_FILE, lock_display)
@@ -167,7 +187,7 @@ def _plan(site_dir: Path, base_url: str | None, frozen: bool, mcp_endpoint: str 
     history = advance(read_history(site.root / LOCK_FILE, lock_display), changes)
     catalog = build_catalog(site, lock, history, data)
     del data
-    artifacts = render_catalog(site, catalog, mcp_endpoint)
+    artifacts = render_catalog(site, catalog, mcp_endpoint, leaves_ready)
     check_authored_links(site, catalog, frozenset(a.path for a in artifacts))
     check_artifacts(site, artifacts, known_links(site, catalog))
     del catalog
@@ -183,9 +203,23 @@ def build(
     frozen: bool = False,
     mcp_endpoint: str | None = None,
 ) -> tuple[Plan, list[FileReport]]:
-    result = plan(site_dir, base_url, frozen, mcp_endpoint)
-    with collector_paused():
-        report = write_output(result.artifacts, out_dir, result.site.base_url)
+    early: list[EarlyFiles] = []  # the entries' files, written while the rest renders
+
+    def start_early(leaves: list[Artifact]) -> None:
+        started = EarlyFiles.start(leaves, out_dir)
+        if started is not None:
+            early.append(started)
+
+    try:
+        result = plan(site_dir, base_url, frozen, mcp_endpoint, start_early)
+        with collector_paused():
+            report = write_output(
+                result.artifacts, out_dir, result.site.base_url, early[0] if early else None
+            )
+    except BaseException:
+        for files in early:  # a failed build: the staging folder goes, the output stays
+            files.discard()
+        raise
     if result.lock_changes:
         # After the output: a failed write must leave both the output and the lock as they were.
         write_file_atomically(result.site.root / LOCK_FILE, lock_body(result.lock, result.history))

@@ -26,6 +26,7 @@ from agent_contract.manifest import (
     manifest_body,
     read_manifest,
 )
+from content_builder.early import EarlyFiles, write_new_file
 from content_builder.errors import SiteDataError
 from content_builder.loader import display_path
 
@@ -67,7 +68,12 @@ def compare(
     return rows
 
 
-def write_output(artifacts: list[Artifact], out_dir: Path, base_url: str) -> list[FileReport]:
+def write_output(
+    artifacts: list[Artifact],
+    out_dir: Path,
+    base_url: str,
+    early: EarlyFiles | None = None,  # files already being written into a staging folder
+) -> list[FileReport]:
     out_dir = out_dir.absolute()
     previous = read_manifest(out_dir)
     if out_dir.exists() and (not out_dir.is_dir() or (previous is None and any(out_dir.iterdir()))):
@@ -81,12 +87,15 @@ def write_output(artifacts: list[Artifact], out_dir: Path, base_url: str) -> lis
     report = compare(artifacts, previous, entries)
     written = _written_before(out_dir, previous)
     out_dir.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.new-", dir=out_dir.parent))
+    staging, done = _early_staging(early, previous, artifacts)
+    staging = staging or Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.new-", dir=out_dir.parent))
     try:
         folders: set[str] = set()
         # Strings, not Paths, in this loop: it runs once per published file.
         staged, published = str(staging), str(out_dir)
         for artifact in artifacts:
+            if artifact.key in done:  # written early, by content_builder/early.py
+                continue
             target = os.path.join(staged, artifact.key)
             folder = os.path.dirname(target)
             if folder not in folders:  # one mkdir per folder, not per file
@@ -94,7 +103,7 @@ def write_output(artifacts: list[Artifact], out_dir: Path, base_url: str) -> lis
                 folders.add(folder)
             old = os.path.join(published, artifact.key)
             if not (previous and _reuse(old, target, artifact, written)):
-                Path(target).write_bytes(artifact.body)
+                write_new_file(target, artifact.body)
         (staging / MANIFEST_NAME).write_bytes(manifest_body(build_manifest(base_url, entries)))
         _swap_in(staging, out_dir)
         # Last: removing the retired output moved the ctime of every file it shared an
@@ -104,6 +113,21 @@ def write_output(artifacts: list[Artifact], out_dir: Path, base_url: str) -> lis
         shutil.rmtree(staging, ignore_errors=True)
         raise
     return report
+
+
+def _early_staging(
+    early: EarlyFiles | None, previous: BuildManifest | None, artifacts: list[Artifact]
+) -> tuple[Path | None, frozenset[str]]:
+    """The early staging folder and the keys already final in it, when there is no
+    previous output to reuse files from (there was none when it started)."""
+    if early is None:
+        return None, frozenset()
+    folder = early.take() if previous is None else None
+    done = early.written(artifacts) if folder is not None else None
+    if folder is None or done is None:
+        early.discard()
+        return None, frozenset()
+    return folder, done
 
 
 @dataclass(frozen=True)
