@@ -83,12 +83,22 @@ class DocumentData:
     def __init__(self, site: Site) -> None:
         self.site = site
         self._rendered: dict[str, _Unversioned] = {}
+        # Content hashes made with the source hashes, also of the documents whose data
+        # was made in another process (the child of `tracked`): a document's data, made
+        # again from the same file and settings, has the same bytes.
+        self._content_hashes: dict[str, str] = {}
 
     def __call__(self, document: LoadedDocument) -> dict[str, Any]:
         found = self._rendered.get(document.id)
         if found is None:
             found = self._rendered[document.id] = _Unversioned(_unversioned(self.site, document))
+            found.content_hash = self._content_hashes.get(document.id)
         return found
+
+    def content_hash_known(self, document: LoadedDocument, content_hash: str) -> None:
+        self._content_hashes[document.id] = content_hash
+        if document.id in self._rendered:
+            self._rendered[document.id].content_hash = content_hash
 
     def forget(self, document: LoadedDocument) -> None:
         self._rendered.pop(document.id, None)
@@ -106,7 +116,7 @@ def tracked(site: Site, data: DocumentData | None = None) -> list[Tracked]:
     hashes = [site.cache.get(e.cache_key, "source_hash") if e.cache_key else None for e in entries]
     missing = [index for index, found in enumerate(hashes) if found is None]
 
-    def attempt(index: int) -> str | None:
+    def attempt(index: int) -> tuple[str, str | None] | None:
         try:
             return _source_hash(site, data, entries[index])
         except Exception:  # raised again below, in order, by this process
@@ -114,9 +124,12 @@ def tracked(site: Site, data: DocumentData | None = None) -> list[Tracked]:
 
     for index, found in zip(missing, in_halves(missing, attempt), strict=True):
         loaded = entries[index]
-        hashes[index] = found or _source_hash(site, data, loaded)
+        source, content = found or _source_hash(site, data, loaded)
+        hashes[index] = source
+        if content is not None and isinstance(loaded, LoadedDocument):
+            data.content_hash_known(loaded, content)
         if loaded.cache_key:
-            site.cache.put(loaded.cache_key, "source_hash", hashes[index])
+            site.cache.put(loaded.cache_key, "source_hash", source)
     return [
         Tracked(
             e.id,
@@ -128,17 +141,19 @@ def tracked(site: Site, data: DocumentData | None = None) -> list[Tracked]:
     ]
 
 
-def _source_hash(site: Site, data: DocumentData, loaded: LoadedDocument | LoadedFaq) -> str:
-    # The source hash depends on the entry's bytes and the settings its key includes.
+def _source_hash(
+    site: Site, data: DocumentData, loaded: LoadedDocument | LoadedFaq
+) -> tuple[str, str | None]:
+    """The entry's source hash, and a document's content hash when the same bytes give it.
+    Both depend on the entry's bytes and the settings its cache key includes."""
     if isinstance(loaded, LoadedFaq):
-        return source_hash(site, faq_entry(loaded).model_dump(mode="json"))
+        return source_hash(site, faq_entry(loaded).model_dump(mode="json")), None
     unversioned = data(loaded)
     canonical = canonical_json(unversioned)
-    hashed = unhashed_fields(unversioned)
-    if isinstance(unversioned, _Unversioned) and len(hashed) == len(unversioned):
-        # content_hash() of the same data hashes these very bytes (agent_contract/hashing.py).
-        unversioned.content_hash = "sha256:" + hashlib.sha256(canonical).hexdigest()
-    return _token_hash(site, canonical)
+    same = len(unhashed_fields(unversioned)) == len(unversioned)
+    # content_hash() of the same data hashes these very bytes (agent_contract/hashing.py).
+    content = "sha256:" + hashlib.sha256(canonical).hexdigest() if same else None
+    return _token_hash(site, canonical), content
 
 
 def source_hash(site: Site, data: dict[str, Any]) -> str:
