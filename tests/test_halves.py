@@ -35,6 +35,15 @@ def test_the_results_are_those_of_a_plain_loop_in_order() -> None:
 
 
 @pytest.mark.usefixtures("forking")
+def test_the_child_can_take_the_first_item_and_every_other_one() -> None:
+    items = list(range(101))
+    results = halves.in_halves(items, _square_with_pid, minimum=10, child_takes_first=True)
+    assert [value for value, _ in results] == [item * item for item in items]
+    assert {pid for _, pid in results[1::2]} == {os.getpid()}
+    assert os.getpid() not in {pid for _, pid in results[0::2]}
+
+
+@pytest.mark.usefixtures("forking")
 def test_what_the_child_took_is_given_away_here() -> None:
     given: list[int] = []
     halves.in_halves(list(range(20)), _square_with_pid, minimum=10, given_away=given.append)

@@ -55,13 +55,16 @@ def test_the_hashes_are_those_of_a_plain_loop_in_order(monkeypatch: pytest.Monke
     assert [item.source_hash.rsplit("@", 1)[0] for item in got] == expected
     assert [item.id for item in got] == [e.id for e in [*site.documents, *site.faqs]]
     assert os.getpid() in pids and len(set(pids)) == 2, "one half was hashed in a child"
+    assert set(pids[1::2]) == {os.getpid()}, "the odd items here, for the render's child"
 
 
 @pytest.mark.usefixtures("forking")
 def test_the_first_failure_in_order_is_raised_here(monkeypatch: pytest.MonkeyPatch) -> None:
     site = load_site(SPEC_SITE, TEST_BASE_URL)
     entries = [*site.documents, *site.faqs]
-    failing = {entries[1].id, entries[4].id}  # one in each half (alternate items)
+    # The child hashes the even items: the first failure in order is in its half, the
+    # second in this process's, which a plain in_halves would raise first.
+    failing = {entries[2].id, entries[5].id}
     parent = os.getpid()
     real = documents._source_hash
 
@@ -74,7 +77,7 @@ def test_the_first_failure_in_order_is_raised_here(monkeypatch: pytest.MonkeyPat
         return real(site, data, loaded)
 
     monkeypatch.setattr(documents, "_source_hash", fails)
-    with pytest.raises(ValueError, match=rf"^{entries[1].id} fails here$"):
+    with pytest.raises(ValueError, match=rf"^{entries[2].id} fails here$"):
         documents.tracked(site)
 
 
