@@ -53,20 +53,13 @@ def render(site: Site, lock: Lock, mcp_endpoint: str | None = None) -> list[Arti
     return render_catalog(site, build_catalog(site, lock), mcp_endpoint)
 
 
-def render_catalog(
-    site: Site,
-    catalog: Catalog,
-    mcp_endpoint: str | None = None,
-    leaves_ready: Callable[[list[Artifact]], None] | None = None,
-) -> list[Artifact]:
+def render_catalog(site: Site, catalog: Catalog, mcp_endpoint: str | None = None) -> list[Artifact]:
     """One file per document and FAQ entry, then one per single-file row of the endpoint
-    table, by publish tier: leaves first, entry points last. `leaves_ready` is given the
-    leaves, whose bytes are final, before the aggregates are rendered (build() starts
-    writing them meanwhile: content_builder/early.py)."""
+    table, by publish tier: leaves first, entry points last."""
     context = RenderContext(site, catalog, mcp_endpoint)
     brand = site.config.brand
     single = sorted(SINGLE_FILES, key=lambda endpoint: rule_for(endpoint.resolve(brand)).tier)
-    leaves = [
+    return [
         *(
             Artifact.hashed(paths.document(entry.id), entry.json, entry.json_sha256, loaded.file)
             for loaded, entry in zip(site.documents, catalog.documents, strict=True)
@@ -76,11 +69,6 @@ def render_catalog(
             for loaded, entry in zip(site.faqs, catalog.faqs, strict=True)
         ),
         *markdown_mirrors(site, catalog),
-    ]
-    if leaves_ready is not None:
-        leaves_ready(leaves)
-    return [
-        *leaves,
         *(
             Artifact(
                 endpoint.resolve(brand),
@@ -161,10 +149,10 @@ def plan(
     base_url: str | None = None,
     frozen: bool = False,
     mcp_endpoint: str | None = None,  # a live MCP server's URL, named by the discovery doc
-    leaves_ready: Callable[[list[Artifact]], None] | None = None,  # see render_catalog
+    rendered: Callable[[list[Artifact]], None] | None = None,  # told the files, before checks
 ) -> Plan:
     with collector_paused():
-        return _plan(site_dir, base_url, frozen, mcp_endpoint, leaves_ready)
+        return _plan(site_dir, base_url, frozen, mcp_endpoint, rendered)
 
 
 def _plan(
@@ -172,7 +160,7 @@ def _plan(
     base_url: str | None,
     frozen: bool,
     mcp_endpoint: str | None,
-    leaves_ready: Callable[[list[Artifact]], None] | None = None,
+    rendered: Callable[[list[Artifact]], None] | None = None,
 ) -> Plan:
     site = load_site(site_dir, base_url)
     lock_display = display_path(site.root / LOCK_FILE)
@@ -187,7 +175,9 @@ def _plan(
     history = advance(read_history(site.root / LOCK_FILE, lock_display), changes)
     catalog = build_catalog(site, lock, history, data)
     del data
-    artifacts = render_catalog(site, catalog, mcp_endpoint, leaves_ready)
+    artifacts = render_catalog(site, catalog, mcp_endpoint)
+    if rendered is not None:  # build() starts writing them while the checks run
+        rendered(artifacts)
     check_authored_links(site, catalog, frozenset(a.path for a in artifacts))
     check_artifacts(site, artifacts, known_links(site, catalog))
     del catalog
@@ -203,10 +193,10 @@ def build(
     frozen: bool = False,
     mcp_endpoint: str | None = None,
 ) -> tuple[Plan, list[FileReport]]:
-    early: list[EarlyFiles] = []  # the entries' files, written while the rest renders
+    early: list[EarlyFiles] = []  # the files, written while the checks run
 
-    def start_early(leaves: list[Artifact]) -> None:
-        started = EarlyFiles.start(leaves, out_dir)
+    def start_early(artifacts: list[Artifact]) -> None:
+        started = EarlyFiles.start(artifacts, out_dir)
         if started is not None:
             early.append(started)
 
