@@ -17,7 +17,8 @@ import pickle
 import signal
 import tempfile
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from typing import TypeVar
 
 T = TypeVar("T")
@@ -83,3 +84,41 @@ def in_halves(
     results: list[R] = [None] * len(items)  # type: ignore[list-item]
     results[parents], results[childs] = first, second
     return results
+
+
+@contextmanager
+def ahead(work: Callable[[], R], worth_it: bool = True) -> Iterator[Callable[[], R]]:
+    """`work()` started in a forked child (when worth it and safe, as for `in_halves`)
+    while this process does something else; the function yielded returns its value,
+    waiting for the child. A child that fails in any way is ignored and `work()` runs
+    here when asked for, so an error is raised here, at the same point, as without a
+    child. Leaving the block without asking stops the child."""
+    if not worth_it or not can_fork():
+        yield work
+        return
+    with tempfile.TemporaryFile() as spill:
+        pid = os.fork()
+        if pid == 0:  # the child: the value, to the file, then out without any cleanup
+            code = 1
+            try:
+                pickle.dump(work(), spill, pickle.HIGHEST_PROTOCOL)
+                spill.flush()
+                code = 0
+            finally:
+                os._exit(code)  # never the parent's atexit handlers, buffers or finally blocks
+        running = [pid]
+
+        def result() -> R:
+            if running:
+                _, status = os.waitpid(running.pop(), 0)
+                if status == 0:
+                    spill.seek(0)
+                    return pickle.load(spill)  # type: ignore[no-any-return]
+            return work()  # the child failed (or was asked twice): here, to raise what it raised
+
+        try:
+            yield result
+        finally:
+            if running:
+                os.kill(running[0], signal.SIGKILL)
+                os.waitpid(running[0], 0)
