@@ -12,9 +12,16 @@ import pytest
 
 from agent_contract.hashing import content_hash
 from content_builder import halves
+from content_builder.cache import CACHE_ENV
 from content_builder.loader import LoadedDocument, LoadedFaq, Site, load_site
 from content_builder.render import documents
 from tests.conftest import SPEC_SITE, TEST_BASE_URL
+
+
+@pytest.fixture(autouse=True)
+def no_cache(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every hash made, none taken from the session's build cache (other tests fill it)."""
+    monkeypatch.setenv(CACHE_ENV, "off")
 
 
 @pytest.fixture
