@@ -17,7 +17,8 @@ import pickle
 import signal
 import tempfile
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from typing import TypeVar
 
 T = TypeVar("T")
@@ -38,16 +39,23 @@ def in_halves(
     work: Callable[[T], R],
     minimum: int = MINIMUM_ITEMS,
     given_away: Callable[[T], None] | None = None,
+    child_takes_first: bool = False,
 ) -> list[R]:
     """`[work(item) for item in items]`, every other item in a forked child when worth it
     (alternate items, not the second half: neighbours cost alike, the halves of a site
     do not: its documents come first and cost twice as much as its FAQ entries).
     `given_away(item)` is called here for each item the child took, once it has forked,
     so that what only that work needed can be freed here (it runs again here if the
-    child fails, so the work must not depend on what was freed)."""
+    child fails, so the work must not depend on what was freed).
+
+    The child takes the odd items (the second, the fourth, ...), or the even ones with
+    `child_takes_first`: so that work done in one pass is in memory for the process that
+    needs it in the next (render/documents.py `tracked`)."""
     if len(items) < minimum or not can_fork():
         return [work(item) for item in items]
-    mine, theirs = items[0::2], items[1::2]
+    childs = slice(0, None, 2) if child_takes_first else slice(1, None, 2)
+    parents = slice(1, None, 2) if child_takes_first else slice(0, None, 2)
+    mine, theirs = items[parents], items[childs]
     with tempfile.TemporaryFile() as spill:
         pid = os.fork()
         if pid == 0:  # the child: its half, to the file, then out without any cleanup
@@ -74,5 +82,43 @@ def in_halves(
             spill.seek(0)
             second = pickle.load(spill)
     results: list[R] = [None] * len(items)  # type: ignore[list-item]
-    results[0::2], results[1::2] = first, second
+    results[parents], results[childs] = first, second
     return results
+
+
+@contextmanager
+def ahead(work: Callable[[], R], worth_it: bool = True) -> Iterator[Callable[[], R]]:
+    """`work()` started in a forked child (when worth it and safe, as for `in_halves`)
+    while this process does something else; the function yielded returns its value,
+    waiting for the child. A child that fails in any way is ignored and `work()` runs
+    here when asked for, so an error is raised here, at the same point, as without a
+    child. Leaving the block without asking stops the child."""
+    if not worth_it or not can_fork():
+        yield work
+        return
+    with tempfile.TemporaryFile() as spill:
+        pid = os.fork()
+        if pid == 0:  # the child: the value, to the file, then out without any cleanup
+            code = 1
+            try:
+                pickle.dump(work(), spill, pickle.HIGHEST_PROTOCOL)
+                spill.flush()
+                code = 0
+            finally:
+                os._exit(code)  # never the parent's atexit handlers, buffers or finally blocks
+        running = [pid]
+
+        def result() -> R:
+            if running:
+                _, status = os.waitpid(running.pop(), 0)
+                if status == 0:
+                    spill.seek(0)
+                    return pickle.load(spill)  # type: ignore[no-any-return]
+            return work()  # the child failed (or was asked twice): here, to raise what it raised
+
+        try:
+            yield result
+        finally:
+            if running:
+                os.kill(running[0], signal.SIGKILL)
+                os.waitpid(running[0], 0)

@@ -50,6 +50,7 @@ from agent_contract.manifest import (
     read_manifest,
 )
 from agent_contract.routes import RouteRule
+from content_builder.early import EarlyFiles, write_new_file
 from content_builder.errors import SiteDataError
 from content_builder.loader import display_path
 
@@ -134,17 +135,24 @@ def spare_folder(out_dir: Path) -> Path:
     return out_dir.parent / f".{out_dir.name}.spare" / out_dir.name
 
 
-def write_output(artifacts: list[Artifact], out_dir: Path, base_url: str) -> list[FileReport]:
+def write_output(
+    artifacts: list[Artifact],
+    out_dir: Path,
+    base_url: str,
+    early: EarlyFiles | None = None,  # files already being written into a staging folder
+) -> list[FileReport]:
     out_dir = out_dir.absolute()
     out_dir.parent.mkdir(parents=True, exist_ok=True)
     # One writer at a time per parent folder, from reading the previous manifest to the
     # spare's record: two builds updating one spare in place would swap in a mixture.
     # (Advisory, flock; where there is none, builds are not serialized, as before.)
     with _locked(out_dir.parent):
-        return _write_output(artifacts, out_dir, base_url)
+        return _write_output(artifacts, out_dir, base_url, early)
 
 
-def _write_output(artifacts: list[Artifact], out_dir: Path, base_url: str) -> list[FileReport]:
+def _write_output(
+    artifacts: list[Artifact], out_dir: Path, base_url: str, early: EarlyFiles | None
+) -> list[FileReport]:
     previous = read_manifest(out_dir)
     if out_dir.exists() and (not out_dir.is_dir() or (previous is None and any(out_dir.iterdir()))):
         # Never replace a folder this tool did not write: `--out ~` must not eat a home.
@@ -158,9 +166,11 @@ def _write_output(artifacts: list[Artifact], out_dir: Path, base_url: str) -> li
     report = compare(artifacts, previous, entries)
     body = manifest_body(build_manifest(base_url, entries))
     if previous is None:  # a first build (or an empty folder): everything is written
-        staging, _ = _stage(artifacts, out_dir, body, None)
+        staging, _ = _stage(artifacts, out_dir, body, None, early)
         _swap_in(staging, out_dir)
         return report
+    if early is not None:  # an output appeared since the early files started: not used
+        early.discard()
     spare = spare_folder(out_dir)
     kept = _read_spare(spare, out_dir, previous)
     if kept is None:
@@ -176,18 +186,26 @@ def _write_output(artifacts: list[Artifact], out_dir: Path, base_url: str) -> li
 
 
 def _stage(
-    artifacts: list[Artifact], out_dir: Path, body: bytes, previous: BuildManifest | None
+    artifacts: list[Artifact],
+    out_dir: Path,
+    body: bytes,
+    previous: BuildManifest | None,
+    early: EarlyFiles | None = None,
 ) -> tuple[Path, set[str]]:
     """A new output in a temporary sibling folder: unchanged files hard-linked from the
-    previous output, the others written. Returns it and the paths it linked."""
+    previous output, the others written (or, for a first build, taken from the files
+    written early, content_builder/early.py). Returns it and the paths it linked."""
     written = _written_before(out_dir, previous)
-    staging = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.new-", dir=out_dir.parent))
+    staging, done = _early_staging(early, previous, artifacts)
+    staging = staging or Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.new-", dir=out_dir.parent))
     linked: set[str] = set()
     try:
         folders: set[str] = set()
         # Strings, not Paths, in this loop: it runs once per published file.
         staged, published = str(staging), str(out_dir)
         for artifact in artifacts:
+            if artifact.key in done:  # written early, by content_builder/early.py
+                continue
             target = os.path.join(staged, artifact.key)
             folder = os.path.dirname(target)
             if folder not in folders:  # one mkdir per folder, not per file
@@ -197,7 +215,7 @@ def _stage(
             if previous and _reuse(old, target, artifact, written):
                 linked.add(artifact.path)
             else:
-                Path(target).write_bytes(artifact.body)
+                write_new_file(target, artifact.body)
         (staging / MANIFEST_NAME).write_bytes(body)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
@@ -252,6 +270,21 @@ def _clear_spare(spare: Path) -> bool:
     # replaced by hand since): nothing in it can be trusted without reading it.
     shutil.rmtree(spare)
     return True
+
+
+def _early_staging(
+    early: EarlyFiles | None, previous: BuildManifest | None, artifacts: list[Artifact]
+) -> tuple[Path | None, frozenset[str]]:
+    """The early staging folder and the keys already final in it, when there is no
+    previous output to reuse files from (there was none when it started)."""
+    if early is None:
+        return None, frozenset()
+    folder = early.take() if previous is None else None
+    done = early.written(artifacts) if folder is not None else None
+    if folder is None or done is None:
+        early.discard()
+        return None, frozenset()
+    return folder, done
 
 
 @dataclass(frozen=True)

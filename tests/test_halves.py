@@ -35,6 +35,15 @@ def test_the_results_are_those_of_a_plain_loop_in_order() -> None:
 
 
 @pytest.mark.usefixtures("forking")
+def test_the_child_can_take_the_first_item_and_every_other_one() -> None:
+    items = list(range(101))
+    results = halves.in_halves(items, _square_with_pid, minimum=10, child_takes_first=True)
+    assert [value for value, _ in results] == [item * item for item in items]
+    assert {pid for _, pid in results[1::2]} == {os.getpid()}
+    assert os.getpid() not in {pid for _, pid in results[0::2]}
+
+
+@pytest.mark.usefixtures("forking")
 def test_what_the_child_took_is_given_away_here() -> None:
     given: list[int] = []
     halves.in_halves(list(range(20)), _square_with_pid, minimum=10, given_away=given.append)
@@ -71,3 +80,43 @@ def test_few_items_or_other_threads_mean_no_fork(monkeypatch: pytest.MonkeyPatch
     finally:
         stop.set()
         other.join()
+
+
+def _pid_and_value(value: int) -> tuple[int, int]:
+    return os.getpid(), value
+
+
+@pytest.mark.usefixtures("forking")
+def test_work_ahead_runs_in_a_child_and_its_value_comes_back() -> None:
+    with halves.ahead(lambda: _pid_and_value(42)) as result:
+        pid, value = result()
+    assert value == 42 and pid != os.getpid()
+
+
+@pytest.mark.usefixtures("forking")
+def test_work_ahead_that_fails_in_the_child_is_raised_here() -> None:
+    parent = os.getpid()
+
+    def work() -> int:
+        where = "the parent" if os.getpid() == parent else "a child"
+        raise ValueError(f"fails in {where}")
+
+    with pytest.raises(ValueError, match="fails in the parent"), halves.ahead(work) as result:
+        result()
+
+
+@pytest.mark.usefixtures("forking")
+def test_work_ahead_not_asked_for_is_stopped() -> None:
+    with halves.ahead(lambda: threading.Event().wait(60)):  # a child that would linger
+        pass
+    with pytest.raises(ChildProcessError):
+        os.waitpid(-1, os.WNOHANG)  # killed and reaped: no zombie, no orphan
+
+
+def test_work_ahead_not_worth_it_runs_here_when_asked(monkeypatch: pytest.MonkeyPatch) -> None:
+    def no_fork() -> int:
+        raise AssertionError("forked")
+
+    monkeypatch.setattr(os, "fork", no_fork)
+    with halves.ahead(lambda: _pid_and_value(7), worth_it=False) as result:
+        assert result() == (os.getpid(), 7)

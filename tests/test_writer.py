@@ -27,16 +27,16 @@ def test_a_failure_while_writing_leaves_the_previous_output(
         (site_copy / "faq" / "q01-difference.yaml").read_text().replace("sitemap", "site map")
     )
 
-    written: list[Path] = []
-    real_write_bytes = Path.write_bytes
+    written: list[str] = []
+    real_write = writer.write_new_file
 
-    def failing_write_bytes(self: Path, data: bytes) -> int:
+    def failing_write(path: str, data: bytes) -> None:
         if len(written) == 5:
             raise OSError(28, "No space left on device")
-        written.append(self)
-        return real_write_bytes(self, data)
+        written.append(path)
+        real_write(path, data)
 
-    monkeypatch.setattr(Path, "write_bytes", failing_write_bytes)
+    monkeypatch.setattr(writer, "write_new_file", failing_write)
     with pytest.raises(OSError, match="No space left"):
         run_cli("build", "--site", site_copy, "--out", out, "--base-url", TEST_BASE_URL)
     monkeypatch.undo()

@@ -1,0 +1,148 @@
+"""content_builder/early.py: a first build's files written by a forked child while the
+build checks them. The output is that of a plain write; a failed build, or a child that
+fails, leaves no trace and changes nothing but the time."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from agent_contract.artifacts import Artifact
+from content_builder import build as pipeline
+from content_builder import early, halves, writer
+from content_builder.errors import SiteDataError
+from tests.conftest import TEST_BASE_URL, tree_digest
+
+
+@pytest.fixture
+def forking(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The fork path on the small fixture site, whatever threads other tests left behind
+    (the child takes no lock another thread could hold)."""
+    if not hasattr(os, "fork") or (os.cpu_count() or 1) < 2:
+        pytest.skip("needs os.fork and two CPUs")
+    monkeypatch.setattr(halves.threading, "active_count", lambda: 1)
+    monkeypatch.setattr(early, "MINIMUM_FILES", 1)
+
+
+def _written_here(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The files the writer writes in this process (the child's writes are not seen)."""
+    written: list[str] = []
+    real = writer.write_new_file
+
+    def counting(path: str, body: bytes) -> None:
+        written.append(path)
+        real(path, body)
+
+    monkeypatch.setattr(writer, "write_new_file", counting)
+    return written
+
+
+def _plain_build(site: Path, out: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
+    with monkeypatch.context() as plain:
+        plain.setattr(early.EarlyFiles, "start", classmethod(lambda cls, files, out_dir: None))
+        pipeline.build(site, out, TEST_BASE_URL)
+    return tree_digest(out)
+
+
+def _capturing_start(monkeypatch: pytest.MonkeyPatch) -> list[object]:
+    """EarlyFiles.start as it is, each call's files and result kept."""
+    calls: list[object] = []
+    real_start = early.EarlyFiles.start.__func__  # type: ignore[attr-defined]
+
+    def start(cls: type[early.EarlyFiles], files: list[Artifact], out_dir: Path) -> object:
+        started = real_start(cls, files, out_dir)
+        calls.append((files, started))
+        return started
+
+    monkeypatch.setattr(early.EarlyFiles, "start", classmethod(start))
+    return calls
+
+
+@pytest.mark.usefixtures("forking")
+def test_the_output_is_that_of_a_plain_write(
+    site_copy: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    expected = _plain_build(site_copy, tmp_path / "plain", monkeypatch)
+    calls = _capturing_start(monkeypatch)
+    written = _written_here(monkeypatch)
+    result, _ = pipeline.build(site_copy, tmp_path / "dist", TEST_BASE_URL)
+    assert tree_digest(tmp_path / "dist") == expected
+    [(files, started)] = calls
+    assert started is not None, "a child wrote the files"
+    assert files == result.artifacts
+    assert written == [], "this process wrote none of them (the manifest aside)"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["dist", "plain", "site_data"]
+
+
+@pytest.mark.usefixtures("forking")
+def test_a_build_that_fails_after_the_child_started_leaves_nothing(
+    site_copy: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    calls = _capturing_start(monkeypatch)
+
+    def failing_budgets(artifacts: list[Artifact]) -> None:
+        raise SiteDataError.single("site.yaml", None, "over budget (injected)")
+
+    monkeypatch.setattr(pipeline, "check_budgets", failing_budgets)
+    with pytest.raises(SiteDataError, match="injected"):
+        pipeline.build(site_copy, tmp_path / "dist", TEST_BASE_URL)
+    assert calls and calls[0][1] is not None, "the child had started"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["site_data"], "no output, no staging"
+    with pytest.raises(ChildProcessError):
+        os.waitpid(-1, os.WNOHANG)  # the child was reaped: no zombie left behind
+
+
+@pytest.mark.usefixtures("forking")
+def test_a_child_that_fails_changes_nothing_but_the_time(
+    site_copy: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    expected = _plain_build(site_copy, tmp_path / "plain", monkeypatch)
+
+    def failing_files(folder: str, files: dict[str, bytes]) -> None:
+        Path(folder, "stray").write_text("half-written")  # what a dying child leaves
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(early, "write_files", failing_files)
+    written = _written_here(monkeypatch)
+    result, _ = pipeline.build(site_copy, tmp_path / "dist", TEST_BASE_URL)
+    assert tree_digest(tmp_path / "dist") == expected
+    assert len(written) == len(result.artifacts), "every file written here instead"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["dist", "plain", "site_data"]
+
+
+@pytest.mark.usefixtures("forking")
+def test_an_existing_output_is_never_staged_early(
+    site_copy: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    out = tmp_path / "dist"
+    out.mkdir()
+    leaves = [Artifact("/api/v1/content/documents/a.json", b"{}\n")]
+    assert early.EarlyFiles.start(leaves, out) is None
+    assert early.EarlyFiles.start(leaves, tmp_path / "missing" / "dist") is None, (
+        "a failed build must not have created the parent folder"
+    )
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["dist", "site_data"]
+
+
+@pytest.mark.usefixtures("forking")
+def test_a_key_published_again_later_is_written_by_the_writer(tmp_path: Path) -> None:
+    first = Artifact("/api/v1/content/documents/a.json", b'{"first": 1}\n')
+    other = Artifact("/api/v1/content/documents/b.json", b"{}\n")
+    files = early.EarlyFiles.start([first, other], tmp_path / "dist")
+    assert files is not None
+    later = Artifact(first.path, b'{"later": 2}\n')
+    writer.write_output([first, other, later], tmp_path / "dist", TEST_BASE_URL, files)
+    assert (tmp_path / "dist" / first.key).read_bytes() == later.body, "the last one wins"
+    assert (tmp_path / "dist" / other.key).read_bytes() == other.body
+
+
+def test_write_new_file_writes_what_write_bytes_writes(tmp_path: Path) -> None:
+    body = bytes(range(256)) * 4096  # larger than one pipe or page
+    early.write_new_file(str(tmp_path / "new"), body)
+    (tmp_path / "old").write_bytes(body)
+    early.write_new_file(str(tmp_path / "old"), b"short")  # truncated, as "wb" does
+    assert (tmp_path / "new").read_bytes() == body
+    assert (tmp_path / "old").read_bytes() == b"short"
+    assert (tmp_path / "new").stat().st_mode == (tmp_path / "old").stat().st_mode

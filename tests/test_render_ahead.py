@@ -1,0 +1,83 @@
+"""render_catalog with the search index rendered ahead in a child (content_builder.halves
+`ahead`): the same files, and errors in the order of a plain loop."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from content_builder import build as pipeline
+from content_builder import halves
+from content_builder.render import endpoints
+from tests.conftest import SPEC_SITE, TEST_BASE_URL
+
+
+@pytest.fixture
+def forking(monkeypatch: pytest.MonkeyPatch) -> None:
+    if not hasattr(os, "fork") or (os.cpu_count() or 1) < 2:
+        pytest.skip("needs os.fork and two CPUs")
+    monkeypatch.setattr(halves.threading, "active_count", lambda: 1)
+    monkeypatch.setattr(pipeline, "MINIMUM_ITEMS", 1)
+
+
+def _bodies() -> dict[str, bytes]:
+    return {a.path: a.body for a in pipeline.plan(SPEC_SITE, TEST_BASE_URL).artifacts}
+
+
+def test_the_files_are_those_of_a_plain_loop(monkeypatch: pytest.MonkeyPatch) -> None:
+    plain = _bodies()  # 12 entries: no child
+    if not hasattr(os, "fork") or (os.cpu_count() or 1) < 2:
+        pytest.skip("needs os.fork and two CPUs")
+    monkeypatch.setattr(halves.threading, "active_count", lambda: 1)
+    monkeypatch.setattr(pipeline, "MINIMUM_ITEMS", 1)
+    forks: list[int] = []
+    real_fork = os.fork
+
+    def counting_fork() -> int:
+        pid = real_fork()
+        if pid:
+            forks.append(pid)
+        return pid
+
+    monkeypatch.setattr(os, "fork", counting_fork)
+    assert _bodies() == plain
+    assert forks, "the search index was rendered in a child"
+    assert list(plain) == list(_bodies()), "in the same order"
+
+
+def _failing(monkeypatch: pytest.MonkeyPatch, *keys: str) -> None:
+    for key in keys:
+
+        def body(context: object, key: str = key) -> bytes:
+            raise ValueError(f"{key} fails")
+
+        monkeypatch.setitem(endpoints.RENDERERS, key, endpoints.Renderer(body))
+
+
+@pytest.mark.usefixtures("forking")
+def test_the_search_index_error_comes_before_a_later_aggregates(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    _failing(monkeypatch, "search_index", "discovery")  # discovery comes later in the table
+    with pytest.raises(ValueError, match=r"^search_index fails$") as raised:
+        pipeline.plan(SPEC_SITE, TEST_BASE_URL)
+    assert raised.value.__suppress_context__
+
+
+@pytest.mark.usefixtures("forking")
+def test_an_earlier_aggregates_error_comes_before_the_search_indexes(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    _failing(monkeypatch, "content_index", "search_index")
+    with pytest.raises(ValueError, match=r"^content_index fails$"):
+        pipeline.plan(SPEC_SITE, TEST_BASE_URL)
+
+
+@pytest.mark.usefixtures("forking")
+def test_a_later_aggregates_error_is_raised_when_the_search_index_renders(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    _failing(monkeypatch, "discovery")
+    with pytest.raises(ValueError, match=r"^discovery fails$"):
+        pipeline.plan(SPEC_SITE, TEST_BASE_URL)
