@@ -7,10 +7,12 @@ so `check`, `serve`, the Pulumi program and the tests all share it.
 from __future__ import annotations
 
 import gc
+import os
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from agent_contract import paths
 from agent_contract.artifacts import Artifact
@@ -38,7 +40,7 @@ from content_builder.render.documents import DocumentData, tracked
 from content_builder.render.endpoints import RENDERERS, RenderContext, markdown_mirrors
 from content_builder.render.entries import build_catalog, lock_stamp
 from content_builder.validate import body_links, check_artifacts, check_authored_links
-from content_builder.writer import FileReport, write_file_atomically, write_output
+from content_builder.writer import FileReport, staged_file, write_output
 
 
 @dataclass(frozen=True)
@@ -63,14 +65,31 @@ def render_catalog(site: Site, catalog: Catalog, mcp_endpoint: str | None = None
     table, by publish tier: leaves first, entry points last.
 
     The search index (its keyword budget over every entry: 0.85 s of the 1.4 s of
-    aggregates at 10,000 entries) is rendered in a forked child meanwhile when the site
-    is large (content_builder.halves `ahead`); errors are raised in the order of a plain
-    loop: an aggregate after it that fails waits for it, which raises first if it fails."""
+    aggregates at 10,000 entries) is rendered in a forked child meanwhile when this
+    build rendered many entries (content_builder.halves `ahead`); errors are raised in
+    the order of a plain loop: an aggregate after it that fails waits for it, which
+    raises first if it fails."""
     context = RenderContext(site, catalog, mcp_endpoint)
     brand = site.config.brand
     single = sorted(SINGLE_FILES, key=lambda endpoint: rule_for(endpoint.resolve(brand)).tier)
-    large = len(catalog.entries) >= MINIMUM_ITEMS
-    with ahead(lambda: RENDERERS[SEARCH_INDEX].body(context), large) as search_index:
+    # Worth a fork of a process this size when the entries' terms are new: the keyword
+    # choice of a cached build reuses the last one (0.1 s at 10,000 entries), less than
+    # the fork, the hand-over and the wait.
+    large = catalog.rendered_now >= MINIMUM_ITEMS
+
+    def search_index_and_kept() -> tuple[bytes, dict[str, Any]]:
+        # With what it put beside the build cache (the keyword choice the next build
+        # starts from): put in a child, it would be lost with the child.
+        return RENDERERS[SEARCH_INDEX].body(context), site.cache.latest_put()
+
+    with ahead(search_index_and_kept, large) as search_index_ahead:
+
+        def search_index() -> bytes:
+            body, kept = search_index_ahead()
+            for name, value in kept.items():
+                site.cache.put_latest(name, value)
+            return body
+
         leaves = [
             *(
                 Artifact.hashed(
@@ -276,8 +295,15 @@ def build(
         if started is not None:
             early.append(started)
 
+    new_lock: Path | None = None
     try:
         result = plan(site_dir, base_url, frozen, mcp_endpoint, start_early)
+        if result.lock_changes:
+            # Written beside the lock first, put in place after the output: a lock that
+            # cannot be written (a full disk) fails the build before the output changes,
+            # and an output that cannot be written leaves the lock as it was.
+            body = lock_body(result.lock, result.history)
+            new_lock = staged_file(result.site.root / LOCK_FILE, body)
         with collector_paused():
             report = write_output(
                 result.artifacts, out_dir, result.site.base_url, early[0] if early else None
@@ -285,8 +311,9 @@ def build(
     except BaseException:
         for files in early:  # a failed build: the staging folder goes, the output stays
             files.discard()
+        if new_lock is not None:
+            new_lock.unlink(missing_ok=True)
         raise
-    if result.lock_changes:
-        # After the output: a failed write must leave both the output and the lock as they were.
-        write_file_atomically(result.site.root / LOCK_FILE, lock_body(result.lock, result.history))
+    if new_lock is not None:
+        os.replace(new_lock, result.site.root / LOCK_FILE)
     return result, report

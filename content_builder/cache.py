@@ -191,6 +191,11 @@ class EntryCache:
         if self.file is not None:
             self._latest_put[name] = value
 
+    def latest_put(self) -> dict[str, Any]:
+        """What `put_latest` was given since the last save: work done in a forked child
+        (content_builder.halves) hands it back for the parent to put, or it is lost."""
+        return dict(self._latest_put)
+
     def _save_latest(self) -> None:
         if self.file is None or not self._latest_put:
             return

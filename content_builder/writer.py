@@ -167,7 +167,11 @@ def _write_output(
     body = manifest_body(build_manifest(base_url, entries))
     if previous is None:  # a first build (or an empty folder): everything is written
         staging, _ = _stage(artifacts, out_dir, body, None, early)
-        _swap_in(staging, out_dir)
+        try:
+            _swap_in(staging, out_dir)
+        except BaseException:
+            shutil.rmtree(staging, ignore_errors=True)
+            raise
         return report
     if early is not None:  # an output appeared since the early files started: not used
         early.discard()
@@ -609,11 +613,22 @@ def _locked(folder: Path) -> Iterator[None]:
 
 def write_file_atomically(path: Path, body: bytes) -> None:
     """Replace one file by rename, so a reader never sees it half-written."""
+    temporary = staged_file(path, body)
+    try:
+        os.replace(temporary, path)
+    except BaseException:
+        temporary.unlink(missing_ok=True)
+        raise
+
+
+def staged_file(path: Path, body: bytes) -> Path:
+    """`body` written to a temporary file beside `path`, for an `os.replace` later: what
+    can fail (a full disk) fails here, before anything else has changed."""
     handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:
         with os.fdopen(handle, "wb") as stream:
             stream.write(body)
-        os.replace(temporary, path)
     except BaseException:
         Path(temporary).unlink(missing_ok=True)
         raise
+    return Path(temporary)

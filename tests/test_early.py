@@ -5,6 +5,10 @@ fails, leaves no trace and changes nothing but the time."""
 from __future__ import annotations
 
 import os
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -13,7 +17,7 @@ from agent_contract.artifacts import Artifact
 from content_builder import build as pipeline
 from content_builder import early, halves, writer
 from content_builder.errors import SiteDataError
-from tests.conftest import TEST_BASE_URL, tree_digest
+from tests.conftest import REPO, TEST_BASE_URL, tree_digest
 
 
 @pytest.fixture
@@ -146,3 +150,36 @@ def test_write_new_file_writes_what_write_bytes_writes(tmp_path: Path) -> None:
     assert (tmp_path / "new").read_bytes() == body
     assert (tmp_path / "old").read_bytes() == b"short"
     assert (tmp_path / "new").stat().st_mode == (tmp_path / "old").stat().st_mode
+
+
+_TERMINATED_MID_CHECK = """
+import os, signal, sys, time
+from content_builder import build as pipeline, early, halves
+from content_builder.cli import main
+early.MINIMUM_FILES = 1
+halves.threading.active_count = lambda: 1
+def checked(artifacts):  # the early files are being written: a SIGTERM arrives
+    os.kill(os.getpid(), signal.SIGTERM)
+    time.sleep(5)
+pipeline.check_budgets = checked
+sys.exit(main(["build", "--site", sys.argv[1], "--out", sys.argv[2]]))
+"""
+
+
+def test_a_build_terminated_mid_check_leaves_nothing_behind(
+    site_copy: Path, tmp_path: Path
+) -> None:
+    """SIGTERM (a cancelled CI job) runs the build's cleanup: no staging folder of early
+    files is left beside the output, and no child goes on writing."""
+    if not hasattr(os, "fork") or (os.cpu_count() or 1) < 2:
+        pytest.skip("needs os.fork and two CPUs")
+    out = tmp_path / "out" / "dist"
+    out.parent.mkdir()
+    completed = subprocess.run(
+        [sys.executable, "-c", _TERMINATED_MID_CHECK, str(site_copy), str(out)],
+        cwd=REPO, capture_output=True, text=True, timeout=120, check=False,
+        env={**os.environ, "AGENT_ACCESS_CACHE_DIR": "off"},
+    )  # fmt: skip
+    assert completed.returncode == 128 + signal.SIGTERM, completed.stderr[-2000:]
+    time.sleep(0.5)  # a child that went on would still be writing
+    assert list(out.parent.iterdir()) == [], "no staging folder, no output"

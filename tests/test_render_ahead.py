@@ -4,12 +4,14 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import pytest
 
 from content_builder import build as pipeline
+from content_builder import cache as build_cache
 from content_builder import halves
-from content_builder.render import endpoints
+from content_builder.render import endpoints, indexes
 from tests.conftest import SPEC_SITE, TEST_BASE_URL
 
 
@@ -19,6 +21,8 @@ def forking(monkeypatch: pytest.MonkeyPatch) -> None:
         pytest.skip("needs os.fork and two CPUs")
     monkeypatch.setattr(halves.threading, "active_count", lambda: 1)
     monkeypatch.setattr(pipeline, "MINIMUM_ITEMS", 1)
+    # Every entry rendered by this build (a child only pays when the terms are new).
+    monkeypatch.setenv(build_cache.CACHE_ENV, "off")
 
 
 def _bodies() -> dict[str, bytes]:
@@ -26,6 +30,7 @@ def _bodies() -> dict[str, bytes]:
 
 
 def test_the_files_are_those_of_a_plain_loop(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(build_cache.CACHE_ENV, "off")  # every entry rendered by the build
     plain = _bodies()  # 12 entries: no child
     if not hasattr(os, "fork") or (os.cpu_count() or 1) < 2:
         pytest.skip("needs os.fork and two CPUs")
@@ -81,3 +86,28 @@ def test_a_later_aggregates_error_is_raised_when_the_search_index_renders(
     _failing(monkeypatch, "discovery")
     with pytest.raises(ValueError, match=r"^discovery fails$"):
         pipeline.plan(SPEC_SITE, TEST_BASE_URL)
+
+
+@pytest.mark.usefixtures("forking")
+def test_what_the_child_keeps_beside_the_cache_is_kept(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The keyword choice the search index puts beside the build cache, for the next
+    build to start from, survives the child that made it."""
+    monkeypatch.setenv(build_cache.CACHE_ENV, str(tmp_path / "cache"))
+    forks: list[int] = []
+    real_fork = os.fork
+
+    def counting_fork() -> int:
+        pid = real_fork()
+        if pid:
+            forks.append(pid)
+        return pid
+
+    monkeypatch.setattr(os, "fork", counting_fork)
+    site = pipeline.plan(SPEC_SITE, TEST_BASE_URL).site
+    assert forks, "the search index was rendered in a child"
+    assert isinstance(site.cache.get_latest(indexes._CHOICE), indexes.KeywordChoice)
+    forks.clear()
+    pipeline.plan(SPEC_SITE, TEST_BASE_URL)
+    assert not forks, "a build from the cache renders its search index here"

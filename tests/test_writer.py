@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from content_builder import build as pipeline
 from content_builder import writer
 from tests.conftest import REPO, TEST_BASE_URL, run_cli, tree_digest
 
@@ -45,6 +46,46 @@ def test_a_failure_while_writing_leaves_the_previous_output(
     assert tree_digest(out) == before
     assert (site_copy / "content.lock.json").read_bytes() == lock_before
     assert sorted(p.name for p in tmp_path.iterdir()) == ["dist", "site_data"], "no staging left"
+
+
+def test_a_lock_that_cannot_be_written_leaves_the_output_as_it_was(
+    site_copy: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The lock goes in after the output: its bytes are written beside it first, so a
+    full disk fails the build before the output changes (not after, with the output new
+    and the lock old)."""
+    out = tmp_path / "dist"
+    assert run_cli("build", "--site", site_copy, "--out", out).code == 0
+    before = tree_digest(out)
+    lock = site_copy / "content.lock.json"
+    lock_before = lock.read_bytes()
+    faq = site_copy / "faq" / "q01-difference.yaml"
+    faq.write_text(faq.read_text().replace("sitemap", "site map"))
+
+    def full_disk(path: Path, body: bytes) -> Path:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(pipeline, "staged_file", full_disk)
+    with pytest.raises(OSError, match="No space left"):
+        run_cli("build", "--site", site_copy, "--out", out)
+    monkeypatch.undo()
+    assert tree_digest(out) == before
+    assert lock.read_bytes() == lock_before
+    assert run_cli("build", "--site", site_copy, "--out", out).code == 0
+    assert lock.read_bytes() != lock_before, "the next build writes both"
+    assert sorted(p.name for p in site_copy.iterdir() if p.name.startswith(".")) == []
+
+
+def test_a_first_build_whose_swap_fails_leaves_no_staging_folder(
+    site_copy: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def refused(staging: Path, out_dir: Path) -> None:
+        raise OSError(13, "Permission denied")
+
+    monkeypatch.setattr(writer, "_swap_in", refused)
+    with pytest.raises(OSError, match="Permission denied"):
+        run_cli("build", "--site", site_copy, "--out", tmp_path / "dist")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["site_data"], "nothing left behind"
 
 
 def test_refuses_to_replace_a_folder_it_did_not_write(site_copy: Path, tmp_path: Path) -> None:

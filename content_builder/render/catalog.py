@@ -128,6 +128,7 @@ class Catalog:
     faqs: tuple[EntryRender, ...]
     lock: Lock
     history: History = field(default_factory=History)  # the change feed's generation
+    rendered_now: int = 0  # how many entries this build rendered (the rest: the build cache)
 
     @property
     def entries(self) -> tuple[EntryRender, ...]:

@@ -72,7 +72,8 @@ def build_catalog(
         loaded.release()  # rendered: its models are not held while the rest renders
         found[index] = rendered
     documents = tuple(found[: len(site.documents)])
-    return Catalog(documents, tuple(found[len(site.documents) :]), lock, history or History())  # type: ignore[arg-type]
+    faqs = tuple(found[len(site.documents) :])
+    return Catalog(documents, faqs, lock, history or History(), len(missing))  # type: ignore[arg-type]
 
 
 def _from_cache(
