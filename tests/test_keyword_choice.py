@@ -191,15 +191,22 @@ def _titled(word: str) -> _EntryTerms:
     return _EntryTerms((word,), (), (), (), (), ())
 
 
-def test_a_count_that_comes_to_tie_another_changes_places_by_name() -> None:
-    """zeta held by 10 entries, alpha by 11: (10, zeta) ranks first; one entry more
-    holding zeta, and (11, alpha) ranks before (11, zeta). Room for one keyword."""
+def _zeta_10_alpha_11() -> tuple[_Site, indexes.KeywordChoice]:
+    """zeta held by 10 entries, alpha by 11, the first entry holding both with room for
+    one keyword: (10, zeta) ranks first."""
     site = _Site()
     both = site.new(_EntryTerms((), ("alpha", "zeta"), (), (), (), ()))
     site.entries = [both, *(site.new(_titled("zeta")) for _ in range(9))]
     site.entries += [site.new(_titled("alpha")) for _ in range(10)]
     first = _ordered(site, indexes.keyword_cost("alpha"), None)
     assert first.chosen[0] == b'["zeta"]'
+    return site, first
+
+
+def test_a_count_that_comes_to_tie_another_changes_places_by_name() -> None:
+    """zeta held by 10 entries, alpha by 11: (10, zeta) ranks first; one entry more
+    holding zeta, and (11, alpha) ranks before (11, zeta). Room for one keyword."""
+    site, first = _zeta_10_alpha_11()
     site.entries[1] = site.new(_titled("other"))  # zeta 9, then 11 with two more
     site.entries += [site.new(_titled("zeta")), site.new(_titled("zeta"))]
     second = _ordered(site, indexes.keyword_cost("alpha"), first)
@@ -209,12 +216,7 @@ def test_a_count_that_comes_to_tie_another_changes_places_by_name() -> None:
 def test_two_counts_that_pass_each_other_change_places() -> None:
     """zeta 10 -> 12 and alpha 11 -> 9 in one build: neither new count lies in the
     other's span, yet (10, zeta) < (11, alpha) became (12, zeta) > (9, alpha)."""
-    site = _Site()
-    both = site.new(_EntryTerms((), ("alpha", "zeta"), (), (), (), ()))
-    site.entries = [both, *(site.new(_titled("zeta")) for _ in range(9))]
-    site.entries += [site.new(_titled("alpha")) for _ in range(10)]
-    first = _ordered(site, indexes.keyword_cost("alpha"), None)
-    assert first.chosen[0] == b'["zeta"]'
+    site, first = _zeta_10_alpha_11()
     site.entries[-2:] = [site.new(_titled("zeta")), site.new(_titled("zeta"))]
     second = _ordered(site, indexes.keyword_cost("alpha"), first)
     assert second.chosen[0] == b'["alpha"]'
