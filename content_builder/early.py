@@ -84,7 +84,7 @@ class EarlyFiles:
         ):
             return None
         files = {artifact.key: artifact.body for artifact in artifacts}  # the last one wins
-        folder = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.new-", dir=out_dir.parent))
+        folder = new_staging_folder(out_dir)
         try:
             pid = os.fork()
         except OSError:
@@ -133,3 +133,38 @@ class EarlyFiles:
                 pass  # already gone
             self._pid = None
         shutil.rmtree(self.folder, ignore_errors=True)
+
+
+def new_staging_folder(out_dir: Path) -> Path:
+    """An empty folder beside `out_dir` for a new output, named with this process's pid
+    (`.dist.new-<pid>-<random>`), so that one a killed build left can be told from one
+    a running build is writing (`remove_abandoned_staging`)."""
+    prefix = f".{out_dir.name}.new-{os.getpid()}-"
+    return Path(tempfile.mkdtemp(prefix=prefix, dir=out_dir.parent))
+
+
+def remove_abandoned_staging(out_dir: Path) -> None:
+    """Remove the staging folders of builds into `out_dir` whose process is gone (killed
+    with SIGKILL, a power cut: no cleanup ran; each is a full-size output at worst). A
+    folder whose pid is alive is left, even if the pid was reused: never a running
+    build's. Folders named without a pid (older versions) are left too."""
+    prefix = f".{out_dir.name}.new-"
+    try:
+        names = os.listdir(out_dir.parent)
+    except OSError:
+        return
+    for name in names:
+        pid_text = name[len(prefix) :].split("-", 1)[0]
+        if not name.startswith(prefix) or not pid_text.isdigit() or _alive(int(pid_text)):
+            continue
+        shutil.rmtree(out_dir.parent / name, ignore_errors=True)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (OSError, OverflowError):  # not ours to signal, or no such number: leave it
+        return True
+    return True

@@ -50,7 +50,12 @@ from agent_contract.manifest import (
     read_manifest,
 )
 from agent_contract.routes import RouteRule
-from content_builder.early import EarlyFiles, write_new_file
+from content_builder.early import (
+    EarlyFiles,
+    new_staging_folder,
+    remove_abandoned_staging,
+    write_new_file,
+)
 from content_builder.errors import SiteDataError
 from content_builder.loader import display_path
 
@@ -147,6 +152,7 @@ def write_output(
     # spare's record: two builds updating one spare in place would swap in a mixture.
     # (Advisory, flock; where there is none, builds are not serialized, as before.)
     with _locked(out_dir.parent):
+        remove_abandoned_staging(out_dir)
         return _write_output(artifacts, out_dir, base_url, early)
 
 
@@ -201,7 +207,7 @@ def _stage(
     written early, content_builder/early.py). Returns it and the paths it linked."""
     written = _written_before(out_dir, previous)
     staging, done = _early_staging(early, previous, artifacts)
-    staging = staging or Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.new-", dir=out_dir.parent))
+    staging = staging or new_staging_folder(out_dir)
     linked: set[str] = set()
     try:
         folders: set[str] = set()

@@ -7,6 +7,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -86,6 +87,25 @@ def test_a_first_build_whose_swap_fails_leaves_no_staging_folder(
     with pytest.raises(OSError, match="Permission denied"):
         run_cli("build", "--site", site_copy, "--out", tmp_path / "dist")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["site_data"], "nothing left behind"
+
+
+def test_a_staging_folder_a_killed_build_left_is_removed_by_the_next(
+    site_copy: Path, tmp_path: Path
+) -> None:
+    """SIGKILL leaves a build no cleanup: the next build into the same output removes the
+    staging folders whose process is gone, never one whose process is alive."""
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True, check=True).stdout.strip()  # fmt: skip
+    abandoned = tmp_path / f".dist.new-{dead}-abc123"
+    running = tmp_path / f".dist.new-{os.getpid()}-def456"
+    older = tmp_path / ".dist.new-ghi789"  # no pid in its name: not known to be dead
+    other = tmp_path / f".other.new-{dead}-jkl000"  # another output's
+    for folder in (abandoned, running, older, other):
+        (folder / "api").mkdir(parents=True)
+        (folder / "api" / "file.json").write_text("{}")
+    assert run_cli("build", "--site", site_copy, "--out", tmp_path / "dist").code == 0
+    assert not abandoned.exists()
+    assert running.exists() and older.exists() and other.exists()
 
 
 def test_refuses_to_replace_a_folder_it_did_not_write(site_copy: Path, tmp_path: Path) -> None:
