@@ -157,10 +157,11 @@ def known_links(
             continue
         around = body_links(site, RENDERERS[key].body(nothing))  # the text around the pieces
         found[path] = around + [link for entry in unsettled for link in entry.links.pieces[piece]]
-    for entry, done in zip(catalog.documents, settled, strict=False):
+    documents = len(catalog.documents)
+    for entry, done in zip(catalog.documents, settled[:documents], strict=True):
         found[paths.document(entry.id)] = [] if done else entry.links.json
         found[paths.document_markdown(entry.id)] = [] if done else entry.links.markdown
-    for entry, done in zip(catalog.faqs, settled[len(catalog.documents) :], strict=True):
+    for entry, done in zip(catalog.faqs, settled[documents:], strict=True):
         found[paths.faq(entry.id)] = [] if done else entry.links.json
         found[paths.faq_markdown(entry.id)] = [] if done else entry.links.markdown
     return found

@@ -154,10 +154,11 @@ def remove_abandoned_staging(out_dir: Path) -> None:
     except OSError:
         return
     for name in names:
-        pid_text = name[len(prefix) :].split("-", 1)[0]
-        if not name.startswith(prefix) or not pid_text.isdigit() or _alive(int(pid_text)):
+        if not name.startswith(prefix):
             continue
-        shutil.rmtree(out_dir.parent / name, ignore_errors=True)
+        pid = name[len(prefix) :].split("-", 1)[0]
+        if pid.isdigit() and not _alive(int(pid)):
+            shutil.rmtree(out_dir.parent / name, ignore_errors=True)
 
 
 def _alive(pid: int) -> bool:

@@ -14,12 +14,12 @@ published path. Both are functions of bytes the build can name exactly:
 So when a build publishes every path the last build that passed published (and maybe
 more), the links of an entry with the same identity, or of a file with the same sha256,
 resolve again; when it publishes exactly those paths, coverage by the same discovery and
-OpenAPI bytes holds again. A build proves the rest and
-records what it proved beside the build cache (`EntryCache.put_latest`), written only by
-a build that passed every check. At 10,000 entries after one FAQ edit or addition this is
-the link check of one entry, one llms.txt part and the aggregates' own text instead of
-about a million links (~1 s of a 5 s build).
-Without the cache (AGENT_ACCESS_CACHE_DIR=off) nothing is recorded and everything is checked.
+OpenAPI bytes holds again. A build proves the rest and records what it proved beside the
+build cache (`EntryCache.put_latest`), written only by a build that passed every check.
+At 10,000 entries after one FAQ edit or addition this is the link check of one entry,
+one llms.txt part and the aggregates' own text instead of about a million links (~1 s of
+a 5 s build). Without the cache (AGENT_ACCESS_CACHE_DIR=off) nothing is recorded and
+everything is checked.
 """
 
 from __future__ import annotations

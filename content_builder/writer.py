@@ -617,16 +617,6 @@ def _locked(folder: Path) -> Iterator[None]:
         os.close(handle)
 
 
-def write_file_atomically(path: Path, body: bytes) -> None:
-    """Replace one file by rename, so a reader never sees it half-written."""
-    temporary = staged_file(path, body)
-    try:
-        os.replace(temporary, path)
-    except BaseException:
-        temporary.unlink(missing_ok=True)
-        raise
-
-
 def staged_file(path: Path, body: bytes) -> Path:
     """`body` written to a temporary file beside `path`, for an `os.replace` later: what
     can fail (a full disk) fails here, before anything else has changed."""
