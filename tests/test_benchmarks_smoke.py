@@ -40,7 +40,7 @@ def bench(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     code = run.main(
         ["--sizes", str(N), "--publish-n", str(N), "--repeats", "1", "--publisher-only",
          "--no-readme", "--work", str(work), "--edge-requests", "50", "--edge-rounds", "1",
-         "--edge-seconds", "0.5", "--watch-idle-seconds", "0.5"]
+         "--edge-seconds", "0.5", "--watch-idle-seconds", "0.5", "--no-first-run"]
     )  # fmt: skip
     assert code == 0
     assert run.README.read_bytes() == readme, "--no-readme must leave the README alone"
@@ -238,3 +238,78 @@ def test_the_watch_harness_fails_loudly_when_the_edit_is_never_served(tmp_path: 
     assert tree_digest(site) == before, "restored after a failure too"
     with pytest.raises(ValueError, match=r"no FAQ file .* has the id q99999-missing"):
         watch_bench.measure(site, N, tmp_path / "w2", faq_ids=["q99999-missing"])
+
+
+# --- first run (issue 11 target 1) -----------------------------------------------------------
+# `make bench` clones this repository and installs it from PyPI; here a small git repository
+# stands in, with a Makefile whose `serve` prints a discovery URL and answers it, and whose
+# `test` prints a pytest summary: the harness's clock, parsing and clean-up, offline.
+
+_FAKE_SERVER = """
+import http.server, sys
+port = int(sys.argv[1]); status = int(sys.argv[2])
+class Handler(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        self.send_response(status if self.path == "/.well-known/fake.json" else 404)
+        self.send_header("Content-Length", "0"); self.end_headers()
+    def log_message(self, *args): pass
+server = http.server.HTTPServer(("127.0.0.1", port), Handler)
+print(f"discovery: http://127.0.0.1:{port}/.well-known/fake.json", flush=True)
+server.serve_forever()
+"""
+
+
+def _fake_repository(root: Path, serve_status: int = 200, test_exit: int = 0) -> Path:
+    import subprocess
+    import sys
+
+    root.mkdir()
+    (root / "fake_serve.py").write_text(_FAKE_SERVER)
+    (root / "Makefile").write_text(
+        "PORT ?= 8000\n"
+        f"serve:\n\t{sys.executable} fake_serve.py $(PORT) {serve_status}\n"
+        f"test:\n\t@echo '======= 3 passed, 1 warning in 0.01s ======='\n\t@exit {test_exit}\n"
+    )
+    (root / ".ci").mkdir()
+    (root / ".ci" / "run").write_text("set -e\nmake test\n")
+    for command in (["init", "-q"], ["add", "-A"], ["-c", "user.name=t", "-c", "user.email=t@t",
+                                                      "commit", "-qm", "fake"]):  # fmt: skip
+        subprocess.run(["git", "-C", str(root), *command], check=True)
+    return root
+
+
+def test_the_first_run_is_measured_on_a_fresh_clone(tmp_path: Path, bench: dict[str, Any]) -> None:
+    from benchmarks import first_run_bench
+
+    repository = _fake_repository(tmp_path / "repo")
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    result = first_run_bench.measure(repository, timeout=60, scratch=scratch)
+    assert 0 < result.serve_seconds < 60
+    assert result.ci_summary == result.test_warm_summary == "3 passed, 1 warning in 0.01s"
+    assert result.ci_seconds > 0 and result.test_warm_seconds > 0
+    assert not result.uncommitted_changes and len(result.commit) == 40
+    assert not list(scratch.iterdir()), "the clones are removed"
+    rows = run.targets({**bench, "first_run": result.as_dict()})
+    first = {name: met for name, _, met in rows if "fresh clone" in name or "warm" in name}
+    assert len(first) == 3 and all(first.values()), rows
+    # The same figures over the targets' limits are reported as not met.
+    slow = {**result.as_dict(), "serve_seconds": 61.0, "ci_seconds": 301.0,
+            "test_warm_seconds": 91.0}  # fmt: skip
+    rows = run.targets({**bench, "first_run": slow})
+    assert [met for name, _, met in rows if "fresh clone" in name or "warm" in name] == [
+        False, False, False
+    ]  # fmt: skip
+    (repository / "Makefile").write_text((repository / "Makefile").read_text() + "\n")
+    assert first_run_bench.measure(repository, timeout=60).uncommitted_changes
+
+
+def test_the_first_run_harness_fails_loudly(tmp_path: Path) -> None:
+    from benchmarks import first_run_bench
+
+    never = _fake_repository(tmp_path / "never", serve_status=503)
+    with pytest.raises(RuntimeError, match="did not print a discovery URL that answers"):
+        first_run_bench.measure(never, timeout=3)
+    failing = _fake_repository(tmp_path / "failing", test_exit=1)
+    with pytest.raises(RuntimeError, match=r"`bash .ci/run` failed with 2"):
+        first_run_bench.measure(failing, timeout=30)
