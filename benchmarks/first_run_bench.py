@@ -28,7 +28,6 @@ import os
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import tempfile
 import time
@@ -37,6 +36,8 @@ import urllib.request
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
+
+from benchmarks.watch_bench import free_port
 
 REPO = Path(__file__).resolve().parents[1]
 HOST = "127.0.0.1"
@@ -57,12 +58,6 @@ class FirstRunResult:
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind((HOST, 0))
-        return probe.getsockname()[1]
 
 
 def _tail(log: Path) -> str:
@@ -115,7 +110,7 @@ def _stop(process: subprocess.Popen[bytes]) -> None:
 def time_serve(checkout: Path, pip_cache: Path, timeout: float) -> float:
     """Seconds from starting `make serve` until the discovery URL it prints (`discovery:
     <url>`, once it has built) answers 200 to a GET."""
-    port = _free_port()
+    port = free_port()
     log = checkout.parent / "serve.log"
     printed = re.compile(rb"^discovery: (http://\S+)$", re.MULTILINE)
     environment = _environment(PIP_CACHE_DIR=str(pip_cache), PYTHONUNBUFFERED="1")

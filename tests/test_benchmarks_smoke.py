@@ -313,3 +313,50 @@ def test_the_first_run_harness_fails_loudly(tmp_path: Path) -> None:
     failing = _fake_repository(tmp_path / "failing", test_exit=1)
     with pytest.raises(RuntimeError, match=r"`bash .ci/run` failed with 2"):
         first_run_bench.measure(failing, timeout=30)
+
+
+def test_search_cost_and_quality_are_measured(bench: dict[str, Any]) -> None:
+    """`make bench` times `client.search()` against `serve` (each later query revalidated
+    with a 304), reports the sample site's recall per question set, and the search
+    index's bytes per entry raw and gzipped at every N."""
+    client = bench["search_client"]
+    assert client["n"] == N and len(client["query_runs"]) == 5
+    assert client["not_modified"] == 5, "each later search revalidates the cached index"
+    assert all(hits > 0 for hits in client["hits"]), "each query is an FAQ question: it finds"
+    sets = {(r["question_set"], r["client"]) for r in bench["search_quality"]["recalls"]}
+    assert {("questions", "naive"), ("held_out", "naive")} <= sets
+    (build,) = bench["build"]
+    assert 0 < build["search_index_gzip_bytes"] < build["search_index_bytes"]
+    names = [name for name, _, _ in run.targets(bench)]
+    assert any(name.startswith("`client.search()` under") for name in names), names
+    assert any(name.startswith("sample site's search recall") for name in names), names
+    section = run.render(bench)
+    assert any(line.startswith("**Search index**") for line in section)
+
+
+def test_the_search_targets_can_fail(bench: dict[str, Any]) -> None:
+    slow = {**bench["search_client"], "query_seconds": 0.31}
+    unrevalidated = {**bench["search_client"], "not_modified": 0}
+    weak = {**bench["search_quality"], "recalls": [
+        {**r, "recall_at_1": 0.69} if r["question_set"] == "held_out" else r
+        for r in bench["search_quality"]["recalls"]
+    ]}  # fmt: skip
+    for changed in ({"search_client": slow}, {"search_client": unrevalidated},
+                    {"search_quality": weak}):  # fmt: skip
+        rows = run.targets({**bench, **changed})
+        assert [
+            met for name, _, met in rows if name.startswith(("`client.search()`", "sample site's"))
+        ].count(False) == 1
+    fine = run.targets(bench)
+    assert all(met for name, _, met in fine if name.startswith(("`client.search()`", "sample")))
+
+
+def test_the_preview_reuses_the_build_on_unchanged_sources(bench: dict[str, Any]) -> None:
+    again = bench["preview_again"]
+    assert again["n"] == N and again["build_seconds"] > 0
+    (row,) = [(measured, met) for name, measured, met in run.targets(bench)
+              if name.startswith("`pulumi preview` on unchanged sources")]  # fmt: skip
+    assert row[1], row
+    slow = {**again, "build_seconds": run.EDIT_SECONDS + 0.1}
+    assert not next(met for name, _, met in run.targets({**bench, "preview_again": slow})
+                if name.startswith("`pulumi preview` on unchanged"))  # fmt: skip
