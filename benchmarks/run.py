@@ -216,10 +216,12 @@ def targets(results: dict[str, Any]) -> list[tuple[str, str, bool]]:
     if again:
         rows.append((
             f"`pulumi preview` on unchanged sources reuses the build (N = {again['n']:,}: the "
-            f"program's second run, same build cache, builds under {EDIT_SECONDS:.0f} s)",
+            f"program's second run, same build cache, builds under {EDIT_SECONDS:.0f} s and "
+            "in under half the first run's build)",
             f"{again['build_seconds']:.1f} s (the first run's build: "
             f"{again['first_build_seconds']:.1f} s)",
-            again["build_seconds"] < EDIT_SECONDS,
+            again["build_seconds"] < EDIT_SECONDS
+            and again["build_seconds"] < again["first_build_seconds"] / 2,
         ))  # fmt: skip
     previews = results.get("preview") or []
     if len(previews) > 1:
@@ -254,39 +256,53 @@ def _search_targets(results: dict[str, Any]) -> list[tuple[str, str, bool]]:
             client["query_seconds"] < SEARCH_QUERY_SECONDS and answered,
         ))  # fmt: skip
     quality = results.get("search_quality")
-    if quality:
+    if quality is not None:
         naive = [r for r in quality["recalls"] if r["client"] == "naive"]
+        measured = "; ".join(
+            f"{r['question_set']} ({r['questions']}): r@1 {r['recall_at_1']:.2f}, "
+            f"r@3 {r['recall_at_3']:.2f}" for r in naive
+        )  # fmt: skip
+        held_out = any(r["question_set"] == "held_out" for r in naive)
         rows.append((
             f"sample site's search recall, spec's naive client: r@1 >= {RECALL_AT_1:.2f}, "
             f"r@3 >= {RECALL_AT_3:.2f} in each question set, held-out included",
-            "; ".join(f"{r['question_set']} ({r['questions']}): r@1 {r['recall_at_1']:.2f}, "
-                      f"r@3 {r['recall_at_3']:.2f}" for r in naive),
-            bool(naive) and all(r["recall_at_1"] >= RECALL_AT_1 and r["recall_at_3"] >= RECALL_AT_3
-                                for r in naive),
+            (measured or "no questions measured") + ("" if held_out else "; no held-out set"),
+            held_out and all(r["recall_at_1"] >= RECALL_AT_1 and r["recall_at_3"] >= RECALL_AT_3
+                             for r in naive),
         ))  # fmt: skip
     return rows
 
 
+_FIRST_RUN_TARGETS = (
+    f"fresh clone: `make serve` answers its discovery URL under {FIRST_SERVE_SECONDS:.0f} s "
+    "(empty pip cache)",
+    f"fresh clone: CI (`bash .ci/run`, warm pip cache) under {CI_SECONDS / 60:.0f} minutes",
+    f"`make test` from a warm environment under {TEST_WARM_SECONDS:.0f} s",
+)
+
+
 def _first_run_targets(first: dict[str, Any]) -> list[tuple[str, str, bool]]:
-    measured_at = f"commit {first['commit'][:10]}" + (
-        ", uncommitted changes not measured" if first["uncommitted_changes"] else ""
+    if "error" in first:  # a failed step (no PyPI, a red test): measured, and not met
+        reason = "failed: " + first["error"].strip().splitlines()[0][:200]
+        return [(name, reason, False) for name in _FIRST_RUN_TARGETS]
+    where = f"commit {first['commit'][:10]}, clones on {first['filesystem']}" + (
+        ", uncommitted or untracked changes not measured" if first["uncommitted_changes"] else ""
     )
     minutes, seconds = divmod(round(first["ci_seconds"]), 60)
+    serve, ci, warm = _FIRST_RUN_TARGETS
     return [
         (
-            f"fresh clone: `make serve` answers its discovery URL under "
-            f"{FIRST_SERVE_SECONDS:.0f} s (empty pip cache)",
-            f"{first['serve_seconds']:.1f} s ({first['serve_venv_mb']:,.0f} MB `.venv`; "
-            f"{measured_at})",
+            serve,
+            f"{first['serve_seconds']:.1f} s ({first['serve_venv_mb']:,.0f} MB `.venv`; {where})",
             first["serve_seconds"] < FIRST_SERVE_SECONDS,
         ),
         (
-            f"fresh clone: CI (`bash .ci/run`) under {CI_SECONDS / 60:.0f} minutes",
+            ci,
             f"{minutes} min {seconds} s ({first['ci_summary']})",
             first["ci_seconds"] < CI_SECONDS,
         ),
         (
-            f"`make test` from a warm environment under {TEST_WARM_SECONDS:.0f} s",
+            warm,
             f"{first['test_warm_seconds']:.0f} s ({first['test_warm_summary']})",
             first["test_warm_seconds"] < TEST_WARM_SECONDS,
         ),
@@ -544,10 +560,17 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         results["publish"] = {**publish.as_dict(), "targets": publish_bench.check_targets(publish)}
     if args.first_run:
         _say("first run: fresh clones of HEAD; make serve (empty pip cache), CI, make test")
-        first = first_run_bench.measure(timeout=args.first_run_timeout)
-        results["first_run"] = first.as_dict()
-        _say(f"  make serve {first.serve_seconds:.1f} s, CI {first.ci_seconds:.0f} s, "
-             f"make test warm {first.test_warm_seconds:.0f} s")  # fmt: skip
+        # It runs last and needs PyPI: a failure is reported, not allowed to lose the
+        # figures measured before it.
+        try:
+            first = first_run_bench.measure(timeout=args.first_run_timeout)
+        except (RuntimeError, OSError, subprocess.SubprocessError) as error:
+            results["first_run"] = {"error": str(error)[-3000:]}
+            _say(f"  failed: {error}")
+        else:
+            results["first_run"] = first.as_dict()
+            _say(f"  make serve {first.serve_seconds:.1f} s, CI {first.ci_seconds:.0f} s, "
+                 f"make test warm {first.test_warm_seconds:.0f} s")  # fmt: skip
     results["seconds"] = time.perf_counter() - started
     return results
 

@@ -102,32 +102,37 @@ def measure_client(
 
 
 def measure_quality(site: Path = SAMPLE_SITE) -> dict[str, Any]:
-    """Recall per question set and client on `site`'s questions, and the site's floors."""
+    """Recall per question set and client on `site`'s questions, scored as `check` scores
+    them (`search_eval.usable_questions`: only the ids the site still has); no questions
+    file, nothing measured (the build treats the file as optional too)."""
     from agent_contract import paths
     from agent_contract.models import SearchIndex
     from content_builder.build import plan
-    from content_builder.search_eval import QUESTIONS_FILE, RANKERS, evaluate, load_question_sets
+    from content_builder.search_eval import (
+        QUESTIONS_FILE,
+        RANKERS,
+        evaluate,
+        load_question_sets,
+        usable_questions,
+    )
 
+    if not (site / QUESTIONS_FILE).is_file():
+        return {"recalls": []}
     result = plan(site, frozen=True)
     body = next(a.body for a in result.artifacts if a.path == paths.SEARCH_INDEX)
     index = SearchIndex.model_validate_json(body)
+    known = {entry.id for entry in index.entries}
     recalls = []
     for name, questions in load_question_sets(site / QUESTIONS_FILE).items():
-        if not questions:
+        usable = usable_questions(questions, known)
+        if not usable:
             continue
         for client, ranker in RANKERS.items():
-            scores = evaluate(index, questions, ranker)
+            scores = evaluate(index, usable, ranker)
             recalls.append(
-                Recall(name, len(questions), client, scores.recall_at_1, scores.recall_at_3)
+                Recall(name, len(usable), client, scores.recall_at_1, scores.recall_at_3)
             )
-    floors = result.site.config.search_eval
-    return {
-        "recalls": [asdict(recall) for recall in recalls],
-        "floors": {
-            "recall_at_1": float(floors.recall_at_1),
-            "recall_at_3": float(floors.recall_at_3),
-        },
-    }
+    return {"recalls": [asdict(recall) for recall in recalls]}
 
 
 def main(argv: list[str] | None = None) -> int:

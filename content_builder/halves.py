@@ -35,16 +35,19 @@ _PR_SET_PDEATHSIG = 1
 def die_with_parent(parent: int) -> None:
     """In a forked child, first thing: be killed (SIGKILL) when `parent` dies, so that a
     build killed without any cleanup (SIGKILL, the OOM killer) leaves no child behind
-    still writing. Linux only (prctl PR_SET_PDEATHSIG); elsewhere a no-op. The forking
-    thread is the main one (`can_fork` allows no other), whose exit is the process's."""
+    still writing. Linux only (prctl PR_SET_PDEATHSIG); elsewhere, or without ctypes, a
+    no-op: the child then works as before. The forking thread is the main one
+    (`can_fork` allows no other), whose exit is the process's."""
     try:
         import ctypes
 
-        libc = ctypes.CDLL(None, use_errno=True)
-        prctl = libc.prctl
-    except (OSError, AttributeError):  # not Linux (or no libc symbol): nothing to ask for
+        prctl = ctypes.CDLL(None, use_errno=True).prctl
+    except (ImportError, OSError, AttributeError):  # no ctypes, no libc, no prctl
         return
-    prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong]
+    prctl.restype = ctypes.c_int
+    if prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) != 0:
+        return  # refused (a sandbox's seccomp filter, say): work on, as before
     if os.getppid() != parent:  # the parent died before the request: no signal will come
         os._exit(1)
 

@@ -153,13 +153,20 @@ else:
 """
 
 
-def _gone(pid: int) -> bool:
-    """No such process, or a zombie waiting for whoever adopted it to reap it."""
+def _state(pid: int) -> tuple[str, str] | None:
+    """(state, start time) from /proc/<pid>/stat (fields 3 and 22); None when gone."""
     try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     except FileNotFoundError:
-        return True
-    return stat.rsplit(")", 1)[1].split()[0] in ("Z", "X")
+        return None
+    return fields[0], fields[19]
+
+
+def _gone(pid: int, started: str) -> bool:
+    """No such process, a zombie waiting for whoever adopted it to reap it, or another
+    process that reused the pid."""
+    state = _state(pid)
+    return state is None or state[0] in ("Z", "X") or state[1] != started
 
 
 @pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="PR_SET_PDEATHSIG is Linux's")
@@ -171,6 +178,7 @@ def test_a_child_dies_with_a_parent_killed_without_cleanup(kind: str, tmp_path: 
     import time
 
     pid_file = tmp_path / "child.pid"
+    child, started = 0, ""
     repo = str(Path(__file__).resolve().parents[1])
     parent = subprocess.Popen([sys.executable, "-c", _KILLED_PARENT, str(pid_file), kind, repo])
     try:
@@ -180,16 +188,19 @@ def test_a_child_dies_with_a_parent_killed_without_cleanup(kind: str, tmp_path: 
             assert time.monotonic() < deadline, "the child never started"
             time.sleep(0.05)
         child = int(pid_file.read_text())
-        assert not _gone(child)
+        state = _state(child)
+        assert state is not None and state[0] not in ("Z", "X")
+        started = state[1]
         parent.send_signal(signal.SIGKILL)
         parent.wait()
         deadline = time.monotonic() + 10
-        while not _gone(child) and time.monotonic() < deadline:
+        while not _gone(child, started) and time.monotonic() < deadline:
             time.sleep(0.05)
-        assert _gone(child), f"the {kind} child outlived its killed parent"
+        assert _gone(child, started), f"the {kind} child outlived its killed parent"
     finally:
         parent.kill()
         parent.wait()
-        if pid_file.exists() and pid_file.read_text():
+        # A child left behind (the test failed) is killed, never a process that took its pid.
+        if started and not _gone(child, started):
             with contextlib.suppress(ProcessLookupError):
-                os.kill(int(pid_file.read_text()), signal.SIGKILL)
+                os.kill(child, signal.SIGKILL)
