@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks import sitegen
+from benchmarks.watch_bench import free_port
 
 REPO = Path(__file__).resolve().parents[1]
 HOST = "127.0.0.1"
@@ -51,12 +52,6 @@ class EdgeResult:
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind((HOST, 0))
-        return probe.getsockname()[1]
 
 
 def _wait_until_listening(port: int, process: subprocess.Popen[bytes]) -> None:
@@ -131,7 +126,7 @@ def measure(work: Path, requests: int = 3000, rounds: int = 3, seconds: float = 
         key=lambda name: (len((dist / name).read_bytes()), name),
     )
     body = (dist / path.lstrip("/")).read_bytes()
-    edge_port, plain_port = _free_port(), _free_port()
+    edge_port, plain_port = free_port(), free_port()
     base_url = f"http://{HOST}:{edge_port}"
     edge = _serve(
         [sys.executable, "-m", "content_builder", "serve", "--site", str(site),

@@ -115,7 +115,7 @@ def _quiet(pid: int, limit: float) -> float:
     return time.perf_counter() - started
 
 
-def _free_port() -> int:
+def free_port() -> int:
     with socket.socket() as probe:
         probe.bind((HOST, 0))
         return probe.getsockname()[1]
@@ -127,7 +127,7 @@ def serve_command(site: Path, port: int, watch: bool = True) -> list[str]:
     return [*command, "--watch"] if watch else command
 
 
-class _Server:
+class Server:
     """The child server, its log, and one keep-alive connection to it."""
 
     def __init__(self, command: list[str], log: Path, cache: Path, port: int) -> None:
@@ -180,7 +180,7 @@ class _Server:
                 self.process.wait()
 
 
-def _first_answer(server: _Server, timeout: float) -> float:
+def first_answer(server: Server, timeout: float) -> float:
     """Seconds until GET /llms.txt answers 200. The server listens before it has built
     (it binds first), so a connection may wait in the backlog: each attempt waits up to
     2 s, then the process is checked and the attempt repeated."""
@@ -228,7 +228,7 @@ def _replace(path: Path, data: bytes) -> None:
 
 
 def _wait_served(
-    server: _Server, faq_id: str, word: str, timeout: float, poll_seconds: float
+    server: Server, faq_id: str, word: str, timeout: float, poll_seconds: float
 ) -> float:
     """Poll the entry's JSON and Markdown until both carry `word`; seconds from now."""
     targets = [paths.faq(faq_id), paths.faq_markdown(faq_id)]
@@ -286,11 +286,11 @@ def measure(
     cache = work / "watch-cache"
     shutil.rmtree(cache, ignore_errors=True)
     cache.mkdir()
-    port = _free_port()
-    server = _Server(serve_command(site, port, watch), work / "watch-server.log", cache, port)
+    port = free_port()
+    server = Server(serve_command(site, port, watch), work / "watch-server.log", cache, port)
     done: list[Edit] = []
     try:
-        first = _first_answer(server, timeout)
+        first = first_answer(server, timeout)
         pid = server.process.pid
         _quiet(pid, timeout)  # the watcher's first scan
         before, started = cpu_seconds(pid), time.perf_counter()

@@ -26,7 +26,7 @@ import tempfile
 from pathlib import Path
 
 from agent_contract.artifacts import Artifact
-from content_builder.halves import can_fork
+from content_builder.halves import can_fork, die_with_parent
 
 #: Below this many files a fork costs more than writing them here does.
 MINIMUM_FILES = 2_000
@@ -85,6 +85,7 @@ class EarlyFiles:
             return None
         files = {artifact.key: artifact.body for artifact in artifacts}  # the last one wins
         folder = new_staging_folder(out_dir)
+        parent = os.getpid()
         try:
             pid = os.fork()
         except OSError:
@@ -93,6 +94,7 @@ class EarlyFiles:
         if pid == 0:  # the child: write, then out without any of the parent's cleanup
             code = 1
             try:
+                die_with_parent(parent)
                 write_files(str(folder), files)
                 code = 0
             finally:

@@ -28,6 +28,30 @@ R = TypeVar("R")
 MINIMUM_ITEMS = 2_000
 
 
+#: prctl(2) option: the signal a process gets when the thread that forked it exits.
+_PR_SET_PDEATHSIG = 1
+
+
+def die_with_parent(parent: int) -> None:
+    """In a forked child, first thing: be killed (SIGKILL) when `parent` dies, so that a
+    build killed without any cleanup (SIGKILL, the OOM killer) leaves no child behind
+    still writing. Linux only (prctl PR_SET_PDEATHSIG); elsewhere, or without ctypes, a
+    no-op: the child then works as before. The forking thread is the main one
+    (`can_fork` allows no other), whose exit is the process's."""
+    try:
+        import ctypes
+
+        prctl = ctypes.CDLL(None, use_errno=True).prctl
+    except (ImportError, OSError, AttributeError):  # no ctypes, no libc, no prctl
+        return
+    prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong]
+    prctl.restype = ctypes.c_int
+    if prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) != 0:
+        return  # refused (a sandbox's seccomp filter, say): work on, as before
+    if os.getppid() != parent:  # the parent died before the request: no signal will come
+        os._exit(1)
+
+
 def can_fork() -> bool:
     """Two CPUs, `os.fork`, and no other thread in this process: forking a process with
     threads can leave a lock held in the child (a logging or I/O lock another thread had)."""
@@ -57,10 +81,12 @@ def in_halves(
     parents = slice(1, None, 2) if child_takes_first else slice(0, None, 2)
     mine, theirs = items[parents], items[childs]
     with tempfile.TemporaryFile() as spill:
+        parent = os.getpid()
         pid = os.fork()
         if pid == 0:  # the child: its half, to the file, then out without any cleanup
             code = 1
             try:
+                die_with_parent(parent)
                 pickle.dump([work(item) for item in theirs], spill, pickle.HIGHEST_PROTOCOL)
                 spill.flush()
                 code = 0
@@ -97,10 +123,12 @@ def ahead(work: Callable[[], R], worth_it: bool = True) -> Iterator[Callable[[],
         yield work
         return
     with tempfile.TemporaryFile() as spill:
+        parent = os.getpid()
         pid = os.fork()
         if pid == 0:  # the child: the value, to the file, then out without any cleanup
             code = 1
             try:
+                die_with_parent(parent)
                 pickle.dump(work(), spill, pickle.HIGHEST_PROTOCOL)
                 spill.flush()
                 code = 0

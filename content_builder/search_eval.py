@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated
@@ -174,6 +175,17 @@ class SiteSearchQuality:
     problems: list[Problem]
 
 
+def usable_questions(questions: list[Question], known: AbstractSet[str]) -> list[Question]:
+    """The questions with an answer among the ids `known`, each with those answers only:
+    a removed document must not fail the build by itself."""
+    usable = []
+    for question in questions:
+        answers = tuple(answer for answer in question.answers if answer in known)
+        if answers:
+            usable.append(Question(question.q, answers))
+    return usable
+
+
 def site_search_quality(site: Site, search_index_body: bytes) -> SiteSearchQuality:
     """Recall of the spec's naive client on each question set, against the site's floors.
 
@@ -196,17 +208,14 @@ def site_search_quality(site: Site, search_index_body: bytes) -> SiteSearchQuali
     for name, questions in sets.items():
         if not questions:
             continue
-        usable = []
         for question in questions:
-            answers = tuple(a for a in question.answers if a in known)
             unknown = [a for a in question.answers if a not in known]
             if unknown:
                 lines.append(
                     f"search: {display}: {name}: {question.q!r} names unknown ids {unknown}"
                 )
-            if answers:
-                usable.append(Question(question.q, answers))
-                best_somewhere.add(answers[0])
+        usable = usable_questions(questions, known)
+        best_somewhere.update(question.answers[0] for question in usable)
         if not usable:
             continue
         scores = evaluate(index, usable, naive_rank)

@@ -23,6 +23,10 @@ from content_builder.writer import manifest
 from infra import publisher
 from tests.conftest import tree_digest
 
+# One worker runs this module (`make test`: --dist loadgroup): the `bench` fixture runs
+# every benchmark once, ~20 s, and would run again on each worker that took a test.
+pytestmark = pytest.mark.xdist_group("benchmarks")
+
 N = 6
 #: Files every build publishes besides the documents and FAQ entries (and, since issue
 #: 14, their Markdown mirrors): 11, the feed, catalog, sitemap and robots.txt, and
@@ -40,7 +44,7 @@ def bench(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     code = run.main(
         ["--sizes", str(N), "--publish-n", str(N), "--repeats", "1", "--publisher-only",
          "--no-readme", "--work", str(work), "--edge-requests", "50", "--edge-rounds", "1",
-         "--edge-seconds", "0.5", "--watch-idle-seconds", "0.5"]
+         "--edge-seconds", "0.5", "--watch-idle-seconds", "0.5", "--no-first-run"]
     )  # fmt: skip
     assert code == 0
     assert run.README.read_bytes() == readme, "--no-readme must leave the README alone"
@@ -238,3 +242,187 @@ def test_the_watch_harness_fails_loudly_when_the_edit_is_never_served(tmp_path: 
     assert tree_digest(site) == before, "restored after a failure too"
     with pytest.raises(ValueError, match=r"no FAQ file .* has the id q99999-missing"):
         watch_bench.measure(site, N, tmp_path / "w2", faq_ids=["q99999-missing"])
+
+
+# --- first run (issue 11 target 1) -----------------------------------------------------------
+# `make bench` clones this repository and installs it from PyPI; here a small git repository
+# stands in, with a Makefile whose `serve` binds the port it is given (0: any), prints a
+# discovery URL and answers it, and whose `test` prints a pytest summary: the harness's
+# clock, parsing and clean-up, offline.
+
+_FAKE_SERVER = """
+import http.server, sys
+port = int(sys.argv[1]); status = int(sys.argv[2])
+class Handler(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        self.send_response(status if self.path == "/.well-known/fake.json" else 404)
+        self.send_header("Content-Length", "0"); self.end_headers()
+    def log_message(self, *args): pass
+server = http.server.HTTPServer(("127.0.0.1", port), Handler)
+bound = server.server_address[1]
+print(f"discovery: http://127.0.0.1:{bound}/.well-known/fake.json", flush=True)
+server.serve_forever()
+"""
+_SUMMARY = "3 passed, 1 warning in 0.01s"
+
+
+def _fake_repository(root: Path, serve_status: int = 200, test: str = "") -> Path:
+    import os
+    import subprocess
+    import sys
+
+    root.mkdir()
+    (root / "fake_serve.py").write_text(_FAKE_SERVER)
+    recipe = test or f"@echo '======= {_SUMMARY} ======='"
+    (root / "Makefile").write_text(
+        "PORT ?= 8000\n"
+        f"serve:\n\t{sys.executable} fake_serve.py $(PORT) {serve_status}\n"
+        f"test:\n\t{recipe}\n"
+    )
+    (root / ".ci").mkdir()
+    (root / ".ci" / "run").write_text("set -e\nmake test\n")
+    # A developer's own git settings (signed commits, hooks) must not reach the stand-in.
+    isolated = {**os.environ, "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1"}
+    for command in (["init", "-q"], ["add", "-A"], ["-c", "user.name=t", "-c", "user.email=t@t",
+                                                      "commit", "-qm", "fake"]):  # fmt: skip
+        subprocess.run(["git", "-C", str(root), *command], check=True, env=isolated)
+    return root
+
+
+def _first_run_rows(rows: list[tuple[str, str, bool]]) -> list[tuple[str, str, bool]]:
+    return [row for row in rows if row[0] in run._FIRST_RUN_TARGETS]
+
+
+def test_the_first_run_is_measured_on_a_fresh_clone(tmp_path: Path, bench: dict[str, Any]) -> None:
+    from benchmarks import first_run_bench
+
+    repository = _fake_repository(tmp_path / "repo")
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    result = first_run_bench.measure(repository, timeout=60, scratch=scratch)
+    assert 0 < result.serve_seconds < 60
+    assert result.ci_summary == result.test_warm_summary == _SUMMARY
+    assert result.ci_seconds > 0 and result.test_warm_seconds > 0
+    assert not result.uncommitted_changes and len(result.commit) == 40
+    assert result.filesystem != "", result
+    assert not list(scratch.iterdir()), "the clones are removed"
+    rows = _first_run_rows(run.targets({**bench, "first_run": result.as_dict()}))
+    assert len(rows) == 3 and all(met for _, _, met in rows), rows
+    # The same figures over the targets' limits are reported as not met.
+    slow = {**result.as_dict(), "serve_seconds": 61.0, "ci_seconds": 301.0,
+            "test_warm_seconds": 91.0}  # fmt: skip
+    rows = _first_run_rows(run.targets({**bench, "first_run": slow}))
+    assert [met for _, _, met in rows] == [False, False, False]
+    # A failed first run (no PyPI, say) is three rows not met, with the reason.
+    rows = _first_run_rows(run.targets({**bench, "first_run": {"error": "no PyPI\nmore"}}))
+    assert [(met, measured) for _, measured, met in rows] == [(False, "failed: no PyPI")] * 3
+    (repository / "notes.txt").write_text("untracked")
+    assert first_run_bench.measure(repository, timeout=60).uncommitted_changes
+
+
+def test_the_first_run_harness_fails_loudly_and_leaves_nothing(tmp_path: Path) -> None:
+    from benchmarks import first_run_bench
+
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    never = _fake_repository(tmp_path / "never", serve_status=503)
+    with pytest.raises(RuntimeError, match="did not print a discovery URL that answers"):
+        first_run_bench.measure(never, timeout=3, scratch=scratch)
+    failing = _fake_repository(tmp_path / "failing", test="@exit 1")
+    with pytest.raises(RuntimeError, match=r"`bash .ci/run` failed with 2"):
+        first_run_bench.measure(failing, timeout=30, scratch=scratch)
+    # A step past its time is stopped with everything it started (not only bash).
+    pid_file = tmp_path / "sleeper.pid"
+    hanging = _fake_repository(
+        tmp_path / "hanging", test=f"sleep 300 & echo $$! > {pid_file}; wait"
+    )
+    with pytest.raises(RuntimeError, match="took more than 3 s"):
+        first_run_bench.measure(hanging, timeout=3, scratch=scratch)
+    sleeper = Path(f"/proc/{int(pid_file.read_text())}/stat")
+    # Gone, or a zombie left for whoever adopted it to reap (stat's state field is Z).
+    assert not sleeper.exists() or sleeper.read_text().rsplit(")", 1)[1].split()[0] in "ZX"
+    assert not list(scratch.iterdir()), "the clones are removed after a failure too"
+
+
+def test_search_cost_and_quality_are_measured(bench: dict[str, Any]) -> None:
+    """`make bench` times `client.search()` against `serve` (each later query revalidated
+    with a 304) and reports the search index's bytes per entry raw and gzipped at every N,
+    and the recall rows (judged below on figures the test owns, not the sample site's)."""
+    client = bench["search_client"]
+    assert client["n"] == N and len(client["query_runs"]) == 5
+    assert client["not_modified"] == 5, "each later search revalidates the cached index"
+    assert all(hits > 0 for hits in client["hits"]), "each query is an FAQ question: it finds"
+    assert isinstance(bench["search_quality"]["recalls"], list)
+    (build,) = bench["build"]
+    assert 0 < build["search_index_gzip_bytes"] < build["search_index_bytes"]
+    names = [name for name, _, _ in run.targets(bench)]
+    assert any(name.startswith("`client.search()` under") for name in names), names
+    assert any(name.startswith("sample site's search recall") for name in names), names
+    assert any(line.startswith("**Search index**") for line in run.render(bench))
+
+
+def _recall(question_set: str, at_1: float, at_3: float, client: str = "naive") -> dict[str, Any]:
+    return {"question_set": question_set, "questions": 10, "client": client,
+            "recall_at_1": at_1, "recall_at_3": at_3}  # fmt: skip
+
+
+def _search_met(results: dict[str, Any]) -> list[bool]:
+    return [met for name, _, met in run.targets(results)
+            if name.startswith(("`client.search()`", "sample site's"))]  # fmt: skip
+
+
+def test_the_search_targets_can_fail(bench: dict[str, Any]) -> None:
+    good = {"recalls": [_recall("questions", 0.8, 0.95), _recall("held_out", 0.7, 0.9),
+                        _recall("held_out", 0.1, 0.1, client="client")]}  # fmt: skip
+    client = {**bench["search_client"], "query_seconds": 0.01, "not_modified": 5}
+    assert _search_met({**bench, "search_client": client, "search_quality": good}) == [True, True]
+    for changed in (
+        {"search_client": {**client, "query_seconds": 0.31}},
+        {"search_client": {**client, "not_modified": 4}},  # one query skipped its revalidation
+        {
+            "search_quality": {
+                "recalls": [_recall("questions", 0.8, 0.95), _recall("held_out", 0.69, 0.95)]
+            }
+        },
+        {"search_quality": {"recalls": [_recall("questions", 0.8, 0.95)]}},  # no held-out set
+        {"search_quality": {"recalls": []}},  # no questions file
+    ):
+        results = {**bench, "search_client": client, "search_quality": good, **changed}
+        assert _search_met(results).count(False) == 1, changed
+
+
+def test_sample_site_recall_is_scored_as_check_scores_it(tmp_path: Path) -> None:
+    """Questions naming ids the site lacks are scored on the ids it has (as `check`
+    does); a site without a questions file is not measured, not an error."""
+    import shutil
+
+    from benchmarks import search_bench
+
+    site = sitegen.generate(tmp_path / "site", N).root
+    assert search_bench.measure_quality(site) == {"recalls": []}
+    faq_ids = sorted(sitegen.generate(tmp_path / "again", N).faq_ids)
+    shutil.rmtree(tmp_path / "again")
+    (site / "search-questions.yaml").write_text(
+        "questions:\n"
+        f"  - q: anything\n    answers: [{faq_ids[0]}, gone-entry]\n"
+        "  - q: nothing left\n    answers: [gone-entry]\n"
+        f"held_out:\n  - q: more\n    answers: [{faq_ids[1]}]\n"
+    )
+    recalls = search_bench.measure_quality(site)["recalls"]
+    counts = {(r["question_set"], r["client"]): r["questions"] for r in recalls}
+    assert counts == {("questions", "naive"): 1, ("questions", "client"): 1,
+                      ("held_out", "naive"): 1, ("held_out", "client"): 1}  # fmt: skip
+
+
+def test_the_preview_reuses_the_build_on_unchanged_sources(bench: dict[str, Any]) -> None:
+    again = bench["preview_again"]
+    assert again["n"] == N and again["build_seconds"] > 0 and again["first_build_seconds"] > 0
+
+    def met(build_seconds: float, first: float) -> bool:
+        changed = {**again, "build_seconds": build_seconds, "first_build_seconds": first}
+        return next(met for name, _, met in run.targets({**bench, "preview_again": changed})
+                    if name.startswith("`pulumi preview` on unchanged sources"))  # fmt: skip
+
+    assert met(1.0, 12.0)
+    assert not met(run.EDIT_SECONDS + 0.1, 60.0), "over the edit target"
+    assert not met(1.0, 1.5), "not reused: about as long as the first build"

@@ -3,8 +3,10 @@ a child that fails changes nothing but the time."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
+from pathlib import Path
 
 import pytest
 
@@ -120,3 +122,85 @@ def test_work_ahead_not_worth_it_runs_here_when_asked(monkeypatch: pytest.Monkey
     monkeypatch.setattr(os, "fork", no_fork)
     with halves.ahead(lambda: _pid_and_value(7), worth_it=False) as result:
         assert result() == (os.getpid(), 7)
+
+
+# --- a parent killed without cleanup (SIGKILL, the OOM killer) ------------------------------
+
+_KILLED_PARENT = """
+import os, sys, time
+sys.path.insert(0, sys.argv[3])
+from pathlib import Path
+from content_builder import early, halves
+
+os.cpu_count = lambda: 2  # the fork path on any machine
+parent, pid_file, kind = os.getpid(), Path(sys.argv[1]), sys.argv[2]
+
+def work(item=0):
+    if os.getpid() != parent:  # the child says who it is, then outlives any test
+        pid_file.write_text(str(os.getpid()))
+    time.sleep(120)
+
+if kind == "halves":
+    halves.in_halves([0, 1, 2, 3], work, minimum=2)
+elif kind == "ahead":
+    with halves.ahead(work):
+        time.sleep(120)
+else:
+    early.MINIMUM_FILES = 0
+    early.write_files = lambda folder, files: work()
+    assert early.EarlyFiles.start([], pid_file.parent / "out") is not None
+    time.sleep(120)
+"""
+
+
+def _state(pid: int) -> tuple[str, str] | None:
+    """(state, start time) from /proc/<pid>/stat (fields 3 and 22); None when gone."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except FileNotFoundError:
+        return None
+    return fields[0], fields[19]
+
+
+def _gone(pid: int, started: str) -> bool:
+    """No such process, a zombie waiting for whoever adopted it to reap it, or another
+    process that reused the pid."""
+    state = _state(pid)
+    return state is None or state[0] in ("Z", "X") or state[1] != started
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="PR_SET_PDEATHSIG is Linux's")
+@pytest.mark.parametrize("kind", ["halves", "ahead", "early"])
+def test_a_child_dies_with_a_parent_killed_without_cleanup(kind: str, tmp_path: Path) -> None:
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    pid_file = tmp_path / "child.pid"
+    child, started = 0, ""
+    repo = str(Path(__file__).resolve().parents[1])
+    parent = subprocess.Popen([sys.executable, "-c", _KILLED_PARENT, str(pid_file), kind, repo])
+    try:
+        deadline = time.monotonic() + 30
+        while not (pid_file.exists() and pid_file.read_text()):
+            assert parent.poll() is None, f"the parent exited with {parent.returncode}"
+            assert time.monotonic() < deadline, "the child never started"
+            time.sleep(0.05)
+        child = int(pid_file.read_text())
+        state = _state(child)
+        assert state is not None and state[0] not in ("Z", "X")
+        started = state[1]
+        parent.send_signal(signal.SIGKILL)
+        parent.wait()
+        deadline = time.monotonic() + 10
+        while not _gone(child, started) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert _gone(child, started), f"the {kind} child outlived its killed parent"
+    finally:
+        parent.kill()
+        parent.wait()
+        # A child left behind (the test failed) is killed, never a process that took its pid.
+        if started and not _gone(child, started):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(child, signal.SIGKILL)

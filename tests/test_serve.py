@@ -967,7 +967,10 @@ def test_keep_alive_requests_are_not_held_back_by_nagle(live: Running) -> None:
     finally:
         conn.close()
     timings.sort()
-    assert timings[len(timings) // 2] < 0.02, f"median {timings[len(timings) // 2] * 1000:.1f} ms"
+    # Nagle plus a delayed ACK hold back every request (~40 ms each); a loaded machine
+    # delays some of them. So the fastest fifth, not the median, must be quick.
+    fast = timings[len(timings) // 5]
+    assert fast < 0.02, f"the fastest fifth took up to {fast * 1000:.1f} ms"
 
 
 # --------------------------------------------------------------------------- load

@@ -219,7 +219,8 @@ def test_deploy_runs_up_in_its_own_step_then_verifies_against_the_build() -> Non
     assert job["permissions"] == {"contents": "read", "id-token": "write"}
     ordered = steps(workflow)
     (cli,) = [s for s in ordered if s.get("uses", "").startswith("pulumi/actions@")]
-    assert "with" not in cli, "install-only mode: no command, nothing run by the action"
+    # Install-only mode: no command, nothing run by the action; only the CLI's version.
+    assert set(cli.get("with", {})) == {"pulumi-version"}, cli
 
     up = named(workflow, "pulumi up")
     assert up["id"] == "up" and "continue-on-error" not in up
@@ -413,3 +414,19 @@ def test_zizmor_would_catch_an_unpinned_action(tmp_path: Path) -> None:
     )  # fmt: skip
     assert completed.returncode != 0
     assert "unpinned-uses" in completed.stdout + completed.stderr
+
+
+@pytest.mark.parametrize("name", ["preview.yml", "deploy.yml"])
+def test_the_pulumi_cli_is_the_version_of_the_pinned_sdk(name: str) -> None:
+    """pulumi/actions installs the newest 3.x unless told (`pulumi-version`, default "^3");
+    the CLI and the Python SDK are released together under one version, and a CLI that
+    outgrew the SDK fails in ways tests never see. `make lock` moving the SDK fails this
+    test until the workflows follow."""
+    pinned = re.search(r"^pulumi==(\S+)$", (REPO / "constraints.txt").read_text(), re.MULTILINE)
+    assert pinned, "constraints.txt pins pulumi"
+    installs = [s for s in steps(load(name)) if s.get("uses", "").startswith("pulumi/actions@")]
+    assert len(installs) == 1
+    assert installs[0].get("with", {}).get("pulumi-version") == pinned.group(1), (
+        f"{name}: the Pulumi CLI step must install pulumi-version {pinned.group(1)}, "
+        "the SDK version constraints.txt pins"
+    )
