@@ -327,6 +327,36 @@ def test_sync_across_three_builds_fetches_only_what_changed(
         assert fresh.state == third.state
 
 
+def test_a_kept_state_is_confirmed_by_one_304_in_a_new_client(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A state kept between runs (a new client, as in another process) asks for the feed
+    with the ETag it was made from: nothing published, one 304 and the state as it was;
+    after a publish, the feed and only what changed, and the new feed's ETag."""
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", "1800000000")
+    shape = sites.Shape(documents=2, faqs=2)
+    site = sites.make_site(tmp_path / "site", shape)
+    faq = sites.faq_ids(shape)[0]
+    with running_server(site) as server:
+        kept = AgentClient(server.base_url).sync(SyncState()).state
+        assert kept.feed_etag and kept.feed_etag.startswith('"')
+        later = AgentClient(server.base_url)
+        result = later.sync(kept)
+        assert result.state == kept and result.fetched == result.removed == []
+        assert later.requests == {304: 1}, "one conditional GET of the feed, nothing else"
+        _edit_faq(site, faq, "Edited while the client was away.")
+        server.edge = load_edge(site, server.base_url)
+        again = AgentClient(server.base_url)
+        result = again.sync(kept)
+        assert result.fetched == [faq] and not result.started_over
+        assert again.requests == {200: 2}, "the feed and the edited entry"
+        assert result.state.feed_etag not in (None, kept.feed_etag)
+        # The new state, kept in turn, is confirmed by a 304 from a client that holds the
+        # old feed: it asks for the state's version, not its own.
+        assert again.sync(result.state).state == result.state
+        assert AgentClient(server.base_url).sync(result.state).fetched == []
+
+
 def test_sync_trusts_the_hashes_when_the_generation_does_not_move(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
