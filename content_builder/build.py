@@ -265,6 +265,11 @@ def _check(site: Site, catalog: Catalog, artifacts: list[Artifact]) -> None:
         for loaded in (*site.documents, *site.faqs)
     ]
     settled = proven.settled(before, identities)
+    if catalog.links_resolved and catalog.resolved_in <= published:
+        # The links of an entry this build rendered that named only paths of
+        # `resolved_in` resolve, now that all of them are published (links.resolves asks
+        # for membership, or for a template, one member): as for a proven entry.
+        settled = [a or b for a, b in zip(settled, catalog.links_resolved, strict=True)]
     coverage = (
         by_path[paths.discovery(site.config.brand)].sha256,
         by_path[paths.OPENAPI].sha256,
