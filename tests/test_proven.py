@@ -97,9 +97,11 @@ def _spied(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
     seen: list[dict[str, Any]] = []
     real = pipeline.check_artifacts
 
-    def spy(site: Any, artifacts: Any, known: Any, coverage_proven: bool = False) -> None:
+    def spy(
+        site: Any, artifacts: Any, known: Any, coverage_proven: bool = False, **rest: Any
+    ) -> None:
         seen.append({"known": known, "coverage_proven": coverage_proven})
-        real(site, artifacts, known, coverage_proven=coverage_proven)
+        real(site, artifacts, known, coverage_proven=coverage_proven, **rest)
 
     monkeypatch.setattr(pipeline, "check_artifacts", spy)
     return seen
