@@ -40,6 +40,7 @@ def in_halves(
     minimum: int = MINIMUM_ITEMS,
     given_away: Callable[[T], None] | None = None,
     child_takes_first: bool = False,
+    child_share: float = 0.5,
 ) -> list[R]:
     """`[work(item) for item in items]`, every other item in a forked child when worth it
     (alternate items, not the second half: neighbours cost alike, the halves of a site
@@ -50,12 +51,16 @@ def in_halves(
 
     The child takes the odd items (the second, the fourth, ...), or the even ones with
     `child_takes_first`: so that work done in one pass is in memory for the process that
-    needs it in the next (render/documents.py `tracked`)."""
+    needs it in the next (render/documents.py `tracked`). With `child_share` above one
+    half, it also takes some of the others, evenly spread: where this process has more
+    to do around the work (freeing what was given away, reading the child's results).
+
+    An error is the one a plain loop raises, the first in `items`' order: a failure
+    here first runs here the child's items before it (`work` is a function of its item)."""
     if len(items) < minimum or not can_fork():
         return [work(item) for item in items]
-    childs = slice(0, None, 2) if child_takes_first else slice(1, None, 2)
-    parents = slice(1, None, 2) if child_takes_first else slice(0, None, 2)
-    mine, theirs = items[parents], items[childs]
+    parents, childs = _split(len(items), child_takes_first, child_share)
+    mine, theirs = [items[i] for i in parents], [items[i] for i in childs]
     with tempfile.TemporaryFile() as spill:
         pid = os.fork()
         if pid == 0:  # the child: its half, to the file, then out without any cleanup
@@ -69,11 +74,19 @@ def in_halves(
         if given_away is not None:  # the child has its own copy of what its half needs
             for item in theirs:
                 given_away(item)
+        first: list[R] = []
         try:
-            first = [work(item) for item in mine]
-        except BaseException:
+            for item in mine:
+                first.append(work(item))
+        except BaseException as error:
             os.kill(pid, signal.SIGKILL)
             os.waitpid(pid, 0)
+            if isinstance(error, Exception):  # not an interrupt: the plain loop's error
+                failed_at = parents[len(first)]
+                for index in childs:  # an earlier item of the child's fails first
+                    if index > failed_at:
+                        break
+                    work(items[index])
             raise
         _, status = os.waitpid(pid, 0)
         if status != 0:  # the child failed: its half again, here, to raise what it raised
@@ -82,8 +95,23 @@ def in_halves(
             spill.seek(0)
             second = pickle.load(spill)
     results: list[R] = [None] * len(items)  # type: ignore[list-item]
-    results[parents], results[childs] = first, second
+    for index, result in zip(parents, first, strict=True):
+        results[index] = result
+    for index, result in zip(childs, second, strict=True):
+        results[index] = result
     return results
+
+
+def _split(count: int, child_takes_first: bool, child_share: float) -> tuple[list[int], list[int]]:
+    """The indexes of the items this process works on and of those the child does."""
+    childs = list(range(0 if child_takes_first else 1, count, 2))
+    others = range(1 if child_takes_first else 0, count, 2)
+    # The share of the others the child takes too, in parts of 10,000 (exact arithmetic).
+    extra = max(0, round((2 * child_share - 1) * 10_000))
+    taken = [(j + 1) * extra // 10_000 > j * extra // 10_000 for j in range(len(others))]
+    if any(taken):
+        childs = sorted([*childs, *(i for i, t in zip(others, taken, strict=True) if t)])
+    return [i for i, t in zip(others, taken, strict=True) if not t], childs
 
 
 @contextmanager

@@ -120,3 +120,36 @@ def test_work_ahead_not_worth_it_runs_here_when_asked(monkeypatch: pytest.Monkey
     monkeypatch.setattr(os, "fork", no_fork)
     with halves.ahead(lambda: _pid_and_value(7), worth_it=False) as result:
         assert result() == (os.getpid(), 7)
+
+
+@pytest.mark.usefixtures("forking")
+def test_a_larger_share_for_the_child_spreads_its_extra_items_evenly() -> None:
+    items = list(range(1000))
+    results = halves.in_halves(items, _square_with_pid, minimum=10, child_share=0.6)
+    assert [value for value, _ in results] == [item * item for item in items]
+    childs = [index for index, (_, pid) in enumerate(results) if pid != os.getpid()]
+    assert len(childs) == 600
+    assert set(range(1, 1000, 2)) <= set(childs), "the odd items, and some even ones"
+    per_tenth = [sum(1 for i in childs if lo <= i < lo + 100) for lo in range(0, 1000, 100)]
+    assert per_tenth == [60] * 10, per_tenth
+
+
+def test_an_even_share_is_every_other_item() -> None:
+    assert halves._split(7, False, 0.5) == ([0, 2, 4, 6], [1, 3, 5])
+    assert halves._split(7, True, 0.5) == ([1, 3, 5], [0, 2, 4, 6])
+
+
+@pytest.mark.usefixtures("forking")
+def test_the_first_error_in_order_is_raised_whichever_process_meets_it() -> None:
+    parent = os.getpid()
+
+    def work(item: int) -> int:
+        if item in (3, 4):  # 3 is the child's, 4 this process's
+            where = "here" if os.getpid() == parent else "in a child"
+            raise ValueError(f"item {item} fails {where}")
+        return item
+
+    with pytest.raises(ValueError, match=r"^item 3 fails here$"):
+        halves.in_halves(list(range(20)), work, minimum=10)
+    with pytest.raises(ValueError, match=r"^item 3 fails here$"):
+        halves.in_halves(list(range(20)), work, minimum=10, child_share=0.7)
