@@ -79,10 +79,7 @@ def build_catalog(
         if isinstance(loaded, LoadedDocument):
             data.forget(loaded)
 
-    # The child takes 54 % of the entries: this process also frees what the child took
-    # (given_away) and reads the child's results, 0.7 s at 10,000 entries, which left
-    # the child idle for 0.3-0.9 s with an even split (docs/decisions.md).
-    rendered_all = in_halves(missing, render, given_away=given_away, child_share=0.54)
+    rendered_all = in_halves(missing, render, given_away=given_away)
     links_resolved = [False] * len(entries)
     for index, (rendered, resolves) in zip(missing, rendered_all, strict=True):
         links_resolved[index] = resolves
