@@ -126,12 +126,21 @@ class ReadAhead:
 
     links: dict[str, tuple[bytes, list[tuple[str, str]]]] = field(default_factory=dict)
     parsed: dict[str, tuple[bytes, Any]] = field(default_factory=dict)
+    # The coverage problems for these published paths and OpenAPI and discovery bodies.
+    coverage: tuple[frozenset[str], bytes, bytes, list[Problem]] | None = None
 
 
-def read_ahead(site: Site, artifacts: Iterable[Artifact], known: Container[str]) -> ReadAhead:
+def read_ahead(
+    site: Site,
+    artifacts: Iterable[Artifact],
+    known: Container[str],
+    published: frozenset[str] | None = None,
+) -> ReadAhead:
     """The links of each file whose path is not in `known` (the files `check_artifacts`
-    would scan) and the JSON of the files it parses. A file that cannot be read so is
-    left to `check_artifacts`, which reads it again and reports it in its order."""
+    would scan) and the JSON of the files it parses; with the paths the build will
+    publish, the problems of the OpenAPI description's and the discovery document's
+    coverage of them. A file that cannot be read so is left to `check_artifacts`, which
+    reads it again and reports it in its order."""
     ahead = ReadAhead()
     parsed = {paths.MCP_MANIFEST, paths.CONTENT_INDEX, paths.OPENAPI}
     parsed.add(paths.discovery(site.config.brand))
@@ -143,6 +152,15 @@ def read_ahead(site: Site, artifacts: Iterable[Artifact], known: Container[str])
                 ahead.links[artifact.path] = (artifact.body, body_links(site, artifact.body))
         except Exception:  # read again, and reported in its order, by check_artifacts
             continue
+    openapi = ahead.parsed.get(paths.OPENAPI)
+    discovery = ahead.parsed.get(paths.discovery(site.config.brand))
+    if published is not None and openapi is not None and discovery is not None:
+        try:
+            found = _openapi_coverage(openapi[1]["paths"], published)
+            found += _discovery_coverage(site, discovery[1], published)
+        except Exception:  # found again, and reported in its order, by check_artifacts
+            return ahead
+        ahead.coverage = (published, openapi[0], discovery[0], found)
     return ahead
 
 
@@ -225,8 +243,16 @@ def check_artifacts(
             problems.append(Problem(path, None, f"covers {ids}, expected {expected_ids}"))
 
     if not coverage_proven:
-        problems += _openapi_coverage(load(paths.OPENAPI)["paths"], published)
-        problems += _discovery_coverage(site, load(paths.discovery(site.config.brand)), published)
+        openapi, discovery = by_path[paths.OPENAPI], by_path[paths.discovery(site.config.brand)]
+        if ahead.coverage is not None and ahead.coverage[:3] == (
+            published,
+            openapi.body,
+            discovery.body,
+        ):
+            problems += ahead.coverage[3]
+        else:
+            problems += _openapi_coverage(load(openapi.path)["paths"], published)
+            problems += _discovery_coverage(site, load(discovery.path), published)
     if problems:
         raise SiteDataError(problems)
 

@@ -111,3 +111,37 @@ def test_a_build_reading_ahead_fails_as_one_that_does_not(
     assert _build_errors(site_copy, tmp_path / "dist") == plain
     assert read and "/robots.txt" in read[0].links, "the files were read ahead"
     assert not any(p.startswith(("/api/v1/faq/", "/api/v1/content/d")) for p in read[0].links)
+
+
+def test_coverage_found_ahead_for_other_paths_or_bytes_is_not_used(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    plan = pipeline.plan(SPEC_SITE, TEST_BASE_URL)
+    published = frozenset(a.path for a in plan.artifacts)
+    extra = "/api/v1/content/extra.json"
+    ahead = validate.read_ahead(plan.site, plan.artifacts, frozenset(), published | {extra})
+    assert ahead.coverage is not None and any(extra in str(p) for p in ahead.coverage[3])
+    validate.check_artifacts(plan.site, plan.artifacts, ahead=ahead)  # found for other paths
+    # The same paths, another OpenAPI description (one operation fewer): found again.
+    openapi = next(a for a in plan.artifacts if a.path == paths.OPENAPI)
+    ahead = validate.read_ahead(plan.site, plan.artifacts, frozenset(), published)
+    fewer = openapi.body.replace(b'"/api/v1/faq/{faq_id}.json"', b'"/api/v1/faq/x.json"', 1)
+    assert fewer != openapi.body
+    problems = _problems(plan.site, _swapped(plan.artifacts, paths.OPENAPI, fewer), ahead=ahead)
+    assert any("no operation covers /api/v1/faq/" in problem for problem in problems), problems
+
+
+def test_coverage_found_ahead_for_the_same_paths_and_bytes_is_used(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    plan = pipeline.plan(SPEC_SITE, TEST_BASE_URL)
+    published = frozenset(a.path for a in plan.artifacts)
+    ahead = validate.read_ahead(plan.site, plan.artifacts, frozenset(), published)
+    assert ahead.coverage is not None and ahead.coverage[3] == []
+
+    def not_again(*args: object) -> list[object]:
+        raise AssertionError("coverage found again")
+
+    monkeypatch.setattr(validate, "_openapi_coverage", not_again)
+    monkeypatch.setattr(validate, "_discovery_coverage", not_again)
+    validate.check_artifacts(plan.site, plan.artifacts, ahead=ahead)
