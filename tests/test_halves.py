@@ -4,10 +4,7 @@ a child that fails changes nothing but the time."""
 from __future__ import annotations
 
 import os
-import pickle
-import tempfile
 import threading
-import time
 
 import pytest
 
@@ -27,77 +24,30 @@ def forking(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(halves.threading, "active_count", lambda: 1)
 
 
-def _slow_square_with_pid(item: int) -> tuple[int, int]:
-    time.sleep(0.001)  # long enough for the child to start before this process is done
-    return _square_with_pid(item)
-
-
-def _pids(results: list[tuple[int, int]]) -> list[int]:
-    return [pid for _, pid in results]
-
-
 @pytest.mark.usefixtures("forking")
 def test_the_results_are_those_of_a_plain_loop_in_order() -> None:
     items = list(range(101))
-    results = halves.in_halves(items, _slow_square_with_pid, minimum=10)
+    results = halves.in_halves(items, _square_with_pid, minimum=10)
     assert [value for value, _ in results] == [item * item for item in items]
-    pids = _pids(results)
-    assert pids[0] == os.getpid() and pids[-1] != os.getpid(), "the front here, the back there"
-    met = pids.index(pids[-1])
-    assert set(pids[:met]) == {os.getpid()} and set(pids[met:]) == {pids[-1]}, "they met once"
+    workers = {pid for _, pid in results}
+    assert os.getpid() in workers and len(workers) == 2, "one half ran in a child"
+    assert {pid for index, (_, pid) in enumerate(results) if index % 2} == workers - {os.getpid()}
 
 
 @pytest.mark.usefixtures("forking")
-def test_the_split_follows_what_each_process_takes_to_work() -> None:
-    """A child slowed down (a shared core): this process takes more than half."""
-    parent = os.getpid()
-
-    def slow_in_the_child(item: int) -> tuple[int, int]:
-        time.sleep(0.001 if os.getpid() == parent else 0.004)
-        return _square_with_pid(item)
-
-    results = halves.in_halves(list(range(200)), slow_in_the_child, minimum=10)
-    assert [value for value, _ in results] == [item * item for item in range(200)]
-    here = _pids(results).count(parent)
-    assert 150 <= here < 200, f"{here} of 200 items here"
+def test_the_child_can_take_the_first_item_and_every_other_one() -> None:
+    items = list(range(101))
+    results = halves.in_halves(items, _square_with_pid, minimum=10, child_takes_first=True)
+    assert [value for value, _ in results] == [item * item for item in items]
+    assert {pid for _, pid in results[1::2]} == {os.getpid()}
+    assert os.getpid() not in {pid for _, pid in results[0::2]}
 
 
 @pytest.mark.usefixtures("forking")
-def test_only_what_the_child_took_is_given_away_here() -> None:
+def test_what_the_child_took_is_given_away_here() -> None:
     given: list[int] = []
-    parent = os.getpid()
-
-    results = halves.in_halves(
-        list(range(100)), _slow_square_with_pid, minimum=10, given_away=given.append
-    )
-    theirs = [index for index, pid in enumerate(_pids(results)) if pid != parent]
-    assert given, "given away as the child took them"
-    assert len(given) == len(set(given)) and set(given) <= set(theirs)
-
-
-def test_items_between_the_two_ends_are_done_here_once() -> None:
-    items = list(range(10))
-    done = [(item, "here") for item in items]
-
-    def work(item: int) -> tuple[int, str]:
-        return item, "here"
-
-    theirs = [(item, "child") for item in items]
-    # Met exactly; overlapping by one (taken from here); one left between; the child failed.
-    assert halves._joined(items, work, done[:6], 6, theirs[6:]) == done[:6] + theirs[6:]
-    assert halves._joined(items, work, done[:6], 5, theirs[5:]) == done[:6] + theirs[6:]
-    assert halves._joined(items, work, done[:6], 7, theirs[7:]) == done[:7] + theirs[7:]
-    assert halves._joined(items, work, done[:6], 10, []) == done
-
-
-def test_the_child_stops_where_this_process_has_reached() -> None:
-    reach = halves._shared_reach(10)
-    reach[halves.FRONT] = 6  # this process has taken items 0 to 5
-    with tempfile.TemporaryFile() as spill:
-        halves._from_the_back(list(range(10)), lambda item: -item, reach, pickle.Pickler(spill))
-        spill.seek(0)
-        assert halves._read_back(pickle.Unpickler(spill)) == (6, [-6, -7, -8, -9])
-    assert reach[halves.BACK] == 5, "it said where it stopped"
+    halves.in_halves(list(range(20)), _square_with_pid, minimum=10, given_away=given.append)
+    assert given == list(range(1, 20, 2))
 
 
 @pytest.mark.usefixtures("forking")
@@ -172,57 +122,22 @@ def test_work_ahead_not_worth_it_runs_here_when_asked(monkeypatch: pytest.Monkey
         assert result() == (os.getpid(), 7)
 
 
+def test_the_split_is_every_other_item() -> None:
+    assert halves._split(7, False) == ([0, 2, 4, 6], [1, 3, 5])
+    assert halves._split(7, True) == ([1, 3, 5], [0, 2, 4, 6])
+
+
 @pytest.mark.usefixtures("forking")
 def test_the_first_error_in_order_is_raised_whichever_process_meets_it() -> None:
     parent = os.getpid()
 
     def work(item: int) -> int:
-        if item in (3, 4, 17):
+        if item in (3, 4):  # 3 is the child's, 4 this process's
             where = "here" if os.getpid() == parent else "in a child"
             raise ValueError(f"item {item} fails {where}")
         return item
 
     with pytest.raises(ValueError, match=r"^item 3 fails here$"):
         halves.in_halves(list(range(20)), work, minimum=10)
-    with pytest.raises(ValueError, match=r"^item 17 fails here$"):  # the child's end
-        halves.in_halves([*range(5, 20), 17, 18, 19], work, minimum=10)
-
-
-@pytest.mark.usefixtures("forking")
-def test_a_child_that_dies_leaves_its_end_to_this_process() -> None:
-    parent = os.getpid()
-
-    def dies_in_the_child(item: int) -> tuple[int, int]:
-        if os.getpid() != parent:
-            os._exit(3)  # killed mid-way: no result file
-        return _slow_square_with_pid(item)
-
-    results = halves.in_halves(list(range(40)), dies_in_the_child, minimum=10)
-    assert results == [(item * item, parent) for item in range(40)]
-
-
-@pytest.mark.usefixtures("forking")
-def test_the_shared_reach_is_never_read_half_written() -> None:
-    """Each number is read as one of the values written (struct.pack_into zeroed it
-    first: the parent read 0, stopped at once and waited for the child's whole end)."""
-    reach = halves._shared_reach(1 << 40)
-    pid = os.fork()
-    if pid == 0:  # a writer of numbers counting down, never 0
-        code = 1
-        try:
-            value = 1 << 40
-            deadline = time.monotonic() + 0.3
-            while time.monotonic() < deadline:
-                reach[halves.BACK] = value
-                value -= 1
-            code = 0
-        finally:
-            os._exit(code)
-    seen = set()
-    try:
-        deadline = time.monotonic() + 0.3
-        while time.monotonic() < deadline:
-            seen.add(reach[halves.BACK] == 0)
-    finally:
-        os.waitpid(pid, 0)
-    assert seen == {False}
+    with pytest.raises(ValueError, match=r"^item 3 fails here$"):
+        halves.in_halves(list(range(20)), work, minimum=10, child_takes_first=True)

@@ -8,7 +8,6 @@ from __future__ import annotations
 import contextlib
 import functools
 import os
-import time
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -113,13 +112,6 @@ def test_dangling_links_give_the_errors_of_checking_every_link(
     if forked:
         monkeypatch.setattr(halves.threading, "active_count", lambda: 1)
         monkeypatch.setattr(entries, "in_halves", functools.partial(halves.in_halves, minimum=2))
-        real_with_links = entries._with_links
-
-        def slow(*args: Any) -> Any:
-            time.sleep(0.005)  # each process has time to render some entries
-            return real_with_links(*args)
-
-        monkeypatch.setattr(entries, "_with_links", slow)
     got = _errors(site_copy, tmp_path / "dist")
     assert got == _errors_checking_every_link(site_copy, tmp_path / "dist", monkeypatch)
     assert sum(PHANTOM in error or "q77-phantom" in error for error in got) >= 2

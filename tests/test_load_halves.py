@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import functools
 import os
-import time
 from pathlib import Path
 from typing import Any
 
@@ -24,13 +23,6 @@ def forks(monkeypatch: pytest.MonkeyPatch) -> list[int]:
         pytest.skip("needs os.fork and two CPUs")
     monkeypatch.setattr(halves.threading, "active_count", lambda: 1)
     monkeypatch.setattr(loader, "in_halves", functools.partial(halves.in_halves, minimum=2))
-    real_read = loader.read_yaml_mapping
-
-    def slow_read(*args: Any) -> Any:
-        time.sleep(0.005)  # each process has time to take some files
-        return real_read(*args)
-
-    monkeypatch.setattr(loader, "read_yaml_mapping", slow_read)
     children: list[int] = []
     real_fork = os.fork
 

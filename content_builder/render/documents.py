@@ -122,10 +122,10 @@ def tracked(site: Site, data: DocumentData | None = None) -> list[Tracked]:
         except Exception:  # raised again below, in order, by this process
             return None
 
-    # This process hashes the first entries (documents first), whose data stays here for
-    # the render (render/entries.py), where it starts from the first entries again and
-    # its child inherits the rest; the data the child made here dies with it.
-    hashed = in_halves(missing, attempt)
+    # The child hashes the even items, whose data dies with it; the odd ones' data stays
+    # here, for the child that renders the odd items (render/entries.py) to inherit:
+    # each half of that pass then makes half of the data again.
+    hashed = in_halves(missing, attempt, child_takes_first=True)
     for index, found in zip(missing, hashed, strict=True):
         loaded = entries[index]
         source, content = found or _source_hash(site, data, loaded)
