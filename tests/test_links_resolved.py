@@ -128,3 +128,17 @@ def test_an_entry_is_skipped_only_if_the_paths_it_was_resolved_in_are_published(
     real = entries.surely_published
     monkeypatch.setattr(entries, "surely_published", lambda site: real(site) | {PHANTOM})
     assert _errors(site_copy, tmp_path / "dist") == expected
+
+
+def test_a_build_that_renders_few_entries_leaves_them_to_the_checks(
+    site_copy: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One entry edited after a cached build: the checks resolve its links for less than
+    the set of the site's paths would cost."""
+    monkeypatch.setenv(CACHE_ENV, str(tmp_path / "cache"))
+    pipeline.build(site_copy, tmp_path / "dist")
+    _dangle(site_copy, "q01-difference.yaml")
+    catalog = _catalog_of(site_copy, monkeypatch)
+    assert catalog.rendered_now == 1 and catalog.links_resolved == ()
+    # And the build fails as it does (nothing it cached since changes that).
+    assert any("q77-phantom" in error for error in _errors(site_copy, tmp_path / "dist"))
