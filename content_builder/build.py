@@ -39,7 +39,13 @@ from content_builder.render.catalog import JOINED, Catalog
 from content_builder.render.documents import DocumentData, tracked
 from content_builder.render.endpoints import RENDERERS, RenderContext, markdown_mirrors
 from content_builder.render.entries import build_catalog, lock_stamp
-from content_builder.validate import body_links, check_artifacts, check_authored_links
+from content_builder.validate import (
+    ReadAhead,
+    body_links,
+    check_artifacts,
+    check_authored_links,
+    read_ahead,
+)
 from content_builder.writer import FileReport, staged_file, write_output
 
 
@@ -60,7 +66,12 @@ def render(site: Site, lock: Lock, mcp_endpoint: str | None = None) -> list[Arti
 SEARCH_INDEX = "search_index"  # the endpoint table's key of the largest aggregate
 
 
-def render_catalog(site: Site, catalog: Catalog, mcp_endpoint: str | None = None) -> list[Artifact]:
+def render_catalog(
+    site: Site,
+    catalog: Catalog,
+    mcp_endpoint: str | None = None,
+    meanwhile: Callable[[list[Artifact], frozenset[str]], None] | None = None,
+) -> list[Artifact]:
     """One file per document and FAQ entry, then one per single-file row of the endpoint
     table, by publish tier: leaves first, entry points last.
 
@@ -68,7 +79,9 @@ def render_catalog(site: Site, catalog: Catalog, mcp_endpoint: str | None = None
     aggregates at 10,000 entries) is rendered in a forked child meanwhile when this
     build rendered many entries (content_builder.halves `ahead`); errors are raised in
     the order of a plain loop: an aggregate after it that fails waits for it, which
-    raises first if it fails."""
+    raises first if it fails. Then, before waiting for the child, `meanwhile` is given
+    the files other than the entries' own and the search index, and the paths of all
+    the files (it must not raise)."""
     context = RenderContext(site, catalog, mcp_endpoint)
     brand = site.config.brand
     single = sorted(SINGLE_FILES, key=lambda endpoint: rule_for(endpoint.resolve(brand)).tier)
@@ -118,6 +131,23 @@ def render_catalog(site: Site, catalog: Catalog, mcp_endpoint: str | None = None
                         raise
                 raise
         if any(endpoint.key == SEARCH_INDEX for endpoint in single):
+            if large and meanwhile is not None:
+                meanwhile(
+                    [
+                        *leaves[2 * len(catalog.entries) :],
+                        *(
+                            Artifact(endpoint.resolve(brand), bodies[endpoint.key])
+                            for endpoint in single
+                            if endpoint.key in bodies
+                        ),
+                    ],
+                    frozenset(
+                        [
+                            *(artifact.path for artifact in leaves),
+                            *(endpoint.resolve(brand) for endpoint in single),
+                        ]
+                    ),
+                )
             bodies[SEARCH_INDEX] = search_index()
     return [
         *leaves,
@@ -242,17 +272,28 @@ def _plan(
     history = advance(read_history(site.root / LOCK_FILE, lock_display), changes)
     catalog = build_catalog(site, lock, history, data)
     del data
-    artifacts = render_catalog(site, catalog, mcp_endpoint)
+    ahead: list[ReadAhead] = []
+
+    def read_while_waiting(others: list[Artifact], published: frozenset[str]) -> None:
+        # The links and JSON the checks read of these files, and the coverage of the
+        # published paths, found while the search index renders in a child (0.3 s of a
+        # cold 10,000-entry build's critical path).
+        joined = {ENDPOINT[key].resolve(site.config.brand) for key in JOINED}
+        ahead.append(read_ahead(site, others, joined, published))
+
+    artifacts = render_catalog(site, catalog, mcp_endpoint, read_while_waiting)
     if rendered is not None:  # build() starts writing them while the checks run
         rendered(artifacts)
-    _check(site, catalog, artifacts)
+    _check(site, catalog, artifacts, ahead[0] if ahead else None)
     del catalog
     check_budgets(artifacts)
     site.cache.save()  # after every check: a failed build teaches the cache nothing
     return Plan(site, artifacts, lock, changes, history)
 
 
-def _check(site: Site, catalog: Catalog, artifacts: list[Artifact]) -> None:
+def _check(
+    site: Site, catalog: Catalog, artifacts: list[Artifact], ahead: ReadAhead | None = None
+) -> None:
     """The cross-checks (validate.py), of what the last build that passed did not prove
     already (content_builder/proven.py); what this one proves is recorded for the next."""
     by_path = {artifact.path: artifact for artifact in artifacts}
@@ -265,6 +306,11 @@ def _check(site: Site, catalog: Catalog, artifacts: list[Artifact]) -> None:
         for loaded in (*site.documents, *site.faqs)
     ]
     settled = proven.settled(before, identities)
+    if catalog.links_resolved and catalog.resolved_in <= published:
+        # The links of an entry this build rendered that named only paths of
+        # `resolved_in` resolve, now that all of them are published (links.resolves asks
+        # for membership, or for a template, one member): as for a proven entry.
+        settled = [a or b for a, b in zip(settled, catalog.links_resolved, strict=True)]
     coverage = (
         by_path[paths.discovery(site.config.brand)].sha256,
         by_path[paths.OPENAPI].sha256,
@@ -276,6 +322,7 @@ def _check(site: Site, catalog: Catalog, artifacts: list[Artifact]) -> None:
         artifacts,
         found,
         coverage_proven=before is not None and before.coverage_holds(published, coverage),
+        ahead=ahead,
     )
     # render_catalog puts each entry's two files first; the rest are named by their bytes.
     others = artifacts[2 * len(catalog.entries) :]

@@ -74,12 +74,14 @@ def in_halves(
 
     The child takes the odd items (the second, the fourth, ...), or the even ones with
     `child_takes_first`: so that work done in one pass is in memory for the process that
-    needs it in the next (render/documents.py `tracked`)."""
+    needs it in the next (render/documents.py `tracked`).
+
+    An error is the one a plain loop raises, the first in `items`' order: a failure
+    here first runs here the child's items before it (`work` is a function of its item)."""
     if len(items) < minimum or not can_fork():
         return [work(item) for item in items]
-    childs = slice(0, None, 2) if child_takes_first else slice(1, None, 2)
-    parents = slice(1, None, 2) if child_takes_first else slice(0, None, 2)
-    mine, theirs = items[parents], items[childs]
+    parents, childs = _split(len(items), child_takes_first)
+    mine, theirs = [items[i] for i in parents], [items[i] for i in childs]
     with tempfile.TemporaryFile() as spill:
         parent = os.getpid()
         pid = os.fork()
@@ -95,11 +97,19 @@ def in_halves(
         if given_away is not None:  # the child has its own copy of what its half needs
             for item in theirs:
                 given_away(item)
+        first: list[R] = []
         try:
-            first = [work(item) for item in mine]
-        except BaseException:
+            for item in mine:
+                first.append(work(item))
+        except BaseException as error:
             os.kill(pid, signal.SIGKILL)
             os.waitpid(pid, 0)
+            if isinstance(error, Exception):  # not an interrupt: the plain loop's error
+                failed_at = parents[len(first)]
+                for index in childs:  # an earlier item of the child's fails first
+                    if index > failed_at:
+                        break
+                    work(items[index])
             raise
         _, status = os.waitpid(pid, 0)
         if status != 0:  # the child failed: its half again, here, to raise what it raised
@@ -108,8 +118,17 @@ def in_halves(
             spill.seek(0)
             second = pickle.load(spill)
     results: list[R] = [None] * len(items)  # type: ignore[list-item]
-    results[parents], results[childs] = first, second
+    for index, result in zip(parents, first, strict=True):
+        results[index] = result
+    for index, result in zip(childs, second, strict=True):
+        results[index] = result
     return results
+
+
+def _split(count: int, child_takes_first: bool) -> tuple[list[int], list[int]]:
+    """The indexes of the items this process works on and of those the child does."""
+    evens, odds = list(range(0, count, 2)), list(range(1, count, 2))
+    return (odds, evens) if child_takes_first else (evens, odds)
 
 
 @contextmanager

@@ -204,3 +204,24 @@ def test_a_child_dies_with_a_parent_killed_without_cleanup(kind: str, tmp_path: 
         if started and not _gone(child, started):
             with contextlib.suppress(ProcessLookupError):
                 os.kill(child, signal.SIGKILL)
+
+
+def test_the_split_is_every_other_item() -> None:
+    assert halves._split(7, False) == ([0, 2, 4, 6], [1, 3, 5])
+    assert halves._split(7, True) == ([1, 3, 5], [0, 2, 4, 6])
+
+
+@pytest.mark.usefixtures("forking")
+def test_the_first_error_in_order_is_raised_whichever_process_meets_it() -> None:
+    parent = os.getpid()
+
+    def work(item: int) -> int:
+        if item in (3, 4):  # 3 is the child's, 4 this process's
+            where = "here" if os.getpid() == parent else "in a child"
+            raise ValueError(f"item {item} fails {where}")
+        return item
+
+    with pytest.raises(ValueError, match=r"^item 3 fails here$"):
+        halves.in_halves(list(range(20)), work, minimum=10)
+    with pytest.raises(ValueError, match=r"^item 3 fails here$"):
+        halves.in_halves(list(range(20)), work, minimum=10, child_takes_first=True)

@@ -129,6 +129,12 @@ class Catalog:
     lock: Lock
     history: History = field(default_factory=History)  # the change feed's generation
     rendered_now: int = 0  # how many entries this build rendered (the rest: the build cache)
+    # Per entry, whether every link found in it when this build rendered it (in its files,
+    # its pieces and what its author wrote) names a path of `resolved_in`, paths this
+    # build publishes whatever its entries say (render/entries.py `surely_published`);
+    # False for an entry taken from the cache. Empty: nothing known.
+    links_resolved: tuple[bool, ...] = ()
+    resolved_in: frozenset[str] = frozenset()
 
     @property
     def entries(self) -> tuple[EntryRender, ...]:
