@@ -216,12 +216,12 @@ def targets(results: dict[str, Any]) -> list[tuple[str, str, bool]]:
     if again:
         rows.append((
             f"`pulumi preview` on unchanged sources reuses the build (N = {again['n']:,}: the "
-            f"program's second run, same build cache, builds under {EDIT_SECONDS:.0f} s and "
-            "in under half the first run's build)",
-            f"{again['build_seconds']:.1f} s (the first run's build: "
+            "program's second run, same build cache, renders no entry again)",
+            f"{again['entries_rendered']:,} entries rendered (the first run: "
+            f"{again['first_entries_rendered']:,} here, the rest in its forked half); build "
+            f"{again['build_seconds']:.1f} s (the first run's: "
             f"{again['first_build_seconds']:.1f} s)",
-            again["build_seconds"] < EDIT_SECONDS
-            and again["build_seconds"] < again["first_build_seconds"] / 2,
+            again["entries_rendered"] == 0,
         ))  # fmt: skip
     previews = results.get("preview") or []
     if len(previews) > 1:
@@ -530,9 +530,12 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "n": largest_n,
         "build_seconds": again.build_seconds,
         "first_build_seconds": first_build,
+        "entries_rendered": again.entries_rendered,
+        "first_entries_rendered": results["preview"][-1]["entries_rendered"],
         "seconds": again.seconds,
     }
-    _say(f"  build {again.build_seconds:.2f} s (first run {first_build:.2f} s)")
+    _say(f"  build {again.build_seconds:.2f} s (first run {first_build:.2f} s), "
+         f"{again.entries_rendered} entries rendered")  # fmt: skip
     _say("local edge vs python -m http.server --protocol HTTP/1.1, keep-alive, same files")
     edge = edge_bench.measure(work / "edge", args.edge_requests, args.edge_rounds,
                               args.edge_seconds)  # fmt: skip

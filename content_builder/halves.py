@@ -98,19 +98,23 @@ def in_halves(
             for item in theirs:
                 given_away(item)
         first: list[R] = []
+        failure: Exception | None = None
         try:
             for item in mine:
                 first.append(work(item))
         except BaseException as error:
             os.kill(pid, signal.SIGKILL)
             os.waitpid(pid, 0)
-            if isinstance(error, Exception):  # not an interrupt: the plain loop's error
-                failed_at = parents[len(first)]
-                for index in childs:  # an earlier item of the child's fails first
-                    if index > failed_at:
-                        break
-                    work(items[index])
-            raise
+            if not isinstance(error, Exception):  # an interrupt: at once
+                raise
+            failure = error
+        if failure is not None:  # the plain loop's error: an earlier item of the child's
+            failed_at = parents[len(first)]  # fails first (run outside the `except`, so
+            for index in childs:  # that its error carries no context the loop's lacks)
+                if index > failed_at:
+                    break
+                work(items[index])
+            raise failure
         _, status = os.waitpid(pid, 0)
         if status != 0:  # the child failed: its half again, here, to raise what it raised
             second = [work(item) for item in theirs]

@@ -221,7 +221,9 @@ def test_the_first_error_in_order_is_raised_whichever_process_meets_it() -> None
             raise ValueError(f"item {item} fails {where}")
         return item
 
-    with pytest.raises(ValueError, match=r"^item 3 fails here$"):
+    with pytest.raises(ValueError, match=r"^item 3 fails here$") as raised:
         halves.in_halves(list(range(20)), work, minimum=10)
+    # As the plain loop raises it: not "during handling of" the later item's error.
+    assert raised.value.__context__ is None
     with pytest.raises(ValueError, match=r"^item 3 fails here$"):
         halves.in_halves(list(range(20)), work, minimum=10, child_takes_first=True)
