@@ -97,11 +97,20 @@ def test_preview_and_planning_are_measured(bench: dict[str, Any]) -> None:
     (preview,) = bench["preview"]
     assert preview["manifest_entries"] == PER_ENTRY * 2 * N + FIXED_FILES
     assert preview["resources"] > 10 and 0 < preview["build_seconds"] < preview["seconds"]
-    # The program's first-use imports (pulumi_aws submodules) are measured, outside the
-    # build, and are part of the program's time, not more than it.
-    assert 0 < preview["program_imports_cpu_seconds"] < preview["program_cpu_seconds"]
+    # Three runs (the first builds, the others reuse its cache); the figures judged are
+    # their medians. In each, the program's first-use imports (pulumi_aws submodules) are
+    # measured outside the build, and are part of the program's time, not more than it.
+    runs = preview["runs"]
+    assert len(runs) == 3 and runs[0]["build_seconds"] == preview["build_seconds"]
+    program = [r["cpu_seconds"] - r["build_cpu_seconds"] for r in runs]
+    assert all(
+        0 < r["program_imports_cpu_seconds"] < cpu for r, cpu in zip(runs, program, strict=True)
+    )
+    assert preview["program_cpu_seconds"] == pytest.approx(sorted(program)[1])
     assert preview["program_work_cpu_seconds"] == pytest.approx(
-        preview["program_cpu_seconds"] - preview["program_imports_cpu_seconds"]
+        sorted(
+            cpu - r["program_imports_cpu_seconds"] for r, cpu in zip(runs, program, strict=True)
+        )[1]
     )
     timings = bench["plan"]
     assert timings["entries"] == PER_ENTRY * 2 * N + FIXED_FILES
