@@ -57,9 +57,8 @@ test: $(DEV_STAMP)
 	# GitHub Actions security lint, offline (no GitHub API); every finding fixed (docs/decisions.md).
 	$(BIN)/zizmor --offline --persona=auditor .github/workflows
 	$(BIN)/python -m content_builder check --frozen
-	# One pytest worker per CPU (pytest-xdist): 50 s instead of 85-93 s on two cores;
-	# loadgroup keeps a module marked xdist_group on one worker (its costly fixture runs once).
-	$(BIN)/python -m pytest -q -n auto --dist loadgroup
+	# One pytest worker per CPU (pytest-xdist): 50 s instead of 85-93 s on two cores.
+	$(BIN)/python -m pytest -q -n auto
 
 # constraints.txt: the versions `pip install -e '.[dev]'` resolves today, for every extra.
 # Rewrite it on purpose (a new dependency, an upgrade) and commit it with the change.

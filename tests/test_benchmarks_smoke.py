@@ -23,10 +23,6 @@ from content_builder.writer import manifest
 from infra import publisher
 from tests.conftest import tree_digest
 
-# One worker runs this module (`make test`: --dist loadgroup): the `bench` fixture runs
-# every benchmark once, ~20 s, and would run again on each worker that took a test.
-pytestmark = pytest.mark.xdist_group("benchmarks")
-
 N = 6
 #: Files every build publishes besides the documents and FAQ entries (and, since issue
 #: 14, their Markdown mirrors): 11, the feed, catalog, sitemap and robots.txt, and
@@ -36,7 +32,9 @@ FIXED_FILES = 11 + 4 + 2
 PER_ENTRY = 2
 
 
-@pytest.fixture(scope="module")
+# Session-scoped: it runs every benchmark (~17 s), at most once per pytest-xdist worker.
+# Module-scoped, it ran again whenever a worker came back to this module after another's.
+@pytest.fixture(scope="session")
 def bench(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     """One run of `python -m benchmarks.run` at N = 6, publisher only, README untouched."""
     work = tmp_path_factory.mktemp("bench")
