@@ -106,3 +106,20 @@ def running_server(site_dir: Path = SPEC_SITE) -> Iterator[EdgeServer]:
         server.shutdown()
         server.server_close()
         thread.join(timeout=5)
+
+
+def force_halves(monkeypatch: pytest.MonkeyPatch, *callers: object) -> None:
+    """The fork path of `content_builder.halves.in_halves` on a small site (two items are
+    enough), in each module in `callers` that calls it; skipped without os.fork or a
+    second CPU. Whatever threads other tests left behind in this process are ignored (the
+    work forked takes no lock another thread could hold)."""
+    import functools
+    import os
+
+    from content_builder import halves
+
+    if not hasattr(os, "fork") or (os.cpu_count() or 1) < 2:
+        pytest.skip("needs os.fork and two CPUs")
+    monkeypatch.setattr(halves.threading, "active_count", lambda: 1)
+    for module in callers:
+        monkeypatch.setattr(module, "in_halves", functools.partial(halves.in_halves, minimum=2))

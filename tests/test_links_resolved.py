@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import os
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -20,6 +19,7 @@ from content_builder.cache import CACHE_ENV
 from content_builder.errors import SiteDataError
 from content_builder.loader import Site
 from content_builder.render import entries
+from tests.conftest import force_halves
 
 LINKED = "{base_url}/api/v1/faq/q77-phantom.json"  # no FAQ q77-phantom: the link dangles
 PHANTOM = "/api/v1/faq/q77-phantom.json"
@@ -34,10 +34,7 @@ def no_cache(monkeypatch: pytest.MonkeyPatch) -> None:
 @pytest.fixture
 def forking(monkeypatch: pytest.MonkeyPatch) -> None:
     """The fork path of the render on a small site (two items are enough)."""
-    if not hasattr(os, "fork") or (os.cpu_count() or 1) < 2:
-        pytest.skip("needs os.fork and two CPUs")
-    monkeypatch.setattr(halves.threading, "active_count", lambda: 1)
-    monkeypatch.setattr(entries, "in_halves", functools.partial(halves.in_halves, minimum=2))
+    force_halves(monkeypatch, entries)
 
 
 def _dangle(site: Path, *names: str) -> None:

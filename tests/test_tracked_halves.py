@@ -5,17 +5,15 @@ the same bytes, and equals agent_contract.hashing.content_hash."""
 
 from __future__ import annotations
 
-import functools
 import os
 
 import pytest
 
 from agent_contract.hashing import content_hash
-from content_builder import halves
 from content_builder.cache import CACHE_ENV
 from content_builder.loader import LoadedDocument, LoadedFaq, Site, load_site
 from content_builder.render import documents
-from tests.conftest import SPEC_SITE, TEST_BASE_URL
+from tests.conftest import SPEC_SITE, TEST_BASE_URL, force_halves
 
 
 @pytest.fixture(autouse=True)
@@ -27,10 +25,7 @@ def no_cache(monkeypatch: pytest.MonkeyPatch) -> None:
 @pytest.fixture
 def forking(monkeypatch: pytest.MonkeyPatch) -> None:
     """The fork path on a small site (two items are enough)."""
-    if not hasattr(os, "fork") or (os.cpu_count() or 1) < 2:
-        pytest.skip("needs os.fork and two CPUs")
-    monkeypatch.setattr(halves.threading, "active_count", lambda: 1)
-    monkeypatch.setattr(documents, "in_halves", functools.partial(halves.in_halves, minimum=2))
+    force_halves(monkeypatch, documents)
 
 
 def _plain(site: Site) -> list[str]:
