@@ -19,7 +19,7 @@ import tempfile
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import TypeVar
+from typing import BinaryIO, TypeVar
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -83,17 +83,7 @@ def in_halves(
     parents, childs = _split(len(items), child_takes_first)
     mine, theirs = [items[i] for i in parents], [items[i] for i in childs]
     with tempfile.TemporaryFile() as spill:
-        parent = os.getpid()
-        pid = os.fork()
-        if pid == 0:  # the child: its half, to the file, then out without any cleanup
-            code = 1
-            try:
-                die_with_parent(parent)
-                pickle.dump([work(item) for item in theirs], spill, pickle.HIGHEST_PROTOCOL)
-                spill.flush()
-                code = 0
-            finally:
-                os._exit(code)  # never the parent's atexit handlers, buffers or finally blocks
+        pid = _forked_into(spill, lambda: [work(item) for item in theirs])
         if given_away is not None:  # the child has its own copy of what its half needs
             for item in theirs:
                 given_away(item)
@@ -129,6 +119,23 @@ def in_halves(
     return results
 
 
+def _forked_into(spill: BinaryIO, produce: Callable[[], object]) -> int:
+    """Fork; the child pickles `produce()` into `spill` and exits (0 when it did, 1 when
+    anything failed) without any of this process's cleanup; the child's pid, here."""
+    parent = os.getpid()
+    pid = os.fork()
+    if pid == 0:
+        code = 1
+        try:
+            die_with_parent(parent)
+            pickle.dump(produce(), spill, pickle.HIGHEST_PROTOCOL)
+            spill.flush()
+            code = 0
+        finally:
+            os._exit(code)  # never the parent's atexit handlers, buffers or finally blocks
+    return pid
+
+
 def _split(count: int, child_takes_first: bool) -> tuple[list[int], list[int]]:
     """The indexes of the items this process works on and of those the child does."""
     evens, odds = list(range(0, count, 2)), list(range(1, count, 2))
@@ -146,17 +153,7 @@ def ahead(work: Callable[[], R], worth_it: bool = True) -> Iterator[Callable[[],
         yield work
         return
     with tempfile.TemporaryFile() as spill:
-        parent = os.getpid()
-        pid = os.fork()
-        if pid == 0:  # the child: the value, to the file, then out without any cleanup
-            code = 1
-            try:
-                die_with_parent(parent)
-                pickle.dump(work(), spill, pickle.HIGHEST_PROTOCOL)
-                spill.flush()
-                code = 0
-            finally:
-                os._exit(code)  # never the parent's atexit handlers, buffers or finally blocks
+        pid = _forked_into(spill, work)
         running = [pid]
 
         def result() -> R:
