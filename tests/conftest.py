@@ -123,3 +123,13 @@ def force_halves(monkeypatch: pytest.MonkeyPatch, *callers: object) -> None:
     monkeypatch.setattr(halves.threading, "active_count", lambda: 1)
     for module in callers:
         monkeypatch.setattr(module, "in_halves", functools.partial(halves.in_halves, minimum=2))
+
+
+def build_errors(site: Path, out: Path) -> list[str]:
+    """The problems, as printed, of a build of `site` that must fail."""
+    from content_builder import build as pipeline
+    from content_builder.errors import SiteDataError
+
+    with pytest.raises(SiteDataError) as raised:
+        pipeline.build(site, out)
+    return [str(problem) for problem in raised.value.problems]

@@ -19,7 +19,7 @@ from content_builder.cache import CACHE_ENV
 from content_builder.errors import SiteDataError
 from content_builder.loader import Site
 from content_builder.render import entries
-from tests.conftest import force_halves
+from tests.conftest import build_errors, force_halves
 
 LINKED = "{base_url}/api/v1/faq/q77-phantom.json"  # no FAQ q77-phantom: the link dangles
 PHANTOM = "/api/v1/faq/q77-phantom.json"
@@ -46,12 +46,6 @@ def _dangle(site: Path, *names: str) -> None:
         path.write_text(text.replace("answer: |\n  ", f"answer: |\n  See {LINKED}. ", 1))
 
 
-def _errors(site: Path, out: Path) -> list[str]:
-    with pytest.raises(SiteDataError) as raised:
-        pipeline.build(site, out)
-    return [str(problem) for problem in raised.value.problems]
-
-
 def _errors_checking_every_link(
     site: Path, out: Path, monkeypatch: pytest.MonkeyPatch
 ) -> list[str]:
@@ -63,7 +57,7 @@ def _errors_checking_every_link(
 
     with monkeypatch.context() as plain:
         plain.setattr(pipeline, "build_catalog", nothing_known)
-        return _errors(site, out)
+        return build_errors(site, out)
 
 
 def _catalog_of(site: Path, monkeypatch: pytest.MonkeyPatch) -> pipeline.Catalog:
@@ -109,7 +103,7 @@ def test_dangling_links_give_the_errors_of_checking_every_link(
     if forked:
         monkeypatch.setattr(halves.threading, "active_count", lambda: 1)
         monkeypatch.setattr(entries, "in_halves", functools.partial(halves.in_halves, minimum=2))
-    got = _errors(site_copy, tmp_path / "dist")
+    got = build_errors(site_copy, tmp_path / "dist")
     assert got == _errors_checking_every_link(site_copy, tmp_path / "dist", monkeypatch)
     assert sum(PHANTOM in error or "q77-phantom" in error for error in got) >= 2
 
@@ -124,7 +118,7 @@ def test_an_entry_is_skipped_only_if_the_paths_it_was_resolved_in_are_published(
     expected = _errors_checking_every_link(site_copy, tmp_path / "dist", monkeypatch)
     real = entries.surely_published
     monkeypatch.setattr(entries, "surely_published", lambda site: real(site) | {PHANTOM})
-    assert _errors(site_copy, tmp_path / "dist") == expected
+    assert build_errors(site_copy, tmp_path / "dist") == expected
 
 
 def test_a_build_that_renders_few_entries_leaves_them_to_the_checks(
@@ -138,4 +132,4 @@ def test_a_build_that_renders_few_entries_leaves_them_to_the_checks(
     catalog = _catalog_of(site_copy, monkeypatch)
     assert catalog.rendered_now == 1 and catalog.links_resolved == ()
     # And the build fails as it does (nothing it cached since changes that).
-    assert any("q77-phantom" in error for error in _errors(site_copy, tmp_path / "dist"))
+    assert any("q77-phantom" in error for error in build_errors(site_copy, tmp_path / "dist"))

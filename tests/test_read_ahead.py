@@ -17,7 +17,7 @@ from content_builder import cache as build_cache
 from content_builder import halves, validate
 from content_builder.errors import SiteDataError
 from content_builder.render import endpoints
-from tests.conftest import SPEC_SITE, TEST_BASE_URL
+from tests.conftest import SPEC_SITE, TEST_BASE_URL, build_errors
 
 NOWHERE = "api/v1/content/nowhere.json"
 DANGLING = f"{TEST_BASE_URL}/{NOWHERE}"
@@ -84,17 +84,11 @@ def _dangling_robots(monkeypatch: pytest.MonkeyPatch) -> None:
     )
 
 
-def _build_errors(site: Path, out: Path) -> list[str]:
-    with pytest.raises(SiteDataError) as raised:
-        pipeline.build(site, out)
-    return [str(problem) for problem in raised.value.problems]
-
-
 def test_a_build_reading_ahead_fails_as_one_that_does_not(
     site_copy: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     _dangling_robots(monkeypatch)
-    plain = _build_errors(site_copy, tmp_path / "dist")  # 12 entries: no child, no read ahead
+    plain = build_errors(site_copy, tmp_path / "dist")  # 12 entries: no child, no read ahead
     assert any(NOWHERE in problem and "robots.txt" in problem for problem in plain), plain
     if not hasattr(os, "fork") or (os.cpu_count() or 1) < 2:
         pytest.skip("needs os.fork and two CPUs")
@@ -108,7 +102,7 @@ def test_a_build_reading_ahead_fails_as_one_that_does_not(
         return read[-1]
 
     monkeypatch.setattr(pipeline, "read_ahead", spy)
-    assert _build_errors(site_copy, tmp_path / "dist") == plain
+    assert build_errors(site_copy, tmp_path / "dist") == plain
     assert read and "/robots.txt" in read[0].links, "the files were read ahead"
     assert not any(p.startswith(("/api/v1/faq/", "/api/v1/content/d")) for p in read[0].links)
 
