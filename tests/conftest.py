@@ -133,3 +133,26 @@ def build_errors(site: Path, out: Path) -> list[str]:
     with pytest.raises(SiteDataError) as raised:
         pipeline.build(site, out)
     return [str(problem) for problem in raised.value.problems]
+
+
+#: Tests that share the session fixture `bench` (every benchmark at a small N, ~17 s):
+#: scheduled on one pytest-xdist worker, so that it runs once, not once per worker.
+_SCHEDULED_TOGETHER = "tests/test_benchmarks_smoke.py::"
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object | None:
+    """`-n auto`'s default scheduling ("load"), except that the benchmark smoke tests are
+    one unit of work. xdist's own `--dist loadgroup` would do it with an `xdist_group`
+    mark, but under pytest 9 it groups nothing: xdist 3.8 renames `item._nodeid`, which
+    pytest 9's `nodeid` no longer reads (checked on a stand-in suite). Any other `--dist`
+    keeps xdist's scheduler."""
+    if config.getvalue("dist") != "load":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class _BenchmarksTogether(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return _SCHEDULED_TOGETHER if nodeid.startswith(_SCHEDULED_TOGETHER) else nodeid
+
+    return _BenchmarksTogether(config, log)  # type: ignore[arg-type]

@@ -32,8 +32,8 @@ FIXED_FILES = 11 + 4 + 2
 PER_ENTRY = 2
 
 
-# Session-scoped: it runs every benchmark (~17 s), at most once per pytest-xdist worker.
-# Module-scoped, it ran again whenever a worker came back to this module after another's.
+# Session-scoped: it runs every benchmark (~17 s) once. `make test`'s scheduler keeps
+# this module's tests on one pytest-xdist worker (tests/conftest.py), so once in all.
 @pytest.fixture(scope="session")
 def bench(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     """One run of `python -m benchmarks.run` at N = 6, publisher only, README untouched."""

@@ -109,3 +109,32 @@ def test_a_missing_python_never_deletes_a_working_venv(tmp_path: Path) -> None:
     )
     assert "recreating" not in result.stdout, result.stdout
     assert (project / ".venv" / ".installed-serve").exists()
+
+
+class _XdistConfig:
+    """What xdist's schedulers read of a pytest config: the --dist mode and the workers."""
+
+    def __init__(self, dist: str) -> None:
+        self._values = {"dist": dist, "tx": ["2*popen"], "loadscopereorder": True}
+
+    def getvalue(self, name: str) -> object:
+        return self._values[name]
+
+
+def test_make_test_runs_the_benchmark_smoke_on_one_worker() -> None:
+    """`make test`'s `-n auto` keeps the benchmark smoke tests together (their ~17 s
+    session fixture then runs once) and schedules every other test on its own."""
+    from tests import conftest
+
+    scheduler = conftest.pytest_xdist_make_scheduler(_XdistConfig("load"), None)
+    smoke = [
+        "tests/test_benchmarks_smoke.py::test_build_scaling_measures_the_build_and_its_floor",
+        "tests/test_benchmarks_smoke.py::test_serve_watch_is_measured",
+    ]
+    others = ["tests/test_golden.py::test_output_matches", "tests/test_serve.py::test_x[a]"]
+    scopes = {scheduler._split_scope(nodeid) for nodeid in smoke}  # type: ignore[attr-defined]
+    assert len(scopes) == 1
+    assert {scheduler._split_scope(nodeid) for nodeid in others} == set(others)  # type: ignore[attr-defined]
+    assert scopes.isdisjoint(others)
+    # An explicit other --dist mode is xdist's own.
+    assert conftest.pytest_xdist_make_scheduler(_XdistConfig("loadfile"), None) is None
