@@ -57,7 +57,8 @@ test: $(DEV_STAMP)
 	# GitHub Actions security lint, offline (no GitHub API); every finding fixed (docs/decisions.md).
 	$(BIN)/zizmor --offline --persona=auditor .github/workflows
 	$(BIN)/python -m content_builder check --frozen
-	# One pytest worker per CPU (pytest-xdist): 50 s instead of 85-93 s on two cores.
+	# One pytest worker per CPU (pytest-xdist); the benchmark smoke tests share one worker,
+	# so their fixture runs once (tests/conftest.py).
 	$(BIN)/python -m pytest -q -n auto
 
 # constraints.txt: the versions `pip install -e '.[dev]'` resolves today, for every extra.

@@ -14,6 +14,7 @@ checks afterwards that every file came out byte for byte identical.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import functools
 import gzip
 import hashlib
@@ -25,12 +26,14 @@ import statistics
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 import pydantic_core
+
+from agent_contract.artifacts import dumps_indented
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -161,8 +164,8 @@ def _dumps(relative: Path, value: Any, compact: bool) -> bytes:
     separators, checked below), not the standard library's pure-Python indenting encoder."""
     if isinstance(value, str):
         return value.encode("utf-8")
-    if relative.name == "manifest.json":  # the writer keeps it ASCII
-        return (json.dumps(value, indent=2) + "\n").encode("utf-8")
+    if relative.name == "manifest.json":  # the writer keeps it ASCII, as this does
+        return dumps_indented(value)
     if compact:
         return pydantic_core.to_json(value) + b"\n"
     return pydantic_core.to_json(value, indent=2) + b"\n"
@@ -209,26 +212,51 @@ def _settle(*folders: Path) -> None:
     os.sync()
 
 
-def worker_incremental(site: Path, out: Path, cache: Path) -> dict[str, Any]:
-    """Issue 11 target 4: one FAQ sentence edited after a build, then `build` again with
-    the build cache of the first. Run in the child's own interpreter, like the user's
-    second `build`; the site's file and lock are put back afterwards."""
-    from content_builder import build as pipeline
-
-    faq = sorted((site / "faq").glob("*.yaml"))[len(list((site / "faq").glob("*.yaml"))) // 2]
+@contextlib.contextmanager
+def edited_faq(site: Path, edit: int) -> Iterator[tuple[Path, str]]:
+    """The `edit`-th edit of the site: one sentence added to one FAQ answer, another file and
+    another sentence each time, so that no edit finds its result in the build cache (the
+    same edit twice would be a rebuild with nothing changed). The FAQ file and the lock
+    are put back afterwards, whatever happens (a later build finds them in the cache)."""
+    faqs = sorted((site / "faq").glob("*.yaml"))
+    faq = faqs[(len(faqs) // 2 + edit) % len(faqs)]  # another for each of len(faqs) edits
+    sentence = f"Edited sentence number {edit}."
     lock = site / "content.lock.json"
     original, original_lock = faq.read_bytes(), lock.read_bytes()
     text = original.decode("utf-8")
     assert "answer: |\n  " in text, faq
     try:
-        faq.write_text(text.replace("answer: |\n  ", "answer: |\n  One edited sentence. ", 1))
-        start = time.perf_counter()
-        pipeline.build(site, out)
-        seconds = time.perf_counter() - start
+        faq.write_text(text.replace("answer: |\n  ", f"answer: |\n  {sentence} ", 1))
+        yield faq, sentence
     finally:
         faq.write_bytes(original)
         lock.write_bytes(original_lock)
-    return {"seconds": seconds, "peak_rss_kb": peak_rss_kb()}
+
+
+def worker_incremental(site: Path, out: Path, cache: Path, edit: int) -> dict[str, Any]:
+    """Issue 11 target 4: one FAQ sentence edited after a build (`edited_faq`), then
+    `python -m content_builder build` run as a user runs it (interpreter start and imports
+    included) with the build cache of the earlier builds. The edited sentence must be in
+    the published file."""
+    with edited_faq(site, edit) as (faq, sentence):
+        start = time.perf_counter()
+        completed = subprocess.run(
+            [sys.executable, "-m", "content_builder", "build", "--site", str(site),
+             "--out", str(out)],
+            cwd=REPO, capture_output=True, text=True, check=False,
+            env={**os.environ, "AGENT_ACCESS_CACHE_DIR": str(cache)},
+        )  # fmt: skip
+        seconds = time.perf_counter() - start
+        if completed.returncode != 0:
+            raise SystemExit(f"the build after an edit failed:\n{completed.stderr[-3000:]}")
+        published = [
+            path.name
+            for path in (out / "api/v1/faq").glob("*.json")
+            if sentence in path.read_text(encoding="utf-8")
+        ]
+        if len(published) != 1:
+            raise SystemExit(f"the edit to {faq.name} is not in the output: {published}")
+    return {"seconds": seconds, "faq": faq.name}
 
 
 def _child(*args: str, cache: str = "off") -> dict[str, Any]:
@@ -318,8 +346,8 @@ class IncrementalResult:
     n: int
     cold_seconds: float  # the build that filled the cache (cache writes included)
     edit_seconds: float  # median: one FAQ sentence edited, `build` again
-    edit_runs: list[float]
-    peak_rss_mb: float
+    edit_runs: list[float]  # in order: the first edit follows the cold build
+    edited: list[str]  # the FAQ file each edit changed, each another one
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -330,8 +358,8 @@ def measure_incremental(site: Path, n: int, work: Path, repeats: int = 3) -> Inc
     _settle(cache, out)
     first = _child("build", str(site), str(out), cache=str(cache))
     runs = [
-        _child("incremental", str(site), str(out), str(cache), cache=str(cache))
-        for _ in range(repeats)
+        _child("incremental", str(site), str(out), str(cache), str(edit), cache=str(cache))
+        for edit in range(repeats)
     ]
     _settle(cache, out)
     return IncrementalResult(
@@ -339,7 +367,7 @@ def measure_incremental(site: Path, n: int, work: Path, repeats: int = 3) -> Inc
         cold_seconds=first["seconds"],
         edit_seconds=statistics.median(run["seconds"] for run in runs),
         edit_runs=[run["seconds"] for run in runs],
-        peak_rss_mb=max(run["peak_rss_kb"] for run in runs) / 1024,
+        edited=[run["faq"] for run in runs],
     )
 
 
@@ -349,10 +377,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("source", type=Path, help="site_data (build) or a build output (floor)")
     parser.add_argument("out", type=Path)
     parser.add_argument("cache", type=Path, nargs="?", help="the build cache (incremental)")
+    parser.add_argument("edit", type=int, nargs="?", default=0, help="which edit (incremental)")
     args = parser.parse_args(argv)
     os.environ.setdefault("PYTHONHASHSEED", "0")
     if args.what == "incremental":
-        print(json.dumps(worker_incremental(args.source, args.out, args.cache)))
+        print(json.dumps(worker_incremental(args.source, args.out, args.cache, args.edit)))
         return 0
     worker = worker_build if args.what == "build" else worker_floor
     print(json.dumps(worker(args.source, args.out)))

@@ -37,7 +37,7 @@ from benchmarks import (
 README = Path(__file__).resolve().parent / "README.md"
 BEGIN = "<!-- results:begin (written by `make bench`; edits here are overwritten) -->"
 END = "<!-- results:end -->"
-REPEATS = {100: 5, 1000: 3}  # larger N: 2 runs
+REPEATS = {100: 5}  # larger N: 3 runs (a median of two is their mean)
 #: Issue 11 target 3: the build within 4x the honest floor (pydantic-core serialization +
 #: write of the same bytes).
 RATIO_TARGET = 4.0
@@ -128,25 +128,33 @@ def _paths(paths: list[str]) -> str:
     return f"{len(paths)} ({wildcards})" if wildcards else f"{len(paths)}"
 
 
+def shown(value: float, digits: int = 2) -> float:
+    """A figure as a row prints it (`digits` decimals), and judges it: a verdict on the
+    unrounded value could contradict the figure beside it (4.04 printed as "4.0", "no")."""
+    return round(value, digits)
+
+
 def targets(results: dict[str, Any]) -> list[tuple[str, str, bool]]:
-    """(target, measured, met) for every target of the issue."""
+    """(target, measured, met) for every target of the issue, each judged on the figure
+    it prints (`shown`)."""
     rows: list[tuple[str, str, bool]] = []
     first = results.get("first_run")
     if first:
         rows += _first_run_targets(first)
     builds = {b["n"]: b for b in results["build"]}
     largest = builds[max(builds)]
+    ratio = shown(largest["ratio"])
     rows.append((
         f"build/floor <= {RATIO_TARGET} at N = {largest['n']:,}",
-        f"{largest['ratio']:.1f}",
-        largest["ratio"] <= RATIO_TARGET,
+        f"{ratio:.2f} ({largest['build_seconds']:.2f} s against {largest['floor_seconds']:.2f} s)",
+        ratio <= RATIO_TARGET,
     ))  # fmt: skip
     if 10000 in builds:
-        seconds = builds[10000]["build_seconds"]
+        seconds = shown(builds[10000]["build_seconds"])
         cpu = builds[10000].get("cpu_seconds", 0.0)
         rows.append((
             f"build at N = 10,000 under {BUILD_10K_SECONDS:.0f} s",
-            f"{seconds:.1f} s ({cpu:.1f} s of CPU on two cores: a forked child parses and "
+            f"{seconds:.2f} s ({cpu:.1f} s of CPU on two cores: a forked child parses and "
             "renders half the new entries)",
             seconds < BUILD_10K_SECONDS,
         ))  # fmt: skip
@@ -160,11 +168,12 @@ def targets(results: dict[str, Any]) -> list[tuple[str, str, bool]]:
     rows += _search_targets(results)
     if 1000 in builds and len(builds) > 1:
         low, high = builds[1000], largest
-        spread = high["ms_per_entry"] / low["ms_per_entry"]
+        spread = shown(high["ms_per_entry"] / low["ms_per_entry"])
         rows.append((
             f"time per entry flat within {FLATNESS_TARGET}x from N = 1,000 to {high['n']:,}",
-            f"{low['ms_per_entry']:.2f} -> {high['ms_per_entry']:.2f} ms ({spread:.2f}x)",
-            1 / FLATNESS_TARGET <= spread <= FLATNESS_TARGET,
+            f"{low['ms_per_entry']:.2f} -> {high['ms_per_entry']:.2f} ms ({spread:.2f}x); "
+            f"CPU {_cpu_ms_per_entry(low):.2f} -> {_cpu_ms_per_entry(high):.2f} ms",
+            shown(1 / FLATNESS_TARGET) <= spread <= FLATNESS_TARGET,
         ))  # fmt: skip
     rows.append((
         f"peak memory at N = {largest['n']:,} not above {PEAK_MB_TARGET:,} MB (the original)",
@@ -174,21 +183,27 @@ def targets(results: dict[str, Any]) -> list[tuple[str, str, bool]]:
     ))  # fmt: skip
     incremental = results.get("incremental")
     if incremental:
+        edit = shown(incremental["edit_seconds"])
+        runs = incremental["edit_runs"]
         rows.append((
             f"`build` after one edit at N = {incremental['n']:,} under {EDIT_SECONDS:.0f} s "
-            "(build cache)",
-            f"{incremental['edit_seconds']:.1f} s (cold {incremental['cold_seconds']:.1f} s)",
-            incremental["edit_seconds"] < EDIT_SECONDS,
+            "(build cache; `python -m content_builder build`, start-up included; another "
+            "FAQ each run)",
+            f"{edit:.2f} s, median of {len(runs)} edits (runs "
+            + ", ".join(f"{seconds:.2f}" for seconds in runs)
+            + f"; the first follows the cold build of {incremental['cold_seconds']:.1f} s)",
+            edit < EDIT_SECONDS,
         ))  # fmt: skip
     watch = results.get("watch")
     if watch:
+        served = shown(watch["edit_seconds"])
         rows.append((
             f"`serve --watch` serves one edit at N = {watch['n']:,} under {EDIT_SECONDS:.0f} s",
-            f"{watch['edit_seconds']:.1f} s (runs "
-            + ", ".join(f"{seconds:.1f}" for seconds in watch["edit_runs"])
+            f"{served:.2f} s (runs "
+            + ", ".join(f"{seconds:.2f}" for seconds in watch["edit_runs"])
             + f"; first answer {watch['first_answer_seconds']:.1f} s, "
             f"peak {watch['peak_rss_mb']:,.0f} MB)",
-            watch["edit_seconds"] < EDIT_SECONDS,
+            served < EDIT_SECONDS,
         ))  # fmt: skip
         rows.append((
             f"`serve --watch` idles under {WATCH_IDLE_PERCENT:.0f} % of a core "
@@ -218,7 +233,8 @@ def targets(results: dict[str, Any]) -> list[tuple[str, str, bool]]:
             f"`pulumi preview` on unchanged sources reuses the build (N = {again['n']:,}: the "
             "program's second run, same build cache, renders no entry again)",
             f"{again['entries_rendered']:,} entries rendered (the first run: "
-            f"{again['first_entries_rendered']:,} here, the rest in its forked half); build "
+            f"{again['first_entries_rendered']:,} here, all in one process: Pulumi's threads "
+            "rule out the fork); build "
             f"{again['build_seconds']:.1f} s (the first run's: "
             f"{again['first_build_seconds']:.1f} s)",
             again["entries_rendered"] == 0,
@@ -231,15 +247,19 @@ def targets(results: dict[str, Any]) -> list[tuple[str, str, bool]]:
         # load (benchmarks/README.md); both are shown.
         cpu_low = low.get("program_cpu_seconds", low["program_seconds"])
         cpu_high = high.get("program_cpu_seconds", high["program_seconds"])
-        cpu_spread = cpu_high / max(cpu_low, 1e-9)
+        cpu_spread = shown(cpu_high / max(cpu_low, 1e-9))
         rows.append((
             f"preview nearly flat within {FLATNESS_TARGET}x (program without the build, CPU, "
             f"median of the runs, N = {low['n']:,} -> {high['n']:,})",
-            f"CPU {cpu_low:.2f} -> {cpu_high:.2f} s ({cpu_spread:.1f}x); wall "
-            f"{low['program_seconds']:.2f} -> {high['program_seconds']:.2f} s ({spread:.1f}x)",
+            f"CPU {cpu_low:.2f} -> {cpu_high:.2f} s ({cpu_spread:.2f}x); wall "
+            f"{low['program_seconds']:.2f} -> {high['program_seconds']:.2f} s ({spread:.2f}x)",
             cpu_spread <= FLATNESS_TARGET,
         ))  # fmt: skip
     return rows
+
+
+def _cpu_ms_per_entry(build: dict[str, Any]) -> float:
+    return 1000 * build.get("cpu_seconds", 0.0) / max(build["entries"], 1)
 
 
 def _search_targets(results: dict[str, Any]) -> list[tuple[str, str, bool]]:
@@ -276,7 +296,7 @@ def _search_targets(results: dict[str, Any]) -> list[tuple[str, str, bool]]:
 _FIRST_RUN_TARGETS = (
     f"fresh clone: `make serve` answers its discovery URL under {FIRST_SERVE_SECONDS:.0f} s "
     "(empty pip cache)",
-    f"fresh clone: CI (`bash .ci/run`, warm pip cache) under {CI_SECONDS / 60:.0f} minutes",
+    f"fresh clone: CI (`bash .ci/run`, empty pip cache) under {CI_SECONDS / 60:.0f} minutes",
     f"`make test` from a warm environment under {TEST_WARM_SECONDS:.0f} s",
 )
 
@@ -290,21 +310,26 @@ def _first_run_targets(first: dict[str, Any]) -> list[tuple[str, str, bool]]:
     )
     minutes, seconds = divmod(round(first["ci_seconds"]), 60)
     serve, ci, warm = _FIRST_RUN_TARGETS
+    serve_seconds = shown(first["serve_seconds"], 1)
+    warm_seconds = shown(first["test_warm_seconds"], 1)
+    runs = first.get("test_warm_runs") or [first["test_warm_seconds"]]
     return [
         (
             serve,
-            f"{first['serve_seconds']:.1f} s ({first['serve_venv_mb']:,.0f} MB `.venv`; {where})",
-            first["serve_seconds"] < FIRST_SERVE_SECONDS,
+            f"{serve_seconds:.1f} s ({first['serve_venv_mb']:,.0f} MB `.venv`; {where})",
+            serve_seconds < FIRST_SERVE_SECONDS,
         ),
         (
             ci,
             f"{minutes} min {seconds} s ({first['ci_summary']})",
-            first["ci_seconds"] < CI_SECONDS,
+            minutes * 60 + seconds < CI_SECONDS,
         ),
         (
             warm,
-            f"{first['test_warm_seconds']:.0f} s ({first['test_warm_summary']})",
-            first["test_warm_seconds"] < TEST_WARM_SECONDS,
+            f"{warm_seconds:.1f} s, median of {len(runs)} (runs "
+            + ", ".join(f"{run:.1f}" for run in runs)
+            + f"; {first['test_warm_summary']})",
+            warm_seconds < TEST_WARM_SECONDS,
         ),
     ]
 
@@ -493,7 +518,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         )
         sites[n] = site.root
     for n in args.sizes:
-        repeats = args.repeats or REPEATS.get(n, 2)
+        repeats = args.repeats or REPEATS.get(n, 3)
         _say(f"build scaling, N = {n:,} ({repeats} runs, each with its floor)")
         result = build_bench.measure(sites[n], n, work / "build", repeats)
         results["build"].append(result.as_dict())
@@ -593,7 +618,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sizes", default="100,1000,10000",
                         type=lambda text: sorted(int(n) for n in text.split(",")))  # fmt: skip
     parser.add_argument("--publish-n", type=int, default=1000, help="0 skips the publish run")
-    parser.add_argument("--repeats", type=int, default=0, help="runs per N (default 5/3/2)")
+    parser.add_argument(
+        "--repeats", type=int, default=0, help="runs per N (default 5 at N = 100, else 3)"
+    )
     parser.add_argument("--publisher-only", action="store_true", help="without aws s3 sync")
     parser.add_argument("--edge-requests", type=int, default=3000, help="per server and round")
     parser.add_argument("--edge-rounds", type=int, default=3)

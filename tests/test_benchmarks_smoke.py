@@ -434,3 +434,119 @@ def test_the_preview_reuses_the_build_on_unchanged_sources(bench: dict[str, Any]
                     if name.startswith("`pulumi preview` on unchanged sources"))  # fmt: skip
 
     assert met(0) and not met(1)
+
+
+def test_each_edit_the_benchmark_times_renders_one_entry_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The edit benchmark's runs are real edits: each renders exactly one entry again, the
+    edited one, and leaves the site as it found it. (Repeating one edit would find its
+    result in the build cache: a rebuild with nothing changed, 0 entries rendered.)"""
+    from benchmarks import build_bench
+    from content_builder import build as pipeline
+
+    site = sitegen.generate(tmp_path / "site", N).root
+    monkeypatch.setenv("AGENT_ACCESS_CACHE_DIR", str(tmp_path / "cache"))
+    rendered: list[int] = []
+    build_catalog = pipeline.build_catalog
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        catalog = build_catalog(*args, **kwargs)
+        rendered.append(catalog.rendered_now)
+        return catalog
+
+    monkeypatch.setattr(pipeline, "build_catalog", counted)
+    before = tree_digest(site)
+    pipeline.build(site, tmp_path / "out")
+    edited = []
+    for edit in range(3):
+        with build_bench.edited_faq(site, edit) as (faq, sentence):
+            pipeline.build(site, tmp_path / "out")
+            edited.append(faq.name)
+            assert sentence in (tmp_path / "out").joinpath(
+                paths.faq(faq.stem).lstrip("/")
+            ).read_text(encoding="utf-8")
+    assert rendered == [2 * N, 1, 1, 1]
+    assert len(set(edited)) == 3
+    assert tree_digest(site) == before
+
+
+def _targets_of(results: dict[str, Any]) -> dict[str, tuple[str, bool]]:
+    return {name: (measured, met) for name, measured, met in run.targets(results)}
+
+
+def _results_near_the_limits(bench: dict[str, Any], **changes: float) -> dict[str, Any]:
+    """`bench`'s results with builds at N = 1,000 and 10,000, an edit, a watch, previews and
+    a first run, every figure just inside its target unless `changes` sets it."""
+    figures = {
+        "ratio": 3.99, "build_10k": 12.9, "ms_1k": 1.0, "ms_10k": 1.49, "edit": 2.9,
+        "served": 2.9, "preview_cpu_10k": 1.49, "serve": 59.0, "test_warm": 89.0, **changes,
+    }  # fmt: skip
+    base = bench["build"][0]
+    low = {
+        **base,
+        "n": 1000,
+        "entries": 2000,
+        "ms_per_entry": figures["ms_1k"],
+        "build_seconds": 2.0,
+        "floor_seconds": 0.5,
+        "ratio": 4.0,
+        "cpu_seconds": 3.0,
+    }
+    high = {**base, "n": 10000, "entries": 20000, "ms_per_entry": figures["ms_10k"],
+            "build_seconds": figures["build_10k"], "floor_seconds": 3.0,
+            "ratio": figures["ratio"], "cpu_seconds": 20.0}  # fmt: skip
+    preview = bench["preview"][0]
+    return {
+        **bench,
+        "build": [low, high],
+        "incremental": {**bench["incremental"], "edit_seconds": figures["edit"]},
+        "watch": {**bench["watch"], "edit_seconds": figures["served"]},
+        "preview": [
+            {**preview, "program_cpu_seconds": 1.0},
+            {**preview, "n": 10000, "program_cpu_seconds": figures["preview_cpu_10k"]},
+        ],
+        "first_run": {
+            "commit": "0" * 40,
+            "uncommitted_changes": False,
+            "filesystem": "ext4",
+            "serve_seconds": figures["serve"],
+            "serve_venv_mb": 67.0,
+            "ci_seconds": 150.0,
+            "ci_summary": "1 passed in 1s",
+            "test_warm_seconds": figures["test_warm"],
+            "test_warm_summary": "1 passed in 1s",
+            "test_warm_runs": [figures["test_warm"]],
+        },
+    }
+
+
+@pytest.mark.parametrize(
+    ("change", "row", "shown"),
+    [
+        ({"ratio": 4.004}, "build/floor", "4.00"),
+        ({"ratio": 4.04}, "build/floor", "4.04"),
+        ({"build_10k": 12.996}, "build at N = 10,000", "13.00 s"),
+        ({"ms_10k": 1.51}, "time per entry flat", "1.51x"),
+        ({"ms_10k": 0.66}, "time per entry flat", "0.66x"),
+        ({"edit": 2.996}, "`build` after one edit", "3.00 s"),
+        ({"served": 3.0}, "`serve --watch` serves one edit", "3.00 s"),
+        ({"preview_cpu_10k": 1.53}, "preview nearly flat", "1.53x"),
+        ({"serve": 59.96}, "`make serve` answers", "60.0 s"),
+        ({"test_warm": 89.96}, "`make test` from a warm environment", "90.0 s"),
+    ],
+)
+def test_a_target_row_judges_the_figure_it_prints(
+    bench: dict[str, Any], change: dict[str, float], row: str, shown: str
+) -> None:
+    """Every row is met just inside its limit and not met just past it, and the verdict
+    agrees with the figure printed beside it (a 4.04 printed "4.0" and judged "no" would
+    contradict itself)."""
+    inside = _targets_of(_results_near_the_limits(bench))
+    past = _targets_of(_results_near_the_limits(bench, **change))
+    [name] = [name for name in past if row in name]
+    assert inside[name][1], inside[name]
+    measured, met = past[name]
+    assert shown in measured, measured
+    limit_met = change == {"ratio": 4.004}  # 4.004 prints 4.00: within "<= 4.0"
+    assert met is limit_met, (name, measured)
