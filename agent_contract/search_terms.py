@@ -303,12 +303,12 @@ class Tokenizer:
             return acronym_terms(found, lambda: [w for g in groups for w in self.ordered(g)])
         text: str | None = None
 
-        def has_phrase(phrase: str, pattern: re.Pattern[str]) -> bool:
+        def has_phrase(phrase: str, pattern: str) -> bool:
             nonlocal text
             if text is None:
                 pieces = [part for g in groups for part in (g.text, *sorted(g.compounds))]
                 text = " " + " ".join(pieces) + " "
-            return pattern.search(text) is not None
+            return re.search(pattern, text) is not None  # compiled once, in re's cache
 
         return _acronym_terms(found, has_phrase)
 
@@ -435,19 +435,19 @@ _NOISE_TOKEN = (
     + ")(?![0-9a-z])"
 )
 # Per acronym: its two forms, the words of its expansion, the expansion as a phrase of
-# words, and as a pattern over term text (led by a literal: a fast scan).
+# words, and as a pattern over term text (led by a literal: a fast scan). The patterns
+# stay text until a phrase is looked for: compiling them all (each repeats the noise
+# alternation) was 30-40 ms of every command's start-up, `build` after an edit included.
 _ACRONYM_FORMS = [
     (
         acronym,
         acronym + "s",
         frozenset(expansion),
         " " + " ".join(expansion) + " ",
-        re.compile(
-            " "
-            + expansion[0]
-            + "".join(f"(?: +{_NOISE_TOKEN})* +{word}" for word in expansion[1:])
-            + "(?![0-9a-z])"
-        ),
+        " "
+        + expansion[0]
+        + "".join(f"(?: +{_NOISE_TOKEN})* +{word}" for word in expansion[1:])
+        + "(?![0-9a-z])",
     )
     for acronym, expansion in ACRONYMS.items()
 ]
@@ -459,7 +459,7 @@ def acronym_terms(found: set[str], text_words: list[str] | Callable[[], list[str
     `text_words` (which may be given as a function, called only when a phrase is possible)."""
     joined: str | None = None
 
-    def has_phrase(phrase: str, pattern: re.Pattern[str]) -> bool:
+    def has_phrase(phrase: str, pattern: str) -> bool:
         nonlocal joined
         if joined is None:
             in_order = text_words() if callable(text_words) else text_words
@@ -469,9 +469,7 @@ def acronym_terms(found: set[str], text_words: list[str] | Callable[[], list[str
     return _acronym_terms(found, has_phrase)
 
 
-def _acronym_terms(
-    found: AbstractSet[str], has_phrase: Callable[[str, re.Pattern[str]], bool]
-) -> set[str]:
+def _acronym_terms(found: AbstractSet[str], has_phrase: Callable[[str, str], bool]) -> set[str]:
     extra: set[str] = set()
     for acronym, plural, expansion, phrase, pattern in _ACRONYM_FORMS:
         if acronym in found or plural in found:

@@ -50,3 +50,22 @@ def test_a_subcommand_without_a_handler_fails_instead_of_running_another(
     monkeypatch.setattr(cli, "HANDLERS", handlers)
     with pytest.raises(AssertionError, match="search-eval"):
         cli.main(["search-eval"])
+
+
+def test_the_command_line_imports_no_other_party_before_a_subcommand_needs_it() -> None:
+    """`python -m content_builder build` (timed start-up included by issue 11's edit
+    target) does not import the agent client or the local edge: ~0.1 s of start-up that
+    a build never uses."""
+    import subprocess
+    import sys
+
+    from tests.conftest import REPO
+
+    probe = (
+        "import sys, content_builder.cli, content_builder.build; "
+        "print(sorted(m for m in sys.modules if m.startswith(('agent_client', 'agent_edge'))))"
+    )
+    completed = subprocess.run(
+        [sys.executable, "-c", probe], cwd=REPO, capture_output=True, text=True, check=True
+    )
+    assert completed.stdout.strip() == "[]", completed.stdout
