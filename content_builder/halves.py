@@ -24,8 +24,13 @@ from typing import BinaryIO, Generic, TypeVar
 T = TypeVar("T")
 R = TypeVar("R")
 
-#: Below this many items a fork, a pickle and a read cost more than they save.
-MINIMUM_ITEMS = 2_000
+#: Below this many items a fork, a pickle and a read cost more than they save. Measured
+#: on a cold build with a free second core (docs/decisions.md, "Issue 11: small sites"):
+#: from 1,000 entries (N = 500) forking the render, the source hashes and the search
+#: index pays (0.88 -> 0.66 s), as does a 1,000-file folder's load at N = 1,000; at 500
+#: entries (N = 250) it did not (0.44 s either way, 0.57 s when the cores are busy), at
+#: 200 it lost (0.18 -> 0.25 s). Not lower: a fork only pays with a core free for it.
+MINIMUM_ITEMS = 1_000
 
 
 #: prctl(2) option: the signal a process gets when the thread that forked it exits.
