@@ -71,6 +71,7 @@ def render_catalog(
     catalog: Catalog,
     mcp_endpoint: str | None = None,
     meanwhile: Callable[[list[Artifact], frozenset[str]], None] | None = None,
+    waiting: Callable[[list[Artifact], Callable[[], bool]], None] | None = None,
 ) -> list[Artifact]:
     """One file per document and FAQ entry, then one per single-file row of the endpoint
     table, by publish tier: leaves first, entry points last.
@@ -81,7 +82,9 @@ def render_catalog(
     the order of a plain loop: an aggregate after it that fails waits for it, which
     raises first if it fails. Then, before waiting for the child, `meanwhile` is given
     the files other than the entries' own and the search index, and the paths of all
-    the files (it must not raise)."""
+    the files (it must not raise); then `waiting` is given every file but the search
+    index and a function that says whether the child still works (it must not raise:
+    what it does until then costs no time)."""
     context = RenderContext(site, catalog, mcp_endpoint)
     brand = site.config.brand
     single = sorted(SINGLE_FILES, key=lambda endpoint: rule_for(endpoint.resolve(brand)).tier)
@@ -147,6 +150,18 @@ def render_catalog(
                             *(endpoint.resolve(brand) for endpoint in single),
                         ]
                     ),
+                )
+            if large and waiting is not None:
+                waiting(
+                    [
+                        *leaves,
+                        *(
+                            Artifact(endpoint.resolve(brand), bodies[endpoint.key])
+                            for endpoint in single
+                            if endpoint.key in bodies
+                        ),
+                    ],
+                    search_index_ahead.running,
                 )
             bodies[SEARCH_INDEX] = search_index()
     return [
@@ -247,9 +262,11 @@ def plan(
     frozen: bool = False,
     mcp_endpoint: str | None = None,  # a live MCP server's URL, named by the discovery doc
     rendered: Callable[[list[Artifact]], None] | None = None,  # told the files, before checks
+    # Told the files but the search index while a child renders it, and whether it still does.
+    waiting: Callable[[list[Artifact], Callable[[], bool]], None] | None = None,
 ) -> Plan:
     with collector_paused():
-        return _plan(site_dir, base_url, frozen, mcp_endpoint, rendered)
+        return _plan(site_dir, base_url, frozen, mcp_endpoint, rendered, waiting)
 
 
 def _plan(
@@ -258,6 +275,7 @@ def _plan(
     frozen: bool,
     mcp_endpoint: str | None,
     rendered: Callable[[list[Artifact]], None] | None = None,
+    waiting: Callable[[list[Artifact], Callable[[], bool]], None] | None = None,
 ) -> Plan:
     site = load_site(site_dir, base_url)
     lock_display = display_path(site.root / LOCK_FILE)
@@ -281,7 +299,7 @@ def _plan(
         joined = {ENDPOINT[key].resolve(site.config.brand) for key in JOINED}
         ahead.append(read_ahead(site, others, joined, published))
 
-    artifacts = render_catalog(site, catalog, mcp_endpoint, read_while_waiting)
+    artifacts = render_catalog(site, catalog, mcp_endpoint, read_while_waiting, waiting)
     if rendered is not None:  # build() starts writing them while the checks run
         rendered(artifacts)
     _check(site, catalog, artifacts, ahead[0] if ahead else None)
@@ -338,14 +356,25 @@ def build(
 ) -> tuple[Plan, list[FileReport]]:
     early: list[EarlyFiles] = []  # the files, written while the checks run
 
+    def write_while_waiting(artifacts: list[Artifact], busy: Callable[[], bool]) -> None:
+        # This process has nothing else to do until the child that renders the search
+        # index is done: the files it writes there, the writer or an early child need not.
+        files = EarlyFiles.begin(out_dir)
+        if files is not None:
+            early.append(files)  # discarded below if the build fails
+            files.write_while(artifacts, busy)
+
     def start_early(artifacts: list[Artifact]) -> None:
+        if early:  # some written already: the rest in a child, if enough are left
+            early[0].finish(artifacts)
+            return
         started = EarlyFiles.start(artifacts, out_dir)
         if started is not None:
             early.append(started)
 
     new_lock: Path | None = None
     try:
-        result = plan(site_dir, base_url, frozen, mcp_endpoint, start_early)
+        result = plan(site_dir, base_url, frozen, mcp_endpoint, start_early, write_while_waiting)
         if result.lock_changes:
             # Written beside the lock first, put in place after the output: a lock that
             # cannot be written (a full disk) fails the build before the output changes,

@@ -23,6 +23,7 @@ import os
 import shutil
 import signal
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 from agent_contract.artifacts import Artifact
@@ -30,6 +31,10 @@ from content_builder.halves import can_fork, die_with_parent
 
 #: Below this many files a fork costs more than writing them here does.
 MINIMUM_FILES = 2_000
+
+#: While writing in the time a child leaves free, whether it is still busy is asked
+#: every this many files (one waitpid each; a small file takes ~25 us to write on tmpfs).
+_ASK_EVERY = 16
 
 #: Flags of `open(path, "wb")`, without Python's file object around the descriptor: one
 #: open, one write and one close per file (the file object adds an fstat, an ioctl and
@@ -61,65 +66,110 @@ def write_files(folder: str, files: dict[str, bytes]) -> None:
 
 
 class EarlyFiles:
-    """Files being written into a staging folder by a forked child."""
+    """Files being written into a staging folder, by this process while it waits for a
+    child anyway (`write_while`) and then by a forked child (`finish`)."""
 
-    def __init__(self, folder: Path, files: dict[str, bytes], pid: int) -> None:
-        self.folder = folder
-        self.files = files  # key -> the very bytes object the child writes
-        self._pid: int | None = pid  # None once the child is reaped
+    def __init__(self, out_dir: Path, folder: Path | None = None) -> None:
+        self.out_dir = out_dir
+        self.folder = folder  # made with the first file written
+        self.files: dict[str, bytes] = {}  # key -> the very bytes object written
+        self._pid: int | None = None  # a child still writing, until reaped
+        self._failed = False
+
+    @classmethod
+    def begin(cls, out_dir: Path) -> EarlyFiles | None:
+        """Files to write early for a build into `out_dir`, or None when not safe: an
+        output folder that already exists (its files are reused or refused by the writer,
+        which decides that once the build succeeded). The parent folder must exist: a
+        build that fails creates no folder."""
+        out_dir = out_dir.absolute()
+        if os.path.lexists(out_dir) or not out_dir.parent.is_dir():
+            return None
+        return cls(out_dir)
 
     @classmethod
     def start(cls, artifacts: list[Artifact], out_dir: Path) -> EarlyFiles | None:
-        """Start writing `artifacts` for a build into `out_dir`, or None when it does not
-        pay or is not safe: few files, one CPU, other threads in this process (a fork can
-        leave their locks held), or an output folder that already exists (its files are
-        reused or refused by the writer, which decides that once the build succeeded).
-        The parent folder must exist: a build that fails creates no folder."""
-        out_dir = out_dir.absolute()
-        if (
-            len(artifacts) < MINIMUM_FILES
-            or not can_fork()
-            or os.path.lexists(out_dir)
-            or not out_dir.parent.is_dir()
-        ):
+        """Start writing `artifacts` for a build into `out_dir` in a child, or None when
+        that does not pay or is not safe (`begin`, `finish`)."""
+        files = cls.begin(out_dir)
+        if files is None or not files.finish(artifacts):
             return None
-        files = {artifact.key: artifact.body for artifact in artifacts}  # the last one wins
-        folder = new_staging_folder(out_dir)
+        return files
+
+    def write_while(self, artifacts: list[Artifact], busy: Callable[[], bool]) -> None:
+        """Write `artifacts` here while `busy()` (a child works on something this process
+        then waits for: the time is free), asking it every few files. Never raises: a
+        file that cannot be written is left to the writer, which reports it in its order."""
+        if self._failed or self._pid is not None:
+            return
+        made: set[str] = set()
+        written = 0
+        try:
+            for artifact in artifacts:
+                if written % _ASK_EVERY == 0 and not busy():
+                    return
+                if self.folder is None:
+                    self.folder = new_staging_folder(self.out_dir)
+                target = os.path.join(self.folder, artifact.key)
+                parent = os.path.dirname(target)
+                if parent not in made:
+                    os.makedirs(parent, exist_ok=True)
+                    made.add(parent)
+                self.files.pop(artifact.key, None)  # unknown while half-written
+                write_new_file(target, artifact.body)
+                self.files[artifact.key] = artifact.body
+                written += 1
+        except Exception:
+            self._failed = True  # the writer writes everything itself
+
+    def finish(self, artifacts: list[Artifact]) -> bool:
+        """Start a child writing the files of `artifacts` not written yet, when enough of
+        them are left to pay for a fork (and forking is safe: one CPU or other threads in
+        this process, whose locks a fork can leave held); whether one started."""
+        if self._failed or self._pid is not None:
+            return False
+        rest = {a.key: a.body for a in artifacts if a.key not in self.files}  # the last wins
+        if len(rest) < MINIMUM_FILES or not can_fork():
+            return False
+        if self.folder is None:
+            self.folder = new_staging_folder(self.out_dir)
+        folder = str(self.folder)
         parent = os.getpid()
         try:
             pid = os.fork()
         except OSError:
-            shutil.rmtree(folder, ignore_errors=True)
-            return None
+            return False
         if pid == 0:  # the child: write, then out without any of the parent's cleanup
             code = 1
             try:
                 die_with_parent(parent)
-                write_files(str(folder), files)
+                write_files(folder, rest)
                 code = 0
             finally:
                 os._exit(code)
-        return cls(folder, files, pid)
+        self._pid = pid
+        self.files.update(rest)
+        return True
 
     def take(self) -> Path | None:
-        """The staging folder with every file written, once the child is done; None (and
-        the folder removed) when the child failed."""
-        if self._pid is None:
-            return None
-        try:
-            _, status = os.waitpid(self._pid, 0)
-        except ChildProcessError:  # reaped by someone else (SIGCHLD ignored): unknown
-            status = -1
-        self._pid = None
-        if status != 0:
-            shutil.rmtree(self.folder, ignore_errors=True)
+        """The staging folder with every file written, once the child (if any) is done;
+        None (and the folder removed) when nothing was written or anything failed."""
+        status = 0
+        if self._pid is not None:
+            try:
+                _, status = os.waitpid(self._pid, 0)
+            except ChildProcessError:  # reaped by someone else (SIGCHLD ignored): unknown
+                status = -1
+            self._pid = None
+        if status != 0 or self._failed or self.folder is None:
+            self.discard()
             return None
         return self.folder
 
     def written(self, artifacts: list[Artifact]) -> frozenset[str] | None:
         """The keys whose file in the staging folder is final: those whose last artifact
-        (the one a plain loop writes last) is the very body the child wrote. None when
-        the child wrote a file the build does not publish (then the folder is unusable)."""
+        (the one a plain loop writes last) is the very body written early. None when a
+        file was written that the build does not publish (then the folder is unusable)."""
         final = {artifact.key: artifact.body for artifact in artifacts}
         if not all(key in final for key in self.files):
             return None
@@ -134,7 +184,10 @@ class EarlyFiles:
             except (ProcessLookupError, ChildProcessError):
                 pass  # already gone
             self._pid = None
-        shutil.rmtree(self.folder, ignore_errors=True)
+        if self.folder is not None:
+            shutil.rmtree(self.folder, ignore_errors=True)
+            self.folder = None
+        self.files = {}
 
 
 def new_staging_folder(out_dir: Path) -> Path:

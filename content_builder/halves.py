@@ -19,13 +19,18 @@ import tempfile
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import BinaryIO, TypeVar
+from typing import BinaryIO, Generic, TypeVar
 
 T = TypeVar("T")
 R = TypeVar("R")
 
-#: Below this many items a fork, a pickle and a read cost more than they save.
-MINIMUM_ITEMS = 2_000
+#: Below this many items a fork, a pickle and a read cost more than they save. Measured
+#: on a cold build with a free second core (docs/decisions.md, "Issue 11: small sites"):
+#: from 1,000 entries (N = 500) forking the render, the source hashes and the search
+#: index pays (0.88 -> 0.66 s), as does a 1,000-file folder's load at N = 1,000; at 500
+#: entries (N = 250) it did not (0.44 s either way, 0.57 s when the cores are busy), at
+#: 200 it lost (0.18 -> 0.25 s). Not lower: a fork only pays with a core free for it.
+MINIMUM_ITEMS = 1_000
 
 
 #: prctl(2) option: the signal a process gets when the thread that forked it exits.
@@ -142,31 +147,58 @@ def _split(count: int, child_takes_first: bool) -> tuple[list[int], list[int]]:
     return (odds, evens) if child_takes_first else (evens, odds)
 
 
+class Ahead(Generic[R]):
+    """The value of a piece of work started ahead (`ahead`): called, it returns it,
+    waiting for the child that works on it; `running()` says whether that would wait."""
+
+    def __init__(self, work: Callable[[], R], spill: BinaryIO | None, pid: int | None) -> None:
+        self._work = work
+        self._spill = spill
+        self._pid = pid  # None once reaped, or without a child
+        self._status = -1  # the child's exit status, once reaped
+
+    def running(self) -> bool:
+        """True while the child still works: what this process does meanwhile is free."""
+        if self._pid is None:
+            return False
+        pid, status = os.waitpid(self._pid, os.WNOHANG)
+        if pid == 0:
+            return True
+        self._pid, self._status = None, status
+        return False
+
+    def __call__(self) -> R:
+        if self._pid is not None:
+            _, self._status = os.waitpid(self._pid, 0)
+            self._pid = None
+        spill, self._spill = self._spill, None
+        if spill is not None and self._status == 0:
+            spill.seek(0)
+            return pickle.load(spill)  # type: ignore[no-any-return]
+        # No child, a child that failed (or asked twice): here, to raise what it raised.
+        return self._work()
+
+    def stop(self) -> None:
+        """Stop the child if it still runs (the block was left without asking)."""
+        if self._pid is not None:
+            os.kill(self._pid, signal.SIGKILL)
+            os.waitpid(self._pid, 0)
+            self._pid = None
+
+
 @contextmanager
-def ahead(work: Callable[[], R], worth_it: bool = True) -> Iterator[Callable[[], R]]:
+def ahead(work: Callable[[], R], worth_it: bool = True) -> Iterator[Ahead[R]]:
     """`work()` started in a forked child (when worth it and safe, as for `in_halves`)
-    while this process does something else; the function yielded returns its value,
-    waiting for the child. A child that fails in any way is ignored and `work()` runs
-    here when asked for, so an error is raised here, at the same point, as without a
+    while this process does something else; the object yielded returns its value when
+    called, waiting for the child. A child that fails in any way is ignored and `work()`
+    runs here when asked for, so an error is raised here, at the same point, as without a
     child. Leaving the block without asking stops the child."""
     if not worth_it or not can_fork():
-        yield work
+        yield Ahead(work, None, None)
         return
     with tempfile.TemporaryFile() as spill:
-        pid = _forked_into(spill, work)
-        running = [pid]
-
-        def result() -> R:
-            if running:
-                _, status = os.waitpid(running.pop(), 0)
-                if status == 0:
-                    spill.seek(0)
-                    return pickle.load(spill)  # type: ignore[no-any-return]
-            return work()  # the child failed (or was asked twice): here, to raise what it raised
-
+        result = Ahead(work, spill, _forked_into(spill, work))
         try:
             yield result
         finally:
-            if running:
-                os.kill(running[0], signal.SIGKILL)
-                os.waitpid(running[0], 0)
+            result.stop()

@@ -13,8 +13,10 @@ from pathlib import Path
 
 import pytest
 
+from agent_contract import paths
 from agent_contract.artifacts import Artifact
 from content_builder import build as pipeline
+from content_builder import cache as build_cache
 from content_builder import early, halves, writer
 from content_builder.errors import SiteDataError
 from tests.conftest import REPO, TEST_BASE_URL, tree_digest
@@ -45,7 +47,7 @@ def _written_here(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 
 def _plain_build(site: Path, out: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
     with monkeypatch.context() as plain:
-        plain.setattr(early.EarlyFiles, "start", classmethod(lambda cls, files, out_dir: None))
+        plain.setattr(early.EarlyFiles, "begin", classmethod(lambda cls, out_dir: None))
         pipeline.build(site, out, TEST_BASE_URL)
     return tree_digest(out)
 
@@ -140,6 +142,113 @@ def test_a_key_published_again_later_is_written_by_the_writer(tmp_path: Path) ->
     writer.write_output([first, other, later], tmp_path / "dist", TEST_BASE_URL, files)
     assert (tmp_path / "dist" / first.key).read_bytes() == later.body, "the last one wins"
     assert (tmp_path / "dist" / other.key).read_bytes() == other.body
+
+
+@pytest.fixture
+def waiting_for_the_search_index(forking: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The search index rendered in a child (every entry rendered: no build cache), which
+    seems to work as long as asked (so every file is written while waiting for it), and
+    no early child after (its threshold out of reach)."""
+    monkeypatch.setenv(build_cache.CACHE_ENV, "off")
+    monkeypatch.setattr(pipeline, "MINIMUM_ITEMS", 1)
+    monkeypatch.setattr(halves.Ahead, "running", lambda self: True)
+    monkeypatch.setattr(early, "MINIMUM_FILES", 10**9)
+
+
+@pytest.mark.usefixtures("waiting_for_the_search_index")
+def test_files_written_while_the_search_index_renders_are_those_of_a_plain_write(
+    site_copy: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    expected = _plain_build(site_copy, tmp_path / "plain", monkeypatch)
+    written = _written_here(monkeypatch)
+    forks = _counted_forks(monkeypatch)
+    pipeline.build(site_copy, tmp_path / "dist", TEST_BASE_URL)
+    assert tree_digest(tmp_path / "dist") == expected
+    assert [Path(path).name for path in written] == [Path(paths.SEARCH_INDEX).name], (
+        "the writer wrote only the search index: every other file was written meanwhile"
+    )
+    assert len(forks) == 1, "the search index's child, no early child"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["dist", "plain", "site_data"]
+
+
+@pytest.mark.usefixtures("waiting_for_the_search_index")
+def test_a_write_that_fails_while_waiting_leaves_every_file_to_the_writer(
+    site_copy: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    expected = _plain_build(site_copy, tmp_path / "plain", monkeypatch)
+    real, calls = early.write_new_file, []
+
+    def full_disk_on_the_third(path: str, body: bytes) -> None:
+        calls.append(path)
+        if len(calls) == 3:
+            raise OSError(28, "No space left on device")
+        real(path, body)
+
+    monkeypatch.setattr(early, "write_new_file", full_disk_on_the_third)
+    written = _written_here(monkeypatch)
+    result, _ = pipeline.build(site_copy, tmp_path / "dist", TEST_BASE_URL)
+    assert len(calls) == 3, "writing stopped at the failure"
+    assert tree_digest(tmp_path / "dist") == expected
+    assert len(written) == len(result.artifacts), "every file written by the writer instead"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["dist", "plain", "site_data"]
+
+
+@pytest.mark.usefixtures("waiting_for_the_search_index")
+def test_a_build_that_fails_after_files_were_written_while_waiting_leaves_nothing(
+    site_copy: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real, calls = early.write_new_file, []
+    monkeypatch.setattr(early, "write_new_file", lambda p, b: (calls.append(p), real(p, b)))
+
+    def failing_budgets(artifacts: list[Artifact]) -> None:
+        raise SiteDataError.single("site.yaml", None, "over budget (injected)")
+
+    monkeypatch.setattr(pipeline, "check_budgets", failing_budgets)
+    with pytest.raises(SiteDataError, match="injected"):
+        pipeline.build(site_copy, tmp_path / "dist", TEST_BASE_URL)
+    assert calls, "files had been written while waiting"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["site_data"], "no output, no staging"
+
+
+@pytest.mark.usefixtures("forking")
+def test_writing_stops_when_the_child_is_done_and_a_child_writes_the_rest(
+    tmp_path: Path,
+) -> None:
+    artifacts = [
+        Artifact(f"/api/v1/content/documents/d{i:02}.json", b'{"n": %d}\n' % i) for i in range(40)
+    ]
+    answers = iter([True, False])  # busy when first asked, done when asked again
+    files = early.EarlyFiles.begin(tmp_path / "dist")
+    assert files is not None
+    files.write_while(artifacts, lambda: next(answers))
+    assert len(files.files) == early._ASK_EVERY, "written until the child was done"
+    assert files.finish(artifacts), "a child writes the rest"
+    writer.write_output(artifacts, tmp_path / "dist", TEST_BASE_URL, files)
+    for artifact in artifacts:
+        assert (tmp_path / "dist" / artifact.key).read_bytes() == artifact.body
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["dist"]
+
+
+def test_nothing_written_early_means_no_staging_folder(tmp_path: Path) -> None:
+    files = early.EarlyFiles.begin(tmp_path / "dist")
+    assert files is not None
+    files.write_while([Artifact("/api/v1/content/documents/a.json", b"{}\n")], lambda: False)
+    assert files.take() is None and list(tmp_path.iterdir()) == []
+
+
+def _counted_forks(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The pids of the children this process forks from now on."""
+    forks: list[int] = []
+    real_fork = os.fork
+
+    def counting_fork() -> int:
+        pid = real_fork()
+        if pid:
+            forks.append(pid)
+        return pid
+
+    monkeypatch.setattr(os, "fork", counting_fork)
+    return forks
 
 
 def test_write_new_file_writes_what_write_bytes_writes(tmp_path: Path) -> None:

@@ -115,6 +115,33 @@ def test_work_ahead_not_asked_for_is_stopped() -> None:
         os.waitpid(-1, os.WNOHANG)  # killed and reaped: no zombie, no orphan
 
 
+@pytest.mark.usefixtures("forking")
+def test_work_ahead_says_whether_asking_would_wait_for_the_child(tmp_path: Path) -> None:
+    go = tmp_path / "go"
+
+    def work() -> tuple[int, int]:
+        while not go.exists():  # the child works until the test lets it finish
+            threading.Event().wait(0.01)
+        return _pid_and_value(5)
+
+    with halves.ahead(work) as result:
+        assert result.running(), "the child still works"
+        go.touch()
+        for _ in range(1000):
+            if not result.running():
+                break
+            threading.Event().wait(0.01)
+        assert not result.running(), "the child is done: asking does not wait"
+        pid, value = result()
+    assert value == 5 and pid != os.getpid(), "its value, from the child"
+
+
+def test_work_ahead_without_a_child_never_says_it_would_wait() -> None:
+    with halves.ahead(lambda: _pid_and_value(3), worth_it=False) as result:
+        assert not result.running()
+        assert result() == (os.getpid(), 3)
+
+
 def test_work_ahead_not_worth_it_runs_here_when_asked(monkeypatch: pytest.MonkeyPatch) -> None:
     def no_fork() -> int:
         raise AssertionError("forked")
