@@ -69,7 +69,7 @@ def _entry(artifact: Artifact) -> ManifestEntry:
     headers = _HEADERS.get(id(rule))
     if headers is None:
         headers = _HEADERS[id(rule)] = (rule, rule.media_type, rule.cache_control)
-    return entry(artifact.sha256, len(artifact.body), headers[1], headers[2])
+    return entry(artifact.sha256, artifact.size, headers[1], headers[2])
 
 
 def manifest(artifacts: list[Artifact], base_url: str) -> BuildManifest:
@@ -389,7 +389,7 @@ class _Spare:
             if listed is None or artifact is None:
                 holds.pop(path, None)
             else:
-                holds[path] = listed == (artifact.sha256, len(artifact.body))
+                holds[path] = listed == (artifact.sha256, artifact.size)
         return holds
 
 
@@ -498,7 +498,7 @@ def _update(
                     stale.append(artifact)
                     continue
                 stat = item.stat(follow_symlinks=False)
-                if stat.st_size != len(artifact.body):
+                if stat.st_size != artifact.size:
                     stale.append(artifact)
                     continue
                 vouched = holds.get(path)  # True, False (other bytes), None (unknown)
