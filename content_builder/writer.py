@@ -331,19 +331,20 @@ def _reuse(old: str, target: str, artifact: Artifact, written: _Written | None) 
     after the retired output was removed, where it was not kept as the spare). ctime
     moves on any change and cannot be set back (`cp -p`, `rsync -t`, `touch -r` restore an
     mtime, not a ctime); equal times are read, as coarse clocks give a whole tick one
-    time. Any other file is compared byte for byte."""
-    body = artifact.body
+    time. Any other file is compared byte for byte. (The body is asked for only then: an
+    entry's file from the build cache is read from it when asked, content_builder.cache.)"""
+    size = artifact.size
     try:
         stat = os.stat(old)
-        if stat.st_size != len(body):
+        if stat.st_size != size:
             return False
         listed = written.files.get(artifact.path) if written else None
         trusted = (
             written is not None
-            and listed == (artifact.sha256, len(body))
+            and listed == (artifact.sha256, size)
             and max(stat.st_mtime_ns, stat.st_ctime_ns) < written.manifest_mtime_ns
         )
-        if not trusted and Path(old).read_bytes() != body:
+        if not trusted and Path(old).read_bytes() != artifact.body:
             return False
         os.link(old, target)
     except OSError:  # gone, unreadable, or a filesystem without hard links

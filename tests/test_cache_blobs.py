@@ -155,3 +155,14 @@ def test_a_cached_build_reads_only_the_blobs_it_writes(
     _build(site_copy, out)  # the spare lacks the edit: its two files come from the cache
     assert len(seen) == 2
     assert tree_digest(out) == _cold(site_copy, tmp_path, monkeypatch)
+    # A new output folder: every file is written, those of cached entries from the cache.
+    fresh = tmp_path / "fresh"
+    _build(site_copy, fresh)
+    assert len(seen) > 10
+    # The first build after it has no spare: the output is staged from hard links of
+    # the live one, its files trusted by their times and linked, none read.
+    seen.clear()
+    path.write_text(path.read_text().replace("site map", "sitemap"))
+    _build(site_copy, fresh)
+    assert seen == []
+    assert tree_digest(fresh) == _cold(site_copy, tmp_path, monkeypatch)
