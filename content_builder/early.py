@@ -23,6 +23,7 @@ import os
 import shutil
 import signal
 import tempfile
+from collections.abc import Iterable
 from pathlib import Path
 
 from agent_contract.artifacts import Artifact
@@ -60,13 +61,30 @@ def write_files(folder: str, files: dict[str, bytes]) -> None:
         write_new_file(target, body)
 
 
+def link_files(folder: str, twin: str, keys: Iterable[str]) -> None:
+    """A hard link in `twin` of each key's file in `folder`, its folders made once each."""
+    made: set[str] = set()
+    for key in keys:
+        target = os.path.join(twin, key)
+        parent = os.path.dirname(target)
+        if parent not in made:
+            os.makedirs(parent, exist_ok=True)
+            made.add(parent)
+        os.link(os.path.join(folder, key), target)
+
+
 class EarlyFiles:
     """Files being written into a staging folder by a forked child."""
 
-    def __init__(self, folder: Path, files: dict[str, bytes], pid: int) -> None:
+    def __init__(self, folder: Path, files: dict[str, bytes], pid: int, twin: Path) -> None:
         self.folder = folder
         self.files = files  # key -> the very bytes object the child writes
         self._pid: int | None = pid  # None once the child is reaped
+        # Hard links of the same files, made by the child once it wrote them: the spare
+        # the next build updates in place (writer.py), so that the first build after this
+        # one does not stage 40,000 links itself (0.3-0.4 s at 10,000 entries); the
+        # child has the time while the parent checks.
+        self.twin = twin
 
     @classmethod
     def start(cls, artifacts: list[Artifact], out_dir: Path) -> EarlyFiles | None:
@@ -85,25 +103,30 @@ class EarlyFiles:
             return None
         files = {artifact.key: artifact.body for artifact in artifacts}  # the last one wins
         folder = new_staging_folder(out_dir)
+        twin = new_staging_folder(out_dir)
         parent = os.getpid()
         try:
             pid = os.fork()
         except OSError:
             shutil.rmtree(folder, ignore_errors=True)
+            shutil.rmtree(twin, ignore_errors=True)
             return None
         if pid == 0:  # the child: write, then out without any of the parent's cleanup
             code = 1
             try:
                 die_with_parent(parent)
                 write_files(str(folder), files)
+                code = 2  # the files are written; the twin is not whole
+                link_files(str(folder), str(twin), files)
                 code = 0
             finally:
                 os._exit(code)
-        return cls(folder, files, pid)
+        return cls(folder, files, pid, twin)
 
     def take(self) -> Path | None:
         """The staging folder with every file written, once the child is done; None (and
-        the folder removed) when the child failed."""
+        the folder removed) when the child failed. The twin is kept only when whole
+        (`take_twin`)."""
         if self._pid is None:
             return None
         try:
@@ -112,9 +135,18 @@ class EarlyFiles:
             status = -1
         self._pid = None
         if status != 0:
+            shutil.rmtree(self.twin, ignore_errors=True)
+        if os.WIFEXITED(status) and os.WEXITSTATUS(status) == 2:
+            return self.folder  # written, not linked: the files are whole
+        if status != 0:
             shutil.rmtree(self.folder, ignore_errors=True)
             return None
         return self.folder
+
+    def take_twin(self) -> Path | None:
+        """The twin folder (every file the child wrote, hard-linked), once `take` found
+        the child done and whole; None otherwise. The caller owns it from then on."""
+        return self.twin if self._pid is None and self.twin.is_dir() else None
 
     def written(self, artifacts: list[Artifact]) -> frozenset[str] | None:
         """The keys whose file in the staging folder is final: those whose last artifact
@@ -135,6 +167,7 @@ class EarlyFiles:
                 pass  # already gone
             self._pid = None
         shutil.rmtree(self.folder, ignore_errors=True)
+        shutil.rmtree(self.twin, ignore_errors=True)
 
 
 def new_staging_folder(out_dir: Path) -> Path:

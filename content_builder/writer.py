@@ -177,7 +177,11 @@ def _write_output(
             _swap_in(staging, out_dir)
         except BaseException:
             shutil.rmtree(staging, ignore_errors=True)
+            if early is not None:
+                early.discard()
             raise
+        if early is not None:
+            _spare_from_twin(early, artifacts, out_dir, body)
         return report
     if early is not None:  # an output appeared since the early files started: not used
         early.discard()
@@ -280,6 +284,32 @@ def _clear_spare(spare: Path) -> bool:
     # replaced by hand since): nothing in it can be trusted without reading it.
     shutil.rmtree(spare)
     return True
+
+
+def _spare_from_twin(
+    early: EarlyFiles, artifacts: list[Artifact], out_dir: Path, body: bytes
+) -> None:
+    """Keep the early files' twin (content_builder/early.py: hard links of the files the
+    child wrote, made once it wrote them) as the spare of a first build, as
+    `_replace_from_links` keeps one for the build after it. A file the twin lacks, or
+    holds other bytes of (the child wrote a body a later artifact replaced), is listed
+    as unknown, so the next build writes or compares it."""
+    twin = early.take_twin()
+    if twin is None:
+        return
+    spare = spare_folder(out_dir)
+    try:
+        final = early.written(artifacts) or frozenset()
+        if out_dir.is_symlink() or not _clear_spare(spare):
+            raise FileExistsError(spare)
+        (twin / MANIFEST_NAME).write_bytes(body)  # the last file: its time vouches
+        spare.parent.mkdir(exist_ok=True)
+        os.rename(twin, spare)
+    except OSError:
+        shutil.rmtree(twin, ignore_errors=True)
+        return
+    differs = {artifact.path: None for artifact in artifacts if artifact.key not in final}
+    _keep_spare(spare, out_dir, differs, restamp=False)
 
 
 def _early_staging(
