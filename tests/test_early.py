@@ -242,3 +242,14 @@ def test_a_child_that_fails_to_link_leaves_no_spare_and_its_files_used(
     assert tree_digest(tmp_path / "dist") == _plain_build(
         site_copy, tmp_path / "plain", monkeypatch
     )
+
+
+@pytest.mark.usefixtures("forking")
+def test_with_the_cache_off_the_child_links_nothing(
+    site_copy: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Without the build cache the parent soon waits for the child, and no later build is
+    incremental: the cold build does not pay for the links."""
+    monkeypatch.setenv("AGENT_ACCESS_CACHE_DIR", "off")
+    pipeline.build(site_copy, tmp_path / "dist", TEST_BASE_URL)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["dist", "site_data"]
