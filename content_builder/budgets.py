@@ -43,6 +43,11 @@ def _llms_budgeted(path: str) -> bool:
     return path == paths.LLMS_TXT or ENDPOINT["llms_part"].matches(path, "")
 
 
+def _characters(body: bytes) -> int:
+    # ASCII is one character a byte: counted without a decoded copy.
+    return len(body) if body.isascii() else len(body.decode("utf-8"))
+
+
 def check_budgets(artifacts: list[Artifact]) -> None:
     problems: list[Problem] = []
     smallest = min(LLMS_TXT_BUDGET, ENTRY_BUDGET)
@@ -51,7 +56,10 @@ def check_budgets(artifacts: list[Artifact]) -> None:
         # every budget is within them without being decoded (40,000 decodes at 10k).
         if artifact.size < smallest and artifact.path != paths.SITEMAP:
             continue
-        size = len(artifact.body.decode("utf-8"))
+        # Only a budgeted file's characters are counted (not llms-full.txt's or the
+        # indexes', tens of MB at 10,000 entries).
+        budgeted = _llms_budgeted(artifact.path) or _entry_budgeted(artifact.path)
+        size = _characters(artifact.body) if budgeted else 0
         where = f"{artifact.source} ({artifact.path})" if artifact.source else artifact.path
         if _llms_budgeted(artifact.path) and size >= LLMS_TXT_BUDGET:
             problems.append(

@@ -35,7 +35,7 @@ from content_builder.lock import (
     read_lock,
     resolve,
 )
-from content_builder.render.catalog import JOINED, Catalog
+from content_builder.render.catalog import JOINED, Catalog, entry_file
 from content_builder.render.documents import DocumentData, tracked
 from content_builder.render.endpoints import RENDERERS, RenderContext, markdown_mirrors
 from content_builder.render.entries import build_catalog, lock_stamp
@@ -108,13 +108,11 @@ def render_catalog(
 
         leaves = [
             *(
-                Artifact.hashed(
-                    paths.document(entry.id), entry.json, entry.json_sha256, loaded.file
-                )
+                entry_file(paths.document(entry.id), entry.json, entry.json_sha256, loaded.file)
                 for loaded, entry in zip(site.documents, catalog.documents, strict=True)
             ),
             *(
-                Artifact.hashed(paths.faq(entry.id), entry.json, entry.json_sha256, loaded.file)
+                entry_file(paths.faq(entry.id), entry.json, entry.json_sha256, loaded.file)
                 for loaded, entry in zip(site.faqs, catalog.faqs, strict=True)
             ),
             *markdown_mirrors(site, catalog),

@@ -12,6 +12,11 @@ not a list of today's published files: `loaded` (id, order, pinned version),
 `source_hash`, `content_hash`, and `rendered` (the entry's published pieces,
 render/catalog.py, with the lock entry they were dated by).
 
+Large bytes a build seldom needs (an entry's own files: half the file at 10,000 entries,
+which a cached build writes only when they changed) are put as `Blob`s: kept after the
+frame's pickle as raw bytes, checked with the frame, and read from the file only when
+asked for.
+
 Where it lives: $AGENT_ACCESS_CACHE_DIR, else $XDG_CACHE_HOME/agent-access, else
 ~/.cache/agent-access: never in the repository. One file per site folder and settings
 (about 380 MB for 10,000 documents and 10,000 FAQ entries: mostly the entries' own
@@ -23,12 +28,14 @@ ignored and rewritten: it can make a build faster, never different.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import pickle
 import re
 import sys
 import tempfile
+import threading
 import zlib
 from functools import cache
 from pathlib import Path
@@ -41,7 +48,9 @@ CACHE_ENV = "AGENT_ACCESS_CACHE_DIR"
 # and almost all others, which is what a disk or a killed writer does (the cache is not
 # a security boundary: it lives in the user's own folder), at 0.2 s instead of 0.9 s for
 # the 380 MB cache of a 10,000-entry site.
-_MAGIC = b"agent-access build cache v3\n"
+# v4: each frame's pickle is followed by its blobs' region (`Blob`), checked by a CRC-32
+# of its own.
+_MAGIC = b"agent-access build cache v4\n"
 #: The packages whose code decides what a record holds.
 _CODE_PACKAGES = ("content_builder", "agent_contract")
 
@@ -256,10 +265,11 @@ def _read_latest(side: Path, header: bytes) -> dict[str, Any]:
         return memo[2]
     signature = _signature(side)  # before reading: a file replaced meanwhile is read again
     try:
-        with side.open("rb") as stream:
+        store = _Store.open(side)
+        with store.stream() as stream:
             if stream.read(len(_MAGIC)) != _MAGIC or stream.readline() != header:
                 return {}
-            values = _read_frame(stream)
+            values = _read_frame(stream, store)
     except Exception:  # missing, truncated, corrupt: nothing is known
         return {}
     if not isinstance(values, dict):
@@ -282,15 +292,123 @@ def _write_new(file: Path, head: bytes, records: Any) -> None:
     try:
         with os.fdopen(handle, "wb") as stream:
             stream.write(head)
-            _write_frame(stream, records)
+            region, start = _write_frame(stream, records)
+        # The blobs now read from this file, not the one it replaces: a long `serve
+        # --watch` would otherwise keep every replaced file's space for the blobs it kept.
+        store = _Store.open(Path(temporary)) if region.blobs else None
         os.replace(temporary, file)
     except BaseException:
         Path(temporary).unlink(missing_ok=True)
         raise
+    for blob, offset in zip(region.blobs, region.offsets, strict=True):
+        blob._store, blob._offset = store, start + offset
 
 
 _LENGTH = 8
 _DIGEST = 4
+
+
+class _Store:
+    """A cache file open for reading its blobs: the file as it was opened, whatever
+    happens to its name later (a rewrite replaces the file, never its bytes; an append only
+    adds to it). Closed when the last blob read from it goes."""
+
+    __slots__ = ("_fd",)
+
+    def __init__(self, fd: int) -> None:
+        self._fd = fd
+
+    @classmethod
+    def open(cls, file: Path) -> _Store:
+        return cls(os.open(file, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0)))
+
+    def stream(self) -> BinaryIO:
+        """A buffered reader from the start of the file (one open file: the bytes checked
+        while reading it are those the blobs are later read from)."""
+        return os.fdopen(os.dup(self._fd), "rb")
+
+    def read(self, offset: int, size: int) -> bytes:
+        parts = []
+        while size:
+            part = os.pread(self._fd, size, offset)
+            if not part:  # only if the file was cut in place, which no build does
+                raise OSError(f"build cache: a blob past the end of the file ({offset})")
+            parts.append(part)
+            offset, size = offset + len(part), size - len(part)
+        return b"".join(parts)
+
+    def __del__(self) -> None:
+        with contextlib.suppress(OSError):
+            os.close(self._fd)
+
+
+class Blob:
+    """Bytes a record holds that most builds never look at (an entry's own files, half of a
+    10,000-entry site's cache): written after the frame's pickle as raw bytes, checked with
+    the frame when the cache is read (CRC-32), and read from the file only when asked for,
+    so a cached build neither unpickles nor holds them. Pickled anywhere else (a forked
+    child's results), a blob is its bytes."""
+
+    __slots__ = ("_data", "_offset", "_store", "size")
+
+    def __init__(self, data: bytes) -> None:
+        self._data: bytes | None = data
+        self._store: _Store | None = None
+        self._offset = 0
+        self.size = len(data)
+
+    def value(self) -> bytes:
+        """The bytes (read from the cache file each time: the caller keeps them)."""
+        if self._data is not None:
+            return self._data
+        assert self._store is not None
+        return self._store.read(self._offset, self.size)
+
+    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
+        region: _Region | None = getattr(_framing, "region", None)
+        if region is None:
+            return (Blob, (self.value(),))
+        return (_stored_blob, (region.place(self), self.size))
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Blob) and self.value() == other.value()
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"Blob({self.size} bytes)"
+
+
+class _Region:
+    """The blobs of the frame being written, in order, at their offsets in its region."""
+
+    def __init__(self) -> None:
+        self.blobs: list[Blob] = []
+        self.offsets: list[int] = []
+        self.size = 0
+
+    def place(self, blob: Blob) -> int:
+        offset = self.size
+        self.blobs.append(blob)
+        self.offsets.append(offset)
+        self.size += blob.size
+        return offset
+
+
+#: The region a frame being written places its blobs in (`region`), or the blobs of a
+#: frame being read, whose region is not reached yet (`loading`): per thread, since a
+#: `serve --watch` rebuild and an MCP server may build in threads of one process.
+_framing = threading.local()
+
+
+def _stored_blob(offset: int, size: int) -> Blob:
+    loading: list[Blob] | None = getattr(_framing, "loading", None)
+    if loading is None:
+        raise ValueError("a cache blob outside a cache frame")
+    blob = Blob.__new__(Blob)
+    blob._data, blob._store, blob._offset, blob.size = None, None, offset, size
+    loading.append(blob)
+    return blob
 
 
 class _Counted:
@@ -330,26 +448,65 @@ class _Counted:
         return self.length.to_bytes(_LENGTH, "big") + self.crc.to_bytes(_DIGEST, "big")
 
 
-def _write_frame(stream: BinaryIO, records: Any) -> None:
+def _write_frame(stream: BinaryIO, records: Any) -> tuple[_Region, int]:
     """One frame: the pickled records, then their length and CRC-32 (a trailer, so that
-    a frame can be appended in one pass)."""
+    a frame can be appended in one pass); then the region of the blobs they hold: its
+    length, their bytes, its CRC-32. Returns the region and where its bytes start."""
     counted = _Counted(stream)
-    pickle.dump(records, counted, protocol=pickle.HIGHEST_PROTOCOL)
+    region = _Region()
+    _framing.region = region
+    try:
+        pickle.dump(records, counted, protocol=pickle.HIGHEST_PROTOCOL)
+    finally:
+        _framing.region = None
     stream.write(counted.trailer())
+    stream.write(region.size.to_bytes(_LENGTH, "big"))
+    start = stream.tell()
+    crc = 0
+    for blob in region.blobs:
+        data = blob.value()
+        crc = zlib.crc32(data, crc)
+        stream.write(data)
+    stream.write(crc.to_bytes(_DIGEST, "big"))
+    return region, start
 
 
-def _read_frame(stream: BinaryIO) -> Any:
-    """The next frame, returned only once its bytes match their length and checksum;
-    EOFError at the end of the file, ValueError for a frame cut short or damaged."""
+_CHUNK = 1 << 20
+
+
+def _read_frame(stream: BinaryIO, store: _Store | None = None) -> Any:
+    """The next frame, returned only once its pickle and its blobs' region match their
+    lengths and checksums (the region is checked, not kept: its blobs read from `store`
+    when asked for); EOFError at the end of the file, ValueError for a frame cut short or
+    damaged."""
     if not stream.peek(1)[:1]:  # type: ignore[attr-defined]
         raise EOFError
     counted = _Counted(stream)
+    loading: list[Blob] = []
+    _framing.loading = loading
     try:
         records = pickle.load(counted)
     except Exception as error:  # damaged bytes can fail in any way while unpickling
         raise ValueError("a cache frame cut short or damaged") from error
+    finally:
+        _framing.loading = None
     if stream.read(_LENGTH + _DIGEST) != counted.trailer():
         raise ValueError("a cache frame cut short or damaged")
+    size = int.from_bytes(stream.read(_LENGTH).ljust(_LENGTH, b"\xff"), "big")
+    start = stream.tell()
+    crc, left, buffer = 0, size, bytearray(min(size, _CHUNK))
+    while left:
+        read = stream.readinto(memoryview(buffer)[: min(left, _CHUNK)])  # type: ignore[attr-defined]
+        if not read:
+            raise ValueError("a cache frame's blobs cut short")
+        crc = zlib.crc32(memoryview(buffer)[:read], crc)
+        left -= read
+    if stream.read(_DIGEST) != crc.to_bytes(_DIGEST, "big"):
+        raise ValueError("a cache frame's blobs cut short or damaged")
+    for blob in loading:
+        if store is None or blob._offset + blob.size > size:
+            raise ValueError("a cache blob outside its frame's region")
+        blob._store, blob._offset = store, start + blob._offset
     return records
 
 
@@ -359,12 +516,13 @@ def _read_records(file: Path, header: bytes) -> tuple[dict[str, dict[str, Any]],
     before it are kept, and the next save rewrites the file."""
     records: dict[str, dict[str, Any]] = {}
     try:
-        with file.open("rb") as stream:
+        store = _Store.open(file)
+        with store.stream() as stream:
             if stream.read(len(_MAGIC)) != _MAGIC or stream.readline() != header:
                 return {}, False  # another version, other settings, not ours: not unpickled
             while True:
                 try:
-                    frame = _read_frame(stream)
+                    frame = _read_frame(stream, store)
                 except EOFError:
                     break
                 if not isinstance(frame, dict) or not all(

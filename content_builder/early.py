@@ -23,10 +23,11 @@ import os
 import shutil
 import signal
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from agent_contract.artifacts import Artifact
+from content_builder.cache import cache_dir
 from content_builder.halves import can_fork, die_with_parent
 
 #: Below this many files a fork costs more than writing them here does.
@@ -65,6 +66,18 @@ def write_files(folder: str, files: dict[str, bytes]) -> None:
         write_new_file(target, body)
 
 
+def link_files(folder: str, twin: str, keys: Iterable[str]) -> None:
+    """A hard link in `twin` of each key's file in `folder`, its folders made once each."""
+    made: set[str] = set()
+    for key in keys:
+        target = os.path.join(twin, key)
+        parent = os.path.dirname(target)
+        if parent not in made:
+            os.makedirs(parent, exist_ok=True)
+            made.add(parent)
+        os.link(os.path.join(folder, key), target)
+
+
 class EarlyFiles:
     """Files being written into a staging folder, by this process while it waits for a
     child anyway (`write_while`) and then by a forked child (`finish`)."""
@@ -75,6 +88,10 @@ class EarlyFiles:
         self.files: dict[str, bytes] = {}  # key -> the very bytes object written
         self._pid: int | None = None  # a child still writing, until reaped
         self._failed = False
+        # Hard links of every file, made by the child once all are written: the spare the
+        # next build updates in place (writer.py), so that the first build after this one
+        # does not stage 40,000 links itself (0.3-0.4 s at 10,000 entries).
+        self.twin: Path | None = None
 
     @classmethod
     def begin(cls, out_dir: Path) -> EarlyFiles | None:
@@ -134,26 +151,40 @@ class EarlyFiles:
         if self.folder is None:
             self.folder = new_staging_folder(self.out_dir)
         folder = str(self.folder)
+        # The twin only with the build cache on: then the parent writes the cache after
+        # this fork (1.7 s at 10,000 entries), which hides the child's 40,000 links
+        # (0.25 s of CPU), and the next build is an incremental one that the spare makes
+        # faster. With the cache off the parent soon waits for the child (the links made
+        # it wait 0.15 s longer at 10,000 entries) and no later build is incremental.
+        twin = new_staging_folder(self.out_dir) if cache_dir() is not None else None
+        every_key = [*self.files, *rest]  # those written here too
         parent = os.getpid()
         try:
             pid = os.fork()
         except OSError:
+            if twin is not None:
+                shutil.rmtree(twin, ignore_errors=True)
             return False
         if pid == 0:  # the child: write, then out without any of the parent's cleanup
             code = 1
             try:
                 die_with_parent(parent)
                 write_files(folder, rest)
+                if twin is not None:
+                    code = 2  # the files are written; the twin is not whole
+                    link_files(folder, str(twin), every_key)
                 code = 0
             finally:
                 os._exit(code)
         self._pid = pid
+        self.twin = twin
         self.files.update(rest)
         return True
 
     def take(self) -> Path | None:
         """The staging folder with every file written, once the child (if any) is done;
-        None (and the folder removed) when nothing was written or anything failed."""
+        None (and the folder removed) when nothing was written or anything failed. The
+        twin is kept only when whole (`take_twin`)."""
         status = 0
         if self._pid is not None:
             try:
@@ -161,10 +192,22 @@ class EarlyFiles:
             except ChildProcessError:  # reaped by someone else (SIGCHLD ignored): unknown
                 status = -1
             self._pid = None
+        if status != 0 and self.twin is not None:
+            shutil.rmtree(self.twin, ignore_errors=True)
+            self.twin = None
+        written_not_linked = os.WIFEXITED(status) and os.WEXITSTATUS(status) == 2
+        if written_not_linked and not self._failed and self.folder is not None:
+            return self.folder  # the files are whole
         if status != 0 or self._failed or self.folder is None:
             self.discard()
             return None
         return self.folder
+
+    def take_twin(self) -> Path | None:
+        """The twin folder (every file hard-linked), once `take` found the child done and
+        whole; None otherwise. The caller owns it from then on."""
+        twin = self.twin
+        return twin if twin is not None and self._pid is None and twin.is_dir() else None
 
     def written(self, artifacts: list[Artifact]) -> frozenset[str] | None:
         """The keys whose file in the staging folder is final: those whose last artifact
@@ -187,6 +230,9 @@ class EarlyFiles:
         if self.folder is not None:
             shutil.rmtree(self.folder, ignore_errors=True)
             self.folder = None
+        if self.twin is not None:
+            shutil.rmtree(self.twin, ignore_errors=True)
+            self.twin = None
         self.files = {}
 
 

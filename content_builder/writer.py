@@ -69,7 +69,7 @@ def _entry(artifact: Artifact) -> ManifestEntry:
     headers = _HEADERS.get(id(rule))
     if headers is None:
         headers = _HEADERS[id(rule)] = (rule, rule.media_type, rule.cache_control)
-    return entry(artifact.sha256, len(artifact.body), headers[1], headers[2])
+    return entry(artifact.sha256, artifact.size, headers[1], headers[2])
 
 
 def manifest(artifacts: list[Artifact], base_url: str) -> BuildManifest:
@@ -177,7 +177,11 @@ def _write_output(
             _swap_in(staging, out_dir)
         except BaseException:
             shutil.rmtree(staging, ignore_errors=True)
+            if early is not None:
+                early.discard()
             raise
+        if early is not None:
+            _spare_from_twin(early, artifacts, out_dir, body)
         return report
     if early is not None:  # an output appeared since the early files started: not used
         early.discard()
@@ -282,6 +286,32 @@ def _clear_spare(spare: Path) -> bool:
     return True
 
 
+def _spare_from_twin(
+    early: EarlyFiles, artifacts: list[Artifact], out_dir: Path, body: bytes
+) -> None:
+    """Keep the early files' twin (content_builder/early.py: hard links of the files the
+    child wrote, made once it wrote them) as the spare of a first build, as
+    `_replace_from_links` keeps one for the build after it. A file the twin lacks, or
+    holds other bytes of (the child wrote a body a later artifact replaced), is listed
+    as unknown, so the next build writes or compares it."""
+    twin = early.take_twin()
+    if twin is None:
+        return
+    spare = spare_folder(out_dir)
+    try:
+        final = early.written(artifacts) or frozenset()
+        if out_dir.is_symlink() or not _clear_spare(spare):
+            raise FileExistsError(spare)
+        (twin / MANIFEST_NAME).write_bytes(body)  # the last file: its time vouches
+        spare.parent.mkdir(exist_ok=True)
+        os.rename(twin, spare)
+    except OSError:
+        shutil.rmtree(twin, ignore_errors=True)
+        return
+    differs = {artifact.path: None for artifact in artifacts if artifact.key not in final}
+    _keep_spare(spare, out_dir, differs, restamp=False)
+
+
 def _early_staging(
     early: EarlyFiles | None, previous: BuildManifest | None, artifacts: list[Artifact]
 ) -> tuple[Path | None, frozenset[str]]:
@@ -331,19 +361,20 @@ def _reuse(old: str, target: str, artifact: Artifact, written: _Written | None) 
     after the retired output was removed, where it was not kept as the spare). ctime
     moves on any change and cannot be set back (`cp -p`, `rsync -t`, `touch -r` restore an
     mtime, not a ctime); equal times are read, as coarse clocks give a whole tick one
-    time. Any other file is compared byte for byte."""
-    body = artifact.body
+    time. Any other file is compared byte for byte. (The body is asked for only then: an
+    entry's file from the build cache is read from it when asked, content_builder.cache.)"""
+    size = artifact.size
     try:
         stat = os.stat(old)
-        if stat.st_size != len(body):
+        if stat.st_size != size:
             return False
         listed = written.files.get(artifact.path) if written else None
         trusted = (
             written is not None
-            and listed == (artifact.sha256, len(body))
+            and listed == (artifact.sha256, size)
             and max(stat.st_mtime_ns, stat.st_ctime_ns) < written.manifest_mtime_ns
         )
-        if not trusted and Path(old).read_bytes() != body:
+        if not trusted and Path(old).read_bytes() != artifact.body:
             return False
         os.link(old, target)
     except OSError:  # gone, unreadable, or a filesystem without hard links
@@ -389,7 +420,7 @@ class _Spare:
             if listed is None or artifact is None:
                 holds.pop(path, None)
             else:
-                holds[path] = listed == (artifact.sha256, len(artifact.body))
+                holds[path] = listed == (artifact.sha256, artifact.size)
         return holds
 
 
@@ -498,7 +529,7 @@ def _update(
                     stale.append(artifact)
                     continue
                 stat = item.stat(follow_symlinks=False)
-                if stat.st_size != len(artifact.body):
+                if stat.st_size != artifact.size:
                     stale.append(artifact)
                     continue
                 vouched = holds.get(path)  # True, False (other bytes), None (unknown)

@@ -79,7 +79,17 @@ def test_the_output_is_that_of_a_plain_write(
     assert started is not None, "a child wrote the files"
     assert files == result.artifacts
     assert written == [], "this process wrote none of them (the manifest aside)"
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["dist", "plain", "site_data"]
+    # Beside the output, only the spare the child linked (the next build updates it).
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        ".dist.spare",
+        "dist",
+        "plain",
+        "site_data",
+    ]
+    assert tree_digest(tmp_path / ".dist.spare" / "dist") == {
+        **expected,
+        writer.SPARE_RECORD: tree_digest(tmp_path / ".dist.spare" / "dist")[writer.SPARE_RECORD],
+    }
 
 
 @pytest.mark.usefixtures("forking")
@@ -226,7 +236,14 @@ def test_writing_stops_when_the_child_is_done_and_a_child_writes_the_rest(
     writer.write_output(artifacts, tmp_path / "dist", TEST_BASE_URL, files)
     for artifact in artifacts:
         assert (tmp_path / "dist" / artifact.key).read_bytes() == artifact.body
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["dist"]
+    # Beside the output, only the spare the child linked: every file, those this process
+    # wrote before the fork too (the next build updates it in place).
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".dist.spare", "dist"]
+    spare = tmp_path / ".dist.spare" / "dist"
+    assert tree_digest(spare) == {
+        **tree_digest(tmp_path / "dist"),
+        writer.SPARE_RECORD: tree_digest(spare)[writer.SPARE_RECORD],
+    }
 
 
 def test_nothing_written_early_means_no_staging_folder(tmp_path: Path) -> None:
@@ -292,3 +309,63 @@ def test_a_build_terminated_mid_check_leaves_nothing_behind(
     assert completed.returncode == 128 + signal.SIGTERM, completed.stderr[-2000:]
     time.sleep(0.5)  # a child that went on would still be writing
     assert list(out.parent.iterdir()) == [], "no staging folder, no output"
+
+
+def _edit(site: Path) -> None:
+    path = site / "faq" / "q01-difference.yaml"
+    path.write_text(path.read_text().replace("sitemap", "site map"))
+
+
+@pytest.mark.usefixtures("forking")
+def test_the_build_after_a_first_one_updates_the_spare_the_child_linked(
+    site_copy: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The child links what it wrote into the first build's spare: the next build updates
+    it in place instead of staging a link of every file, and writes what a plain build
+    writes."""
+    pipeline.build(site_copy, tmp_path / "dist", TEST_BASE_URL)
+    staged: list[object] = []
+    real_stage = writer._stage
+
+    def stage(*args: object, **kwargs: object) -> object:
+        staged.append(args)
+        return real_stage(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(writer, "_stage", stage)
+    _edit(site_copy)
+    pipeline.build(site_copy, tmp_path / "dist", TEST_BASE_URL)
+    assert staged == [], "the spare was updated in place"
+    expected = _plain_build(site_copy, tmp_path / "plain", monkeypatch)
+    assert tree_digest(tmp_path / "dist") == expected
+
+
+@pytest.mark.usefixtures("forking")
+def test_a_child_that_fails_to_link_leaves_no_spare_and_its_files_used(
+    site_copy: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def broken(folder: str, twin: str, keys: object) -> None:
+        raise OSError("no hard links here")
+
+    monkeypatch.setattr(early, "link_files", broken)
+    written = _written_here(monkeypatch)
+    pipeline.build(site_copy, tmp_path / "dist", TEST_BASE_URL)
+    assert written == [], "the files the child wrote are used"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["dist", "site_data"]
+    expected = _plain_build(site_copy, tmp_path / "plain", monkeypatch)
+    assert tree_digest(tmp_path / "dist") == expected
+    _edit(site_copy)
+    pipeline.build(site_copy, tmp_path / "dist", TEST_BASE_URL)
+    assert tree_digest(tmp_path / "dist") == _plain_build(
+        site_copy, tmp_path / "plain", monkeypatch
+    )
+
+
+@pytest.mark.usefixtures("forking")
+def test_with_the_cache_off_the_child_links_nothing(
+    site_copy: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Without the build cache the parent soon waits for the child, and no later build is
+    incremental: the cold build does not pay for the links."""
+    monkeypatch.setenv("AGENT_ACCESS_CACHE_DIR", "off")
+    pipeline.build(site_copy, tmp_path / "dist", TEST_BASE_URL)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["dist", "site_data"]

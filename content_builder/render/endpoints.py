@@ -15,7 +15,7 @@ from pydantic import BaseModel
 from agent_contract import paths
 from agent_contract.artifacts import Artifact, json_body, text_body
 from content_builder.loader import Site
-from content_builder.render.catalog import Catalog
+from content_builder.render.catalog import Catalog, entry_file
 from content_builder.render.discovery import discovery_document
 from content_builder.render.errors import not_found
 from content_builder.render.extensions import api_catalog, change_feed, robots_txt, sitemap_xml
@@ -81,12 +81,10 @@ def markdown_mirrors(site: Site, catalog: Catalog) -> Iterator[Artifact]:
     """The per-entry rows beside the JSON: a Markdown mirror per entry (rendered with the
     entry, render/entries.py), then llms.txt's parts (llms_part)."""
     for entry, file in zip(catalog.documents, (d.file for d in site.documents), strict=True):
-        yield Artifact.hashed(
+        yield entry_file(
             paths.document_markdown(entry.id), entry.markdown, entry.markdown_sha256, file
         )
     for entry, file in zip(catalog.faqs, (f.file for f in site.faqs), strict=True):
-        yield Artifact.hashed(
-            paths.faq_markdown(entry.id), entry.markdown, entry.markdown_sha256, file
-        )
+        yield entry_file(paths.faq_markdown(entry.id), entry.markdown, entry.markdown_sha256, file)
     for name, text in llms_parts(site, catalog):
         yield Artifact(paths.llms_part(name), text_body(text))

@@ -89,7 +89,7 @@ def build_catalog(
         links_resolved[index] = resolves
         loaded, dated = entries[index], lock[entries[index].id]
         if loaded.cache_key:
-            site.cache.put(loaded.cache_key, "rendered", (lock_stamp(dated), rendered))
+            site.cache.put(loaded.cache_key, "rendered", (lock_stamp(dated), rendered.to_keep()))
         loaded.release()  # rendered: its models are not held while the rest renders
         found[index] = rendered
     documents = tuple(found[: len(site.documents)])

@@ -1,0 +1,168 @@
+"""An entry's own files are kept by the build cache as blobs (content_builder.cache.Blob):
+raw bytes after their frame's pickle, checked with the frame, read only when asked for.
+
+A cached build reads none it does not write; a damaged or cut blob region is never
+published (its frame is dropped, as a damaged pickle's is); blobs survive the file's
+rewrite and are read from the new file; a blob pickled anywhere else is its bytes.
+"""
+
+from __future__ import annotations
+
+import pickle
+import shutil
+from pathlib import Path
+
+import pytest
+
+from content_builder import cache as build_cache
+from tests.conftest import run_cli, tree_digest
+
+
+@pytest.fixture
+def cache_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    folder = tmp_path / "cache"
+    monkeypatch.setenv(build_cache.CACHE_ENV, str(folder))
+    build_cache._MEMO.clear()
+    return folder
+
+
+def _build(site: Path, out: Path) -> dict[str, str]:
+    result = run_cli("build", "--site", site, "--out", out)
+    assert result.code == 0, result.err
+    return tree_digest(out)
+
+
+def _cold(site: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
+    twin = tmp_path / "cold" / "site_data"
+    shutil.rmtree(twin.parent, ignore_errors=True)
+    shutil.copytree(site, twin)
+    with monkeypatch.context() as patch:
+        patch.setenv(build_cache.CACHE_ENV, "off")
+        return _build(twin, tmp_path / "cold" / "out")
+
+
+def _reads(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The sizes of the blobs read from a cache file from now on."""
+    seen: list[int] = []
+    read = build_cache._Store.read
+
+    def spied(store: build_cache._Store, offset: int, size: int) -> bytes:
+        seen.append(size)
+        return read(store, offset, size)
+
+    monkeypatch.setattr(build_cache._Store, "read", spied)
+    return seen
+
+
+def _open(site: Path) -> build_cache.EntryCache:
+    return build_cache.EntryCache.open(site, b"settings")
+
+
+def test_blobs_come_back_from_the_file_and_survive_its_rewrite(
+    tmp_path: Path, cache_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    site = tmp_path / "site"
+    site.mkdir()
+    cache = _open(site)
+    cache.put("a", "body", build_cache.Blob(b"first body"))
+    cache.put("b", "body", (build_cache.Blob(b"second"), b"inline"))
+    cache.save()
+    build_cache._MEMO.clear()  # as a new process would: read the file
+    seen = _reads(monkeypatch)
+    again = _open(site)
+    assert seen == [], "opening the cache reads no blob"
+    first = again.get("a", "body")
+    assert isinstance(first, build_cache.Blob) and first._data is None
+    assert first.value() == b"first body" and seen == [10]
+    assert again.get("b", "body")[0].value() == b"second"
+    # Rewritten (the file was not appendable), the blobs move into the new file: the
+    # old one may go, and they are read from the new one.
+    replaced = first._store
+    again.appendable = False
+    again.save()
+    [file] = cache_dir.glob("build-*.pickle")
+    assert first._store is not replaced, "the replaced file is not held open for it"
+    assert first.value() == b"first body"
+    file.unlink()
+    assert first.value() == b"first body", "read from the file it was written to"
+    assert again.get("b", "body")[0].value() == b"second"
+
+
+def test_a_blob_pickled_outside_a_cache_frame_is_its_bytes() -> None:
+    blob = build_cache.Blob(b"handed over")
+    copy = pickle.loads(pickle.dumps(blob))
+    assert copy.value() == b"handed over" and copy._store is None
+
+
+@pytest.mark.parametrize("damage", ["flipped", "cut"])
+def test_a_damaged_blob_region_drops_its_frame(
+    damage: str, tmp_path: Path, cache_dir: Path
+) -> None:
+    site = tmp_path / "site"
+    site.mkdir()
+    cache = _open(site)
+    cache.put("a", "body", build_cache.Blob(b"kept whole"))
+    cache.save()
+    cache.put("b", "body", build_cache.Blob(b"the second frame's body"))
+    cache.save()  # appended: a frame of its own
+    [file] = cache_dir.glob("build-*.pickle")
+    data = file.read_bytes()
+    at = data.index(b"second frame")
+    if damage == "flipped":  # still a valid pickle: only the region's CRC sees it
+        file.write_bytes(data[:at] + b"S" + data[at + 1 :])
+    else:
+        file.write_bytes(data[: at + 3])
+    build_cache._MEMO.clear()
+    again = _open(site)
+    assert again.get("b", "body") is None, "the damaged frame is dropped"
+    assert again.get("a", "body").value() == b"kept whole"
+    assert not again.appendable, "the next save rewrites the file"
+
+
+def test_a_flipped_byte_inside_an_entry_file_is_never_published(
+    site_copy: Path, tmp_path: Path, cache_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The entry's own files are not in the pickle the frame's CRC covered before: a byte
+    changed in one would be published if its region were not checked too."""
+    out = tmp_path / "out"
+    _build(site_copy, out)
+    [file] = cache_dir.glob("build-*.pickle")
+    data = file.read_bytes()
+    body = next((out / "api" / "v1" / "faq").glob("*.json")).read_bytes()
+    assert data.count(body) == 1
+    at = data.index(body) + body.index(b'"question"') + 3
+    file.write_bytes(data[:at] + bytes([data[at] ^ 0x20]) + data[at + 1 :])
+    build_cache._MEMO.clear()
+    shutil.rmtree(out)  # every file is written: the cached ones from their blobs
+    assert _build(site_copy, out) == _cold(site_copy, tmp_path, monkeypatch)
+
+
+def test_a_cached_build_reads_only_the_blobs_it_writes(
+    site_copy: Path, tmp_path: Path, cache_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    out = tmp_path / "out"
+    _build(site_copy, out)
+    _build(site_copy, out)  # the output it replaces is kept as the writer's spare
+    build_cache._MEMO.clear()
+    seen = _reads(monkeypatch)
+    _build(site_copy, out)
+    assert seen == [], "nothing changed: no entry's file is read from the cache"
+    path = site_copy / "faq" / "q01-difference.yaml"
+    path.write_text(path.read_text().replace("sitemap", "site map"))
+    _build(site_copy, out)  # the edited entry is rendered: its files are not read
+    assert seen == []
+    build_cache._MEMO.clear()
+    _build(site_copy, out)  # the spare lacks the edit: its two files come from the cache
+    assert len(seen) == 2
+    assert tree_digest(out) == _cold(site_copy, tmp_path, monkeypatch)
+    # A new output folder: every file is written, those of cached entries from the cache.
+    fresh = tmp_path / "fresh"
+    _build(site_copy, fresh)
+    assert len(seen) > 10
+    # The first build after it has no spare: the output is staged from hard links of
+    # the live one, its files trusted by their times and linked, none read.
+    seen.clear()
+    path.write_text(path.read_text().replace("site map", "sitemap"))
+    _build(site_copy, fresh)
+    assert seen == []
+    assert tree_digest(fresh) == _cold(site_copy, tmp_path, monkeypatch)
