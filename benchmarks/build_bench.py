@@ -3,7 +3,9 @@
 Every measurement runs in its own interpreter (`python -m benchmarks.build_bench ...`),
 so imports, caches and the memory high-water mark of one run cannot leak into
 another. Peak memory is the child's own `ru_maxrss` (RUSAGE_SELF, read by the child),
-reported with the RSS it had after its imports, before the build started.
+reported with the RSS it had after its imports, before the build started. The build
+forks, so the peak judged is another's: one more build, sampled, whose figure is the
+Pss of the build and its children summed (`measure_tree_memory`, benchmarks/tree_memory.py).
 
 The floor writes the same bytes the build wrote: the worker loads every file of the
 build's output (JSON files as objects, text files as strings, untimed), then times a
@@ -113,7 +115,7 @@ def worker_build(site: Path, out: Path) -> dict[str, Any]:
         for module in (pipeline, renderers):
             if hasattr(module, name):
                 setattr(module, name, timed(name, getattr(module, name)))
-    sampler = tree_memory.start_unless_off()
+    sampler = tree_memory.start_if_asked()
     cpu_before = _cpu_seconds()
     start = time.perf_counter()
     result, _report = pipeline.build(site, out, frozen=True)
@@ -301,6 +303,7 @@ def measure(site: Path, n: int, work: Path, repeats: int) -> BuildResult:
         _settle(floor_out)
         floors.append(_child("floor", str(out), str(floor_out)))
         _settle(out, floor_out)
+    tree_peak_kb = measure_tree_memory(site, n, work)
     median = sorted(builds, key=lambda run: run["seconds"])[(len(builds) - 1) // 2]
     floor_bytes = {floor["bytes"] for floor in floors}
     if floor_bytes != {median["bytes"]}:
@@ -322,8 +325,28 @@ def measure(site: Path, n: int, work: Path, repeats: int) -> BuildResult:
         search_index_gzip_bytes=median.get("search_index_gzip_bytes", 0),
         cpu_seconds=statistics.median(run.get("cpu_seconds", 0.0) for run in builds),
         child_peak_rss_mb=max(run.get("child_peak_rss_kb", 0) for run in builds) / 1024,
-        tree_peak_pss_mb=max(run.get("tree_peak_pss_kb", 0) for run in builds) / 1024,
+        tree_peak_pss_mb=tree_peak_kb / 1024,
     )
+
+
+def measure_tree_memory(site: Path, n: int, work: Path) -> int:
+    """The peak Pss (kB) of one more cold build and its forked children, sampled
+    (benchmarks/tree_memory.py), in a run of its own: the sampler's CPU stays out of the
+    timed runs. 0 where /proc/<pid>/smaps_rollup is missing."""
+    out = work / f"build-{n}-memory"
+    _settle(out)
+    completed = subprocess.run(
+        [sys.executable, "-m", "benchmarks.build_bench", "build", str(site), str(out)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        check=False,
+        env={**os.environ, "AGENT_ACCESS_CACHE_DIR": "off", tree_memory.SWITCH: "on"},
+    )
+    _settle(out)
+    if completed.returncode != 0:
+        raise RuntimeError(f"the sampled build failed:\n{completed.stderr[-3000:]}")
+    return int(json.loads(completed.stdout.strip().splitlines()[-1])["tree_peak_pss_kb"])
 
 
 @dataclass(frozen=True)

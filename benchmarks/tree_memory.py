@@ -179,10 +179,14 @@ class TreeMemory:
         return json.loads(stdout.strip().splitlines()[-1])
 
 
-def start_unless_off() -> TreeMemory | None:
-    """The sampler, unless BENCH_MEMORY_SAMPLER=off (its overhead is measured by
-    building with and without it, docs/decisions.md)."""
-    return None if os.environ.get("BENCH_MEMORY_SAMPLER") == "off" else TreeMemory.start()
+#: Set to "on" in the environment of the build run that samples (build_bench
+#: `measure_tree_memory`): the timed runs are not sampled, the sampler costs the build
+#: ~7 % of its wall time at N = 1,000 on two shared cores (docs/decisions.md).
+SWITCH = "BENCH_MEMORY_SAMPLER"
+
+
+def start_if_asked() -> TreeMemory | None:
+    return TreeMemory.start() if os.environ.get(SWITCH) == "on" else None
 
 
 def main(argv: list[str] | None = None) -> int:
