@@ -190,7 +190,11 @@ def start_if_asked() -> TreeMemory | None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    root, interval = (argv or sys.argv[1:])[:2]
+    args = argv if argv is not None else sys.argv[1:]
+    if len(args) != 2:
+        print("usage: python -m benchmarks.tree_memory PID INTERVAL_SECONDS", file=sys.stderr)
+        return 2
+    root, interval = args
     print("sampling", flush=True)
     print(json.dumps(sample(int(root), float(interval), sys.stdin.fileno())), flush=True)
     return 0
