@@ -92,6 +92,7 @@ def _hammer(
     seconds: float,
     expected: bytes,
     quick_ack: bool = QUICKACK is not None,
+    warm_up: int = 50,
 ) -> Round:
     """`requests` GETs on one keep-alive connection, or as many as `seconds` allow."""
     connection = http.client.HTTPConnection(HOST, port, timeout=10)
@@ -99,7 +100,7 @@ def _hammer(
     try:
         connection.connect()
         _ack_at_once(connection, quick_ack)
-        for _ in range(50):  # warm-up: connection, caches
+        for _ in range(warm_up):  # connection, caches
             connection.request("GET", path)
             _ack_at_once(connection, quick_ack)
             connection.getresponse().read()
