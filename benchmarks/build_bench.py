@@ -3,7 +3,9 @@
 Every measurement runs in its own interpreter (`python -m benchmarks.build_bench ...`),
 so imports, caches and the memory high-water mark of one run cannot leak into
 another. Peak memory is the child's own `ru_maxrss` (RUSAGE_SELF, read by the child),
-reported with the RSS it had after its imports, before the build started.
+reported with the RSS it had after its imports, before the build started. The build
+forks, so the peak judged is another's: one more build, sampled, whose figure is the
+Pss of the build and its children summed (`measure_tree_memory`, benchmarks/tree_memory.py).
 
 The floor writes the same bytes the build wrote: the worker loads every file of the
 build's output (JSON files as objects, text files as strings, untimed), then times a
@@ -34,6 +36,7 @@ from typing import Any
 import pydantic_core
 
 from agent_contract.artifacts import dumps_indented
+from benchmarks import tree_memory
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -114,11 +117,15 @@ def worker_build(site: Path, out: Path) -> dict[str, Any]:
         for module in (pipeline, renderers):
             if hasattr(module, name):
                 setattr(module, name, timed(name, getattr(module, name)))
+    sampler = tree_memory.start_if_asked()
     cpu_before = _cpu_seconds()
     start = time.perf_counter()
     result, _report = pipeline.build(site, out, frozen=True)
     seconds = time.perf_counter() - start
     cpu = _cpu_seconds() - cpu_before
+    # Read before the sampler (a child too) ends and is counted among the children.
+    child_peak_rss_kb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    tree = sampler.stop() if sampler is not None else {}
     phases: dict[str, float] = {}
     for name, group in PHASES:
         phases[group] = phases.get(group, 0.0) + spent.get(name, 0.0)
@@ -132,7 +139,11 @@ def worker_build(site: Path, out: Path) -> dict[str, Any]:
         # The build renders half its entries in a forked child (content_builder.halves):
         # its CPU and its peak (pages shared with this process counted in both) too.
         "cpu_seconds": cpu,
-        "child_peak_rss_kb": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss,
+        "child_peak_rss_kb": child_peak_rss_kb,
+        # The judged peak: Pss of this process and its descendants, summed, sampled
+        # (benchmarks/tree_memory.py); 0 where /proc is missing.
+        "tree_peak_pss_kb": tree.get("peak_pss_kb", 0),
+        "tree_memory": tree,
         "baseline_rss_kb": baseline,
         "files": files,
         "bytes": size,
@@ -293,6 +304,8 @@ class BuildResult:
     search_index_gzip_bytes: int = 0
     cpu_seconds: float = 0.0  # median, this process and its forked child
     child_peak_rss_mb: float = 0.0
+    #: The peak-memory target's figure: the whole tree's Pss (tree_memory), max of runs.
+    tree_peak_pss_mb: float = 0.0
 
     @property
     def ratio(self) -> float:
@@ -317,6 +330,7 @@ def measure(site: Path, n: int, work: Path, repeats: int) -> BuildResult:
         _settle(floor_out)
         floors.append(_child("floor", str(out), str(floor_out)))
         _settle(out, floor_out)
+    tree_peak_kb = measure_tree_memory(site, n, work)
     median = sorted(builds, key=lambda run: run["seconds"])[(len(builds) - 1) // 2]
     floor_bytes = {floor["bytes"] for floor in floors}
     if floor_bytes != {median["bytes"]}:
@@ -338,7 +352,28 @@ def measure(site: Path, n: int, work: Path, repeats: int) -> BuildResult:
         search_index_gzip_bytes=median.get("search_index_gzip_bytes", 0),
         cpu_seconds=statistics.median(run.get("cpu_seconds", 0.0) for run in builds),
         child_peak_rss_mb=max(run.get("child_peak_rss_kb", 0) for run in builds) / 1024,
+        tree_peak_pss_mb=tree_peak_kb / 1024,
     )
+
+
+def measure_tree_memory(site: Path, n: int, work: Path) -> int:
+    """The peak Pss (kB) of one more cold build and its forked children, sampled
+    (benchmarks/tree_memory.py), in a run of its own: the sampler's CPU stays out of the
+    timed runs. 0 where /proc/<pid>/smaps_rollup is missing."""
+    out = work / f"build-{n}-memory"
+    _settle(out)
+    completed = subprocess.run(
+        [sys.executable, "-m", "benchmarks.build_bench", "build", str(site), str(out)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        check=False,
+        env={**os.environ, "AGENT_ACCESS_CACHE_DIR": "off", tree_memory.SWITCH: "on"},
+    )
+    _settle(out)
+    if completed.returncode != 0:
+        raise RuntimeError(f"the sampled build failed:\n{completed.stderr[-3000:]}")
+    return int(json.loads(completed.stdout.strip().splitlines()[-1])["tree_peak_pss_kb"])
 
 
 @dataclass(frozen=True)

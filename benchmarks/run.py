@@ -31,6 +31,7 @@ from benchmarks import (
     publish_bench,
     search_bench,
     sitegen,
+    tree_memory,
     watch_bench,
 )
 
@@ -175,12 +176,7 @@ def targets(results: dict[str, Any]) -> list[tuple[str, str, bool]]:
             f"CPU {_cpu_ms_per_entry(low):.2f} -> {_cpu_ms_per_entry(high):.2f} ms",
             shown(1 / FLATNESS_TARGET) <= spread <= FLATNESS_TARGET,
         ))  # fmt: skip
-    rows.append((
-        f"peak memory at N = {largest['n']:,} not above {PEAK_MB_TARGET:,} MB (the original)",
-        f"{largest['peak_rss_mb']:,.0f} MB (the forked child's peak: "
-        f"{largest.get('child_peak_rss_mb', 0):,.0f} MB, mostly pages shared with the build)",
-        largest["peak_rss_mb"] <= PEAK_MB_TARGET,
-    ))  # fmt: skip
+    rows.append(_peak_memory_row(largest))
     incremental = results.get("incremental")
     if incremental:
         edit = shown(incremental["edit_seconds"])
@@ -205,24 +201,10 @@ def targets(results: dict[str, Any]) -> list[tuple[str, str, bool]]:
             f"peak {watch['peak_rss_mb']:,.0f} MB)",
             served < EDIT_SECONDS,
         ))  # fmt: skip
-        rows.append((
-            f"`serve --watch` idles under {WATCH_IDLE_PERCENT:.0f} % of a core "
-            f"(N = {watch['n']:,})",
-            f"{watch['idle_cpu_percent']:.2f} % over {watch['idle_seconds']:.0f} s",
-            watch["idle_cpu_percent"] < WATCH_IDLE_PERCENT,
-        ))  # fmt: skip
+        rows.append(_watch_idle_row(watch))
     edge = results.get("edge")
     if edge:
-        ours, plain = edge["edge"], edge["http_server"]
-        rows.append((
-            f"local edge >= {EDGE_RPS:,} req/s, p99 < {EDGE_P99_MS:.0f} ms, keep-alive, ahead "
-            "of `python -m http.server --protocol HTTP/1.1` (same files, same run)",
-            f"{ours['requests_per_second']:,.0f} req/s, p99 {ours['p99_ms']:.2f} ms vs "
-            f"{plain['requests_per_second']:,.0f} req/s, p99 {plain['p99_ms']:.1f} ms",
-            ours["requests_per_second"] >= EDGE_RPS
-            and ours["p99_ms"] < EDGE_P99_MS
-            and ours["requests_per_second"] > plain["requests_per_second"],
-        ))  # fmt: skip
+        rows.append(_edge_row(edge))
     publish = results.get("publish")
     if publish:
         for name, met in publish["targets"].items():
@@ -262,18 +244,91 @@ def _cpu_ms_per_entry(build: dict[str, Any]) -> float:
     return 1000 * build.get("cpu_seconds", 0.0) / max(build["entries"], 1)
 
 
+def _peak_memory_row(largest: dict[str, Any]) -> tuple[str, str, bool]:
+    """Judged on the Pss of the build and its forked children, summed (each shared page
+    counted once, in shares; benchmarks/tree_memory.py), not on one process's peak RSS:
+    the build's own misses its child's private pages, adding the two RSS counts the
+    copy-on-write pages twice. Not measured (no /proc): not met."""
+    tree = largest.get("tree_peak_pss_mb", 0.0)
+    others = (
+        f"its own peak RSS {largest['peak_rss_mb']:,.0f} MB, the forked child's ru_maxrss "
+        f"{largest.get('child_peak_rss_mb', 0):,.0f} MB"
+    )
+    return (
+        f"peak memory at N = {largest['n']:,} not above {PEAK_MB_TARGET:,} MB (the original)",
+        f"{tree:,.0f} MB: the build and its forked children, Pss summed, sampled every "
+        f"{1000 * tree_memory.INTERVAL:.0f} ms ({others})"
+        if tree
+        else f"not measured: no /proc/<pid>/smaps_rollup here ({others})",
+        0 < round(tree) <= PEAK_MB_TARGET,  # judged on the figure printed
+    )
+
+
+def _watch_idle_row(watch: dict[str, Any]) -> tuple[str, str, bool]:
+    """Judged on the idle window plus the watcher's safety scan amortized over its period
+    (agent_edge/serve.py SAFETY_SCAN_SECONDS), which no window of a few seconds holds."""
+    honest = watch.get("idle_with_scans_percent", 0.0)
+    scan, period = watch.get("scan_cpu_seconds", 0.0), watch.get("safety_scan_seconds", 60.0)
+    measured = bool(watch.get("scan_runs"))
+    return (
+        f"`serve --watch` idles under {WATCH_IDLE_PERCENT:.0f} % of a core "
+        f"(N = {watch['n']:,}; its safety scan every {period:.0f} s included)",
+        f"{honest:.2f} % = {watch['idle_cpu_percent']:.2f} % over "
+        f"{watch['idle_seconds']:.0f} s + one scan ({1000 * scan:.0f} ms of CPU, median of "
+        f"{len(watch.get('scan_runs', []))}) per {period:.0f} s"
+        if measured
+        else "safety scan not measured",
+        measured and round(honest, 2) < WATCH_IDLE_PERCENT,
+    )
+
+
+#: A reference server answering in more than this at the median is stalled (a client's
+#: delayed ACK holds a Nagle-delayed body ~40 ms): the comparison would be vacuous.
+EDGE_REFERENCE_STALL_MS = 20.0
+
+
+def _edge_row(edge: dict[str, Any]) -> tuple[str, str, bool]:
+    ours, plain = edge["edge"], edge["http_server"]
+    # Judged on the figures printed (req/s whole, milliseconds to 2 decimals).
+    stalled = round(plain["p50_ms"], 2) >= EDGE_REFERENCE_STALL_MS
+    return (
+        f"local edge >= {EDGE_RPS:,} req/s, p99 < {EDGE_P99_MS:.0f} ms, keep-alive, ahead "
+        "of `python -m http.server --protocol HTTP/1.1` (same files, same run; the client "
+        "acknowledges at once, TCP_QUICKACK, so neither waits on its delayed ACK)",
+        f"{ours['requests_per_second']:,.0f} req/s, p99 {ours['p99_ms']:.2f} ms vs "
+        f"{plain['requests_per_second']:,.0f} req/s, p50 {plain['p50_ms']:.2f} ms, p99 "
+        f"{plain['p99_ms']:.1f} ms"
+        + ("" if edge.get("quick_ack") else "; client without TCP_QUICKACK")
+        + (f"; http.server stalled (p50 >= {EDGE_REFERENCE_STALL_MS:.0f} ms): no comparison"
+           if stalled else ""),
+        round(ours["requests_per_second"]) >= EDGE_RPS
+        and round(ours["p99_ms"], 2) < EDGE_P99_MS
+        and round(ours["requests_per_second"]) > round(plain["requests_per_second"])
+        and not stalled,
+    )  # fmt: skip
+
+
 def _search_targets(results: dict[str, Any]) -> list[tuple[str, str, bool]]:
     rows = []
     client = results.get("search_client")
     if client:
         answered = client["not_modified"] == len(client["query_runs"])
+        # Each query is an FAQ question: its entry must come back in the first
+        # search_bench.TOP, or the time measured a search that does not find.
+        found = [client.get("first_found", False), *client.get("found", [])]
+        right = len(found) == len(client["query_runs"]) + 1 and all(found)
         rows.append((
             f"`client.search()` under {SEARCH_QUERY_SECONDS} s per query at N = "
-            f"{client['n']:,} after the first download (cached per ETag)",
+            f"{client['n']:,} after the first download (cached per ETag), each query's "
+            f"FAQ entry in its top {search_bench.TOP}",
             f"{1000 * client['query_seconds']:.0f} ms, median of {len(client['query_runs'])} "
             f"queries, {client['not_modified']} of them revalidated with a 304 (the first "
-            f"search, download and parse included: {client['first_search_seconds']:.2f} s)",
-            client["query_seconds"] < SEARCH_QUERY_SECONDS and answered,
+            f"search, download and parse included: {client['first_search_seconds']:.2f} s); "
+            f"{sum(found)} of {len(found)} searches (the first included) found their entry "
+            f"in the top {search_bench.TOP}",
+            round(1000 * client["query_seconds"]) < 1000 * SEARCH_QUERY_SECONDS
+            and answered
+            and right,
         ))  # fmt: skip
     quality = results.get("search_quality")
     if quality is not None:

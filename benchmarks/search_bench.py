@@ -25,7 +25,8 @@ import shutil
 import statistics
 import tempfile
 import time
-from dataclasses import asdict, dataclass
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +46,10 @@ class ClientResult:
     query_runs: list[float]
     not_modified: int  # conditional GETs answered 304 during the later searches
     hits: list[int]  # how many entries each later search returned
+    #: Per later search: its FAQ entry (the one its question was taken from) in the TOP
+    #: first results.
+    found: list[bool] = field(default_factory=list)
+    first_found: bool = False
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -59,13 +64,25 @@ class Recall:
     recall_at_3: float
 
 
-def questions_of(site: Path, count: int) -> list[str]:
-    """`count` FAQ questions spread over the site (a quarter, a half, ... in)."""
-    files = [path for _, path in sorted(faq_files(site).items())]
+def questions_of(site: Path, count: int) -> list[tuple[str, str]]:
+    """`count` (FAQ id, its question) spread over the site (a quarter, a half, ... in)."""
+    files = sorted(faq_files(site).items())
     if len(files) < count:
         raise ValueError(f"{site} has {len(files)} FAQ entries, {count} queries asked")
     chosen = [files[(index + 1) * len(files) // (count + 1)] for index in range(count)]
-    return [str(yaml.safe_load(path.read_text(encoding="utf-8"))["question"]) for path in chosen]
+    return [
+        (faq_id, str(yaml.safe_load(path.read_text(encoding="utf-8"))["question"]))
+        for faq_id, path in chosen
+    ]
+
+
+#: A timed query counts as answered when the FAQ entry it was written from is among
+#: this many first results: a fast search that finds the wrong entries is no search.
+TOP = 3
+
+
+def found_in_top(hits: Sequence[str], intended: str, top: int = TOP) -> bool:
+    return intended in hits[:top]
 
 
 def measure_client(
@@ -84,21 +101,26 @@ def measure_client(
         first_answer(server, timeout)
         client = AgentClient(f"http://127.0.0.1:{port}", timeout=timeout)
         started = time.perf_counter()
-        if not client.search(asked[0]):
-            raise server.failure(f"the first search ({asked[0]!r}) found nothing")
+        first_hits = client.search(asked[0][1])
         first = time.perf_counter() - started
+        if not first_hits:
+            raise server.failure(f"the first search ({asked[0][1]!r}) found nothing")
+        first_found = found_in_top([hit.id for hit in first_hits], asked[0][0])
         before = client.requests.get(304, 0)
-        runs, hits = [], []
-        for query in asked[1:]:
+        runs, hits, found = [], [], []
+        for faq_id, query in asked[1:]:
             started = time.perf_counter()
-            found = client.search(query)
+            results = client.search(query)
             runs.append(time.perf_counter() - started)
-            hits.append(len(found))
+            hits.append(len(results))
+            found.append(found_in_top([hit.id for hit in results], faq_id))
         not_modified = client.requests.get(304, 0) - before
     finally:
         server.stop()
         shutil.rmtree(cache, ignore_errors=True)
-    return ClientResult(n, first, statistics.median(runs), runs, not_modified, hits)
+    return ClientResult(
+        n, first, statistics.median(runs), runs, not_modified, hits, found, first_found
+    )
 
 
 def measure_quality(site: Path = SAMPLE_SITE) -> dict[str, Any]:
