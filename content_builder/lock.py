@@ -252,7 +252,9 @@ def _decode(parsed: _Parsed) -> tuple[Lock, History] | None:
     try:
         ids, hashes, versions, stamps, generation, removed = parsed
         columns = (ids, hashes, versions, stamps)
-        if not all(type(column) is tuple for column in columns) or type(generation) is not int:
+        if not all(type(column) is tuple and len(column) == len(ids) for column in columns):
+            return None
+        if type(generation) is not int:
             return None
         if not all(type(value) is str for column in columns for value in column):
             return None
