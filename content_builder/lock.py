@@ -421,8 +421,9 @@ _last_body: tuple[tuple[tuple[str, LockEntry], ...], History | None, bytes] | No
 def lock_body(lock: Lock, history: History | None = None) -> bytes:
     global _last_body
     items = tuple(lock.items())
-    if _last_body is not None and _last_body[0] == items and _last_body[1] == history:
-        return _last_body[2]
+    last = _last_body  # once: a build in another thread may replace it meanwhile
+    if last is not None and last[0] == items and last[1] == history:
+        return last[2]
     body = _lock_body(lock, history)
     _last_body = (items, history, body)
     return body

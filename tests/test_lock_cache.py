@@ -239,3 +239,16 @@ def test_a_written_lock_a_read_would_refuse_is_not_remembered(
         written = lock_module.lock_body({"a": good, "b": bad}, History(1))
         kept = cache.latest_put().get(PARSED_LOCKS, {})
         assert (hashlib.sha256(written).hexdigest() in kept) is remembered, bad
+
+
+def test_lock_body_of_a_lock_changed_since_its_last_body_is_made_again() -> None:
+    """lock_body remembers its last body (plan makes it, build writes it): by the items
+    and the history, so a dict changed in place since gets its own body."""
+    stamp = "2026-01-01T00:00:00Z"
+    lock = {"a": LockEntry("sha256:" + "a" * 64, "1.0.0", stamp)}
+    first = lock_module.lock_body(lock, History(1))
+    assert lock_module.lock_body(lock, History(1)) is first
+    lock["b"] = LockEntry("sha256:" + "b" * 64, "1.0.0", stamp)
+    second = lock_module.lock_body(lock, History(1))
+    assert b'"b"' in second and second != first
+    assert lock_module.lock_body(lock, History(2)) != second
