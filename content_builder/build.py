@@ -28,11 +28,10 @@ from content_builder.lock import (
     History,
     Lock,
     LockChange,
+    LockFile,
     MergedLock,
     advance,
     lock_body,
-    read_history,
-    read_lock,
     resolve,
 )
 from content_builder.render.catalog import JOINED, Catalog, entry_file
@@ -277,7 +276,8 @@ def _plan(
 ) -> Plan:
     site = load_site(site_dir, base_url)
     lock_display = display_path(site.root / LOCK_FILE)
-    old_lock = read_lock(site.root / LOCK_FILE, lock_display)
+    lock_file = LockFile(site.root / LOCK_FILE, lock_display, site.cache)
+    old_lock = lock_file.lock()
     data = DocumentData(site)  # what the lock renders, the catalog does not render again
     lock, changes = resolve(old_lock, tracked(site, data))
     if isinstance(old_lock, MergedLock):
@@ -285,7 +285,9 @@ def _plan(
         changes = [LockChange("*", lock_display, reason), *changes]
     if frozen and changes:
         raise stale_lock_error(site, changes)
-    history = advance(read_history(site.root / LOCK_FILE, lock_display), changes)
+    old_history = lock_file.history()
+    history = advance(old_history, changes)
+    lock_file.remember(old_lock, old_history, lock if changes else None, history)
     catalog = build_catalog(site, lock, history, data)
     del data
     ahead: list[ReadAhead] = []

@@ -12,6 +12,7 @@ and for production sees the same content and never bumps a version.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -19,9 +20,13 @@ import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from agent_contract.artifacts import dumps_indented
 from content_builder.errors import Problem, SiteDataError
+
+if TYPE_CHECKING:
+    from content_builder.cache import EntryCache
 
 LOCK_FORMAT = 1
 FIRST_VERSION = "1.0.0"
@@ -157,6 +162,122 @@ def read_lock(path: Path, display: str) -> Lock:
     return merged
 
 
+#: The build cache's name (`put_latest`) for the parsed form of the lock files the last
+#: build read and wrote, by the SHA-256 of their exact bytes.
+PARSED_LOCKS = "parsed-lock"
+#: (ids, source hashes, versions, stamps, generation, removed): plain tuples of text,
+#: 5x quicker to pickle than 20,000 LockEntry objects.
+_Parsed = tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...], tuple[str, ...], int, Any]
+
+
+class LockFile:
+    """The lock file as a build reads it: parsed and validated (read_lock, read_history),
+    or, when the build cache holds the parsed form of these exact bytes (the lock the last
+    build read or wrote), that form: 20,000 entries parsed and checked cost 0.1-0.25 s
+    of a build after one edit. Only a lock that parsed without a problem (and without a
+    merge conflict) is remembered, so a bad lock is always parsed and reported the same.
+    """
+
+    def __init__(self, path: Path, display: str, cache: EntryCache | None = None) -> None:
+        self.path, self.display = path, display
+        self.cache = cache if cache is not None and cache.enabled else None
+        self.digest: str | None = None
+        self.recalled: dict[str, _Parsed] = {}
+        self._hit: tuple[Lock, History] | None = None
+        if self.cache is None:
+            return
+        try:
+            self.digest = hashlib.sha256(path.read_bytes()).hexdigest()
+        except OSError:
+            return  # missing or unreadable: read_lock says which
+        self.recalled = _recalled(self.cache.get_latest(PARSED_LOCKS))
+        known = self.recalled.get(self.digest)
+        self._hit = _decode(known) if known is not None else None
+
+    def lock(self) -> Lock:
+        if self._hit is not None:
+            return dict(self._hit[0])  # a copy: the caller may change its own
+        return read_lock(self.path, self.display)
+
+    def history(self) -> History:
+        if self._hit is not None:
+            return self._hit[1]
+        return read_history(self.path, self.display)
+
+    def remember(
+        self, read: Lock, old_history: History, written: Lock | None, history: History
+    ) -> None:
+        """Put the parsed form of the lock read (if it had no merge conflict) and of the
+        lock this build writes (`written`, None if none), by their bytes, for the next build:
+        the next edit reads the lock this one writes; a build that finds the lock it read
+        put back (the benchmark's edits, a `git checkout`) reads that one."""
+        if self.cache is None or (self._hit is not None and written is None):
+            return  # nothing the cache does not hold already
+        known: dict[str, _Parsed] = {}
+        if self.digest is not None and type(read) is dict:
+            known[self.digest] = (
+                self.recalled[self.digest] if self._hit is not None else _encode(read, old_history)
+            )
+        if written is not None:
+            old = read if type(read) is dict else {}
+            # Entries taken over from the lock read were checked when it was parsed; a
+            # new or changed one is checked as a read would check it, or nothing of the
+            # written lock is remembered (the next build parses it and says what is wrong).
+            if all(
+                old.get(entry_id) is entry or _entry_valid(entry)
+                for entry_id, entry in written.items()
+            ):
+                ordered = dict(sorted(written.items()))  # the order lock_body writes
+                digest = hashlib.sha256(lock_body(written, history)).hexdigest()
+                known[digest] = _encode(ordered, history)
+        if known != self.recalled:
+            self.cache.put_latest(PARSED_LOCKS, known)
+
+
+def _encode(lock: Lock, history: History) -> _Parsed:
+    entries = tuple(lock.values())
+    return (
+        tuple(lock),
+        tuple(entry.source_hash for entry in entries),
+        tuple(entry.content_version for entry in entries),
+        tuple(entry.updated_at for entry in entries),
+        history.generation,
+        tuple((generation, tuple(ids)) for generation, ids in history.removed),
+    )
+
+
+def _decode(parsed: _Parsed) -> tuple[Lock, History] | None:
+    """The lock and history `parsed` holds, or None if it is not what `_encode` makes (a
+    damaged or foreign value: the file is parsed instead)."""
+    try:
+        ids, hashes, versions, stamps, generation, removed = parsed
+        columns = (ids, hashes, versions, stamps)
+        if not all(type(column) is tuple and len(column) == len(ids) for column in columns):
+            return None
+        if type(generation) is not int:
+            return None
+        if not all(type(value) is str for column in columns for value in column):
+            return None
+        lock = dict(zip(ids, map(LockEntry, hashes, versions, stamps), strict=True))
+        if len(lock) != len(ids):
+            return None
+        history = History(
+            generation,
+            tuple((int(g), tuple(group_ids)) for g, group_ids in removed),
+        )
+        if not all(type(i) is str for _, group in history.removed for i in group):
+            return None
+    except (TypeError, ValueError):
+        return None
+    return lock, history
+
+
+def _recalled(value: object) -> dict[str, _Parsed]:
+    if not isinstance(value, dict):
+        return {}
+    return {key: parsed for key, parsed in value.items() if isinstance(key, str)}
+
+
 def _newer(candidate: LockEntry, current: LockEntry) -> bool:
     def key(entry: LockEntry) -> tuple[tuple[int, ...], str]:
         return tuple(int(part) for part in entry.content_version.split(".")), entry.updated_at
@@ -253,7 +374,7 @@ def _parse_text(text: str, display: str, which: str) -> Lock:
             try:
                 # The pattern above fixed the form; fromisoformat (C, 20x faster than
                 # strptime on a 20,000-entry lock) checks that the date and time exist.
-                datetime.fromisoformat(fields["updated_at"][:-1])
+                _real_time(fields["updated_at"])
             except ValueError as error:
                 problems.append(
                     Problem(display, f"{where}.updated_at", f"not a real time ({error}), found "
@@ -267,7 +388,48 @@ def _parse_text(text: str, display: str, which: str) -> Lock:
     return lock
 
 
+def _real_time(stamp: str) -> None:
+    datetime.fromisoformat(stamp[:-1])
+
+
+def _entry_valid(entry: LockEntry) -> bool:
+    """Whether _parse_text would accept this entry as it is, without a problem."""
+    if not all(
+        isinstance(value, str)
+        for value in (entry.source_hash, entry.content_version, entry.updated_at)
+    ):
+        return False
+    if not (
+        _HASH.fullmatch(entry.source_hash)
+        and _VERSION.fullmatch(entry.content_version)
+        and _STAMP.fullmatch(entry.updated_at)
+    ):
+        return False
+    try:
+        _real_time(entry.updated_at)
+    except ValueError:
+        return False
+    return True
+
+
+#: The last body lock_body made and what it was made of: `plan` makes the body of the
+#: lock it will write (LockFile.remember), `build` writes it (0.1 s at 20,000 entries).
+#: Compared by items, not by identity: a dict can change after its body was made.
+_last_body: tuple[tuple[tuple[str, LockEntry], ...], History | None, bytes] | None = None
+
+
 def lock_body(lock: Lock, history: History | None = None) -> bytes:
+    global _last_body
+    items = tuple(lock.items())
+    last = _last_body  # once: a build in another thread may replace it meanwhile
+    if last is not None and last[0] == items and last[1] == history:
+        return last[2]
+    body = _lock_body(lock, history)
+    _last_body = (items, history, body)
+    return body
+
+
+def _lock_body(lock: Lock, history: History | None) -> bytes:
     history = history or History()
     data = {
         "format": LOCK_FORMAT,
