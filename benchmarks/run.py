@@ -256,8 +256,9 @@ def _peak_memory_row(largest: dict[str, Any]) -> tuple[str, str, bool]:
     )
     return (
         f"peak memory at N = {largest['n']:,} not above {PEAK_MB_TARGET:,} MB (the original)",
-        f"{tree:,.0f} MB: the build and its forked children, Pss summed, sampled every "
-        f"{1000 * tree_memory.INTERVAL:.0f} ms ({others})"
+        f"{tree:,.0f} MB: the build and its forked children, Pss summed (read whenever their "
+        f"Rss, sampled every {1000 * tree_memory.INTERVAL:.0f} ms, could beat the peak, in at "
+        f"most {tree_memory.WALK_SHARE:.0%} of the time: a lower bound; {others})"
         if tree
         else f"not measured: no /proc/<pid>/smaps_rollup here ({others})",
         0 < round(tree) <= PEAK_MB_TARGET,  # judged on the figure printed

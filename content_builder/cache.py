@@ -301,7 +301,10 @@ def _write_new(file: Path, head: bytes, records: Any) -> None:
         Path(temporary).unlink(missing_ok=True)
         raise
     for blob, offset in zip(region.blobs, region.offsets, strict=True):
-        blob._store, blob._offset = store, start + offset
+        # One assignment: replacing the old place may drop the old file's last reference,
+        # whose `__del__` runs Python code (a thread switch) between two assignments, and a
+        # request thread of `serve --watch` would read the new file at the old offset.
+        blob._at = (store, start + offset)
 
 
 _LENGTH = 8
@@ -349,20 +352,20 @@ class Blob:
     so a cached build neither unpickles nor holds them. Pickled anywhere else (a forked
     child's results), a blob is its bytes."""
 
-    __slots__ = ("_data", "_offset", "_store", "size")
+    __slots__ = ("_at", "_data", "size")
 
     def __init__(self, data: bytes) -> None:
         self._data: bytes | None = data
-        self._store: _Store | None = None
-        self._offset = 0
+        self._at: tuple[_Store | None, int] = (None, 0)  # the file and offset, together
         self.size = len(data)
 
     def value(self) -> bytes:
         """The bytes (read from the cache file each time: the caller keeps them)."""
         if self._data is not None:
             return self._data
-        assert self._store is not None
-        return self._store.read(self._offset, self.size)
+        store, offset = self._at  # one read: a rebuild may move it meanwhile
+        assert store is not None
+        return store.read(offset, self.size)
 
     def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
         region: _Region | None = getattr(_framing, "region", None)
@@ -406,7 +409,7 @@ def _stored_blob(offset: int, size: int) -> Blob:
     if loading is None:
         raise ValueError("a cache blob outside a cache frame")
     blob = Blob.__new__(Blob)
-    blob._data, blob._store, blob._offset, blob.size = None, None, offset, size
+    blob._data, blob._at, blob.size = None, (None, offset), size
     loading.append(blob)
     return blob
 
@@ -504,9 +507,10 @@ def _read_frame(stream: BinaryIO, store: _Store | None = None) -> Any:
     if stream.read(_DIGEST) != crc.to_bytes(_DIGEST, "big"):
         raise ValueError("a cache frame's blobs cut short or damaged")
     for blob in loading:
-        if store is None or blob._offset + blob.size > size:
+        offset = blob._at[1]
+        if store is None or offset + blob.size > size:
             raise ValueError("a cache blob outside its frame's region")
-        blob._store, blob._offset = store, start + blob._offset
+        blob._at = (store, start + offset)
     return records
 
 

@@ -109,7 +109,10 @@ class EarlyFiles:
         """Start writing `artifacts` for a build into `out_dir` in a child, or None when
         that does not pay or is not safe (`begin`, `finish`)."""
         files = cls.begin(out_dir)
-        if files is None or not files.finish(artifacts):
+        if files is None:
+            return None
+        if not files.finish(artifacts):
+            files.discard()  # a folder made for a child that did not start
             return None
         return files
 
@@ -148,15 +151,21 @@ class EarlyFiles:
         rest = {a.key: a.body for a in artifacts if a.key not in self.files}  # the last wins
         if len(rest) < MINIMUM_FILES or not can_fork():
             return False
-        if self.folder is None:
-            self.folder = new_staging_folder(self.out_dir)
+        try:
+            if self.folder is None:
+                self.folder = new_staging_folder(self.out_dir)
+        except OSError:
+            return False  # the writer writes them (and reports what it cannot)
         folder = str(self.folder)
         # The twin only with the build cache on: then the parent writes the cache after
         # this fork (1.7 s at 10,000 entries), which hides the child's 40,000 links
         # (0.25 s of CPU), and the next build is an incremental one that the spare makes
         # faster. With the cache off the parent soon waits for the child (the links made
         # it wait 0.15 s longer at 10,000 entries) and no later build is incremental.
-        twin = new_staging_folder(self.out_dir) if cache_dir() is not None else None
+        try:
+            twin = new_staging_folder(self.out_dir) if cache_dir() is not None else None
+        except OSError:
+            twin = None  # no spare kept: the next build stages its own
         every_key = [*self.files, *rest]  # those written here too
         parent = os.getpid()
         try:

@@ -86,13 +86,19 @@ def advance(history: History, changes: list[LockChange]) -> History:
     return History(generation, tuple(removed))
 
 
-def read_history(path: Path, display: str) -> History:
+def _text(raw: bytes) -> str:
+    """`raw` as `Path.read_text(encoding="utf-8")` reads it (universal newlines)."""
+    return raw.decode("utf-8").replace("\r\n", "\n").replace("\r", "\n")
+
+
+def read_history(path: Path, display: str, raw: bytes | None = None) -> History:
     """The history in the lock file (none before issue 14: generation 0). Of a conflicted
-    lock's two sides, the one further ahead (the merge itself then moves it once more)."""
-    if not path.exists():
+    lock's two sides, the one further ahead (the merge itself then moves it once more).
+    `raw`: the file's bytes, already read."""
+    if raw is None and not path.exists():
         return History()
     try:
-        text = path.read_text(encoding="utf-8")
+        text = path.read_text(encoding="utf-8") if raw is None else _text(raw)
     except (OSError, UnicodeDecodeError):
         return History()  # read_lock reports it
     sides = _conflict_sides(text)
@@ -138,17 +144,18 @@ class MergedLock(dict[str, LockEntry]):
     itself must be rewritten, so the build reports it as a change."""
 
 
-def read_lock(path: Path, display: str) -> Lock:
+def read_lock(path: Path, display: str, raw: bytes | None = None) -> Lock:
     """The lock, validated; a git merge conflict in it is merged, not refused.
 
     Both sides of a conflict are complete locks; for each id the entry with the higher
     content_version wins (then the later updated_at), so no version goes backwards and
-    no date is lost. `resolve` then bumps whatever the merged content changed.
+    no date is lost. `resolve` then bumps whatever the merged content changed. `raw`: the
+    file's bytes, already read.
     """
-    if not path.exists():
+    if raw is None and not path.exists():
         return {}
     try:
-        text = path.read_text(encoding="utf-8")
+        text = path.read_text(encoding="utf-8") if raw is None else _text(raw)
     except (OSError, UnicodeDecodeError) as error:
         raise SiteDataError.single(display, None, f"cannot read the lock file ({error})") from error
     sides = _conflict_sides(text)
@@ -184,12 +191,16 @@ class LockFile:
         self.digest: str | None = None
         self.recalled: dict[str, _Parsed] = {}
         self._hit: tuple[Lock, History] | None = None
+        # The bytes hashed are the bytes parsed: a lock replaced meanwhile (a checkout, a
+        # build beside this one) must not be remembered under the other bytes' digest.
+        self._raw: bytes | None = None
         if self.cache is None:
             return
         try:
-            self.digest = hashlib.sha256(path.read_bytes()).hexdigest()
+            self._raw = path.read_bytes()
         except OSError:
             return  # missing or unreadable: read_lock says which
+        self.digest = hashlib.sha256(self._raw).hexdigest()
         self.recalled = _recalled(self.cache.get_latest(PARSED_LOCKS))
         known = self.recalled.get(self.digest)
         self._hit = _decode(known) if known is not None else None
@@ -197,12 +208,12 @@ class LockFile:
     def lock(self) -> Lock:
         if self._hit is not None:
             return dict(self._hit[0])  # a copy: the caller may change its own
-        return read_lock(self.path, self.display)
+        return read_lock(self.path, self.display, self._raw)
 
     def history(self) -> History:
         if self._hit is not None:
             return self._hit[1]
-        return read_history(self.path, self.display)
+        return read_history(self.path, self.display, self._raw)
 
     def remember(
         self, read: Lock, old_history: History, written: Lock | None, history: History

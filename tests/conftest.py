@@ -140,7 +140,7 @@ def build_errors(site: Path, out: Path) -> list[str]:
 _SCHEDULED_TOGETHER = "tests/test_benchmarks_smoke.py::"
 
 
-@pytest.hookimpl(tryfirst=True)
+@pytest.hookimpl(tryfirst=True, optionalhook=True)  # `-p no:xdist` knows no such hook
 def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object | None:
     """`-n auto`'s default scheduling ("load"), except that the benchmark smoke tests are
     one unit of work. xdist's own `--dist loadgroup` would do it with an `xdist_group`

@@ -77,11 +77,11 @@ def test_blobs_come_back_from_the_file_and_survive_its_rewrite(
     assert again.get("b", "body")[0].value() == b"second"
     # Rewritten (the file was not appendable), the blobs move into the new file: the
     # old one may go, and they are read from the new one.
-    replaced = first._store
+    replaced = first._at[0]
     again.appendable = False
     again.save()
     [file] = cache_dir.glob("build-*.pickle")
-    assert first._store is not replaced, "the replaced file is not held open for it"
+    assert first._at[0] is not replaced, "the replaced file is not held open for it"
     assert first.value() == b"first body"
     file.unlink()
     assert first.value() == b"first body", "read from the file it was written to"
@@ -91,7 +91,7 @@ def test_blobs_come_back_from_the_file_and_survive_its_rewrite(
 def test_a_blob_pickled_outside_a_cache_frame_is_its_bytes() -> None:
     blob = build_cache.Blob(b"handed over")
     copy = pickle.loads(pickle.dumps(blob))
-    assert copy.value() == b"handed over" and copy._store is None
+    assert copy.value() == b"handed over" and copy._at[0] is None
 
 
 @pytest.mark.parametrize("damage", ["flipped", "cut"])

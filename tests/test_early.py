@@ -369,3 +369,19 @@ def test_with_the_cache_off_the_child_links_nothing(
     monkeypatch.setenv("AGENT_ACCESS_CACHE_DIR", "off")
     pipeline.build(site_copy, tmp_path / "dist", TEST_BASE_URL)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["dist", "site_data"]
+
+
+@pytest.mark.usefixtures("forking")
+def test_a_fork_that_fails_leaves_no_staging_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No child (fork refused: too many processes, no memory): the folders made for it
+    go at once, not when a later build finds this process gone."""
+
+    def refused() -> int:
+        raise OSError("fork refused")
+
+    monkeypatch.setattr(early.os, "fork", refused)
+    artifacts = [Artifact("/api/v1/content/documents/a.json", b"{}\n")]
+    assert early.EarlyFiles.start(artifacts, tmp_path / "dist") is None
+    assert list(tmp_path.iterdir()) == []

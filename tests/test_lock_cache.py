@@ -257,3 +257,30 @@ def test_lock_body_of_a_lock_changed_since_its_last_body_is_made_again() -> None
     second = lock_module.lock_body(lock, History(1))
     assert b'"b"' in second and second != first
     assert lock_module.lock_body(lock, History(2)) != second
+
+
+@pytest.mark.usefixtures("cache_dir")
+def test_a_lock_replaced_while_a_build_reads_it_is_parsed_as_it_was_hashed(
+    site_copy: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The bytes a build hashes are the bytes it parses and remembers: a lock replaced in
+    between (a `git checkout`, another build's `os.replace`) must not have its parse
+    remembered under the first bytes' digest, where a later build would find it."""
+    from content_builder.loader import load_site
+
+    _build(site_copy, tmp_path / "out")
+    path = site_copy / LOCK
+    original = path.read_bytes()
+    # A cache that does not know this lock yet: it is parsed, not recalled.
+    monkeypatch.setenv(build_cache.CACHE_ENV, str(tmp_path / "another-cache"))
+    lock_file = LockFile(path, LOCK, load_site(site_copy).cache)
+    assert lock_file.cache is not None and lock_file._hit is None
+    data = json.loads(original)
+    data["entries"]["q01-difference"]["content_version"] = "7.0.0"
+    path.write_text(json.dumps(data, indent=2) + "\n")  # replaced after the hash
+    read = lock_file.lock()
+    assert read["q01-difference"].content_version != "7.0.0"
+    saved = tmp_path / "saved.json"
+    saved.write_bytes(original)
+    assert read == read_lock(saved, LOCK)
+    assert lock_file.history() == read_history(saved, LOCK)

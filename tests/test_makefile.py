@@ -138,3 +138,14 @@ def test_make_test_runs_the_benchmark_smoke_on_one_worker() -> None:
     assert scopes.isdisjoint(others)
     # An explicit other --dist mode is xdist's own.
     assert conftest.pytest_xdist_make_scheduler(_XdistConfig("loadfile"), None) is None
+
+
+def test_the_suite_still_starts_without_xdist() -> None:
+    """The scheduler hook above is xdist's: pytest without the plugin (`-p no:xdist`, a
+    bare environment) must still collect the suite, not stop on an unknown hook."""
+    completed = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:xdist", "-p", "no:cacheprovider", "-q",
+         "--collect-only", "tests/test_cli.py"],
+        cwd=REPO, capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert completed.returncode == 0, completed.stdout[-2000:] + completed.stderr[-2000:]
