@@ -26,6 +26,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import cached_property
 from urllib.parse import unquote, urlsplit
 
 from agent_contract import paths
@@ -34,6 +35,9 @@ from agent_contract.models import ErrorDetail, ErrorResponse
 from agent_contract.routes import HEADER_POLICY, JSON
 
 ALLOWED_METHODS = HEADER_POLICY.preflight_methods
+#: GET/HEAD answers an Edge keeps (`Edge.handle`): a few per published file for a site of
+#: thousands; past it the memo starts over (any client may send any target).
+_ANSWERS_KEPT = 65_536
 #: Headers a 304 must not repeat from the 200 (RFC 9110 15.4.5).
 _NOT_ON_304 = frozenset({"content-type", "content-length"})
 _SUSPICIOUS = re.compile(r"[\\\x00-\x1f\x7f]")
@@ -44,6 +48,15 @@ class Response:
     status: int
     headers: tuple[tuple[str, str], ...]
     body: bytes  # empty for HEAD, 204 and 304; Content-Length still describes the file
+
+    @cached_property
+    def header_lines(self) -> bytes | None:
+        """The headers as HTTP/1.1 writes them ("Name: value\\r\\n" each, Latin-1), made
+        once for an answer `Edge.handle` keeps; None when one is a Connection header, whose
+        value a server must act on (http.server's `send_header` does)."""
+        if any(name.lower() == "connection" for name, _ in self.headers):
+            return None
+        return "".join(f"{name}: {value}\r\n" for name, value in self.headers).encode("latin-1")
 
 
 def etag(artifact: Artifact) -> str:
@@ -82,8 +95,21 @@ class Edge:
     def __init__(self, artifacts: Mapping[str, Artifact], discovery_url: str) -> None:
         self.artifacts = dict(artifacts)
         self.discovery_url = discovery_url
+        # GET and HEAD answers by what they depend on (the snapshot never changes): a
+        # keep-alive client asking again costs a lookup, not a path parse and new headers.
+        self._answers: dict[tuple[str, str, str | None, str | None], Response] = {}
 
     def handle(self, method: str, target: str, headers: Mapping[str, str]) -> Response:
+        if method in ("GET", "HEAD"):
+            # All a GET or HEAD answer reads of the request (`_answer`): kept, bounded.
+            key = (method, target, _get(headers, "Accept"), _get(headers, "If-None-Match"))
+            response = self._answers.get(key)
+            if response is None:
+                response = self._answer(method, target, headers)
+                if len(self._answers) >= _ANSWERS_KEPT:
+                    self._answers.clear()
+                self._answers[key] = response
+            return response
         if method == "OPTIONS":
             return self._preflight(headers)
         if method not in ("GET", "HEAD"):
@@ -91,6 +117,10 @@ class Edge:
                 405, "method_not_allowed", f"{method} is not allowed: this API is read-only.",
                 extra=(("Allow", ", ".join(ALLOWED_METHODS)),),
             )  # fmt: skip
+        return self._answer(method, target, headers)
+
+    def _answer(self, method: str, target: str, headers: Mapping[str, str]) -> Response:
+        """A GET or HEAD answer: reads only the target, Accept and If-None-Match."""
         try:
             path = resolve_path(target)
         except UnicodeDecodeError:

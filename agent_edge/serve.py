@@ -81,8 +81,12 @@ class EdgeRequestHandler(BaseHTTPRequestHandler):
             # A refused request's body is never read: the connection cannot be reused.
             self.close_connection = True
         self.send_response(response.status)
-        for name, value in response.headers:
-            self.send_header(name, value)
+        lines = response.header_lines if self.request_version != "HTTP/0.9" else None
+        if lines is None:
+            for name, value in response.headers:
+                self.send_header(name, value)
+        else:  # what `send_header` appends for each, made once per kept answer
+            self._headers_buffer.append(lines)
         self.end_headers()
         if response.body:
             self.wfile.write(response.body)

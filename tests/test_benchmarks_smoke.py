@@ -701,8 +701,11 @@ def test_the_watch_harness_measures_a_scan_of_the_site(
         large = watch_bench.scan_costs(server.process.pid, site, 0.0, 60)
     finally:
         server.stop()
-    assert 0 < small["scan_cpu_seconds"] < min(large), (small["scan_runs"], large)
-    assert small["idle_with_scans_percent"] > small["idle_cpu_percent"]
+    # The smoke's own figure may be 0: a 6-entry site's scan is under the idle CPU the
+    # harness takes off (seen once under load); the larger site's must show.
+    assert min(large) > 0, large
+    assert small["scan_cpu_seconds"] < min(large), (small["scan_runs"], large)
+    assert small["idle_with_scans_percent"] >= small["idle_cpu_percent"]
     assert not list(site.glob(".watch-bench-*")), "the trigger file is removed"
 
 
