@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import io
+import os
 import shutil
 import threading
 from collections.abc import Callable, Iterator
@@ -156,3 +157,18 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object | 
             return _SCHEDULED_TOGETHER if nodeid.startswith(_SCHEDULED_TOGETHER) else nodeid
 
     return _BenchmarksTogether(config, log)  # type: ignore[arg-type]
+
+
+def counted_forks(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The pids of the children this process forks from now on."""
+    forks: list[int] = []
+    real_fork = os.fork
+
+    def counting_fork() -> int:
+        pid = real_fork()
+        if pid:
+            forks.append(pid)
+        return pid
+
+    monkeypatch.setattr(os, "fork", counting_fork)
+    return forks

@@ -19,7 +19,7 @@ from content_builder import build as pipeline
 from content_builder import cache as build_cache
 from content_builder import early, halves, writer
 from content_builder.errors import SiteDataError
-from tests.conftest import REPO, TEST_BASE_URL, tree_digest
+from tests.conftest import REPO, TEST_BASE_URL, counted_forks, tree_digest
 
 
 @pytest.fixture
@@ -171,7 +171,7 @@ def test_files_written_while_the_search_index_renders_are_those_of_a_plain_write
 ) -> None:
     expected = _plain_build(site_copy, tmp_path / "plain", monkeypatch)
     written = _written_here(monkeypatch)
-    forks = _counted_forks(monkeypatch)
+    forks = counted_forks(monkeypatch)
     pipeline.build(site_copy, tmp_path / "dist", TEST_BASE_URL)
     assert tree_digest(tmp_path / "dist") == expected
     assert [Path(path).name for path in written] == [Path(paths.SEARCH_INDEX).name], (
@@ -251,21 +251,6 @@ def test_nothing_written_early_means_no_staging_folder(tmp_path: Path) -> None:
     assert files is not None
     files.write_while([Artifact("/api/v1/content/documents/a.json", b"{}\n")], lambda: False)
     assert files.take() is None and list(tmp_path.iterdir()) == []
-
-
-def _counted_forks(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """The pids of the children this process forks from now on."""
-    forks: list[int] = []
-    real_fork = os.fork
-
-    def counting_fork() -> int:
-        pid = real_fork()
-        if pid:
-            forks.append(pid)
-        return pid
-
-    monkeypatch.setattr(os, "fork", counting_fork)
-    return forks
 
 
 def test_write_new_file_writes_what_write_bytes_writes(tmp_path: Path) -> None:

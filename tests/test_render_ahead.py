@@ -12,7 +12,7 @@ from content_builder import build as pipeline
 from content_builder import cache as build_cache
 from content_builder import halves
 from content_builder.render import endpoints, indexes
-from tests.conftest import SPEC_SITE, TEST_BASE_URL
+from tests.conftest import SPEC_SITE, TEST_BASE_URL, counted_forks
 
 
 @pytest.fixture
@@ -23,21 +23,6 @@ def forking(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(pipeline, "MINIMUM_ITEMS", 1)
     # Every entry rendered by this build (a child only pays when the terms are new).
     monkeypatch.setenv(build_cache.CACHE_ENV, "off")
-
-
-def _counted_forks(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """The pids of the children this process forks from now on."""
-    forks: list[int] = []
-    real_fork = os.fork
-
-    def counting_fork() -> int:
-        pid = real_fork()
-        if pid:
-            forks.append(pid)
-        return pid
-
-    monkeypatch.setattr(os, "fork", counting_fork)
-    return forks
 
 
 def _bodies() -> dict[str, bytes]:
@@ -51,7 +36,7 @@ def test_the_files_are_those_of_a_plain_loop(monkeypatch: pytest.MonkeyPatch) ->
         pytest.skip("needs os.fork and two CPUs")
     monkeypatch.setattr(halves.threading, "active_count", lambda: 1)
     monkeypatch.setattr(pipeline, "MINIMUM_ITEMS", 1)
-    forks = _counted_forks(monkeypatch)
+    forks = counted_forks(monkeypatch)
     assert _bodies() == plain
     assert forks, "the search index was rendered in a child"
     assert list(plain) == list(_bodies()), "in the same order"
@@ -101,7 +86,7 @@ def test_what_the_child_keeps_beside_the_cache_is_kept(
     """The keyword choice the search index puts beside the build cache, for the next
     build to start from, survives the child that made it."""
     monkeypatch.setenv(build_cache.CACHE_ENV, str(tmp_path / "cache"))
-    forks = _counted_forks(monkeypatch)
+    forks = counted_forks(monkeypatch)
     site = pipeline.plan(SPEC_SITE, TEST_BASE_URL).site
     assert forks, "the search index was rendered in a child"
     assert isinstance(site.cache.get_latest(indexes._CHOICE), indexes.KeywordChoice)
