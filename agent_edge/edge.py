@@ -112,12 +112,10 @@ class Edge:
             return response
         if method == "OPTIONS":
             return self._preflight(headers)
-        if method not in ("GET", "HEAD"):
-            return self.error(
-                405, "method_not_allowed", f"{method} is not allowed: this API is read-only.",
-                extra=(("Allow", ", ".join(ALLOWED_METHODS)),),
-            )  # fmt: skip
-        return self._answer(method, target, headers)
+        return self.error(
+            405, "method_not_allowed", f"{method} is not allowed: this API is read-only.",
+            extra=(("Allow", ", ".join(ALLOWED_METHODS)),),
+        )  # fmt: skip
 
     def _answer(self, method: str, target: str, headers: Mapping[str, str]) -> Response:
         """A GET or HEAD answer: reads only the target, Accept and If-None-Match."""

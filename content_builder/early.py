@@ -54,28 +54,29 @@ def write_new_file(path: str, body: bytes) -> None:
         os.close(descriptor)
 
 
+def _target(folder: str, key: str, made: set[str]) -> str:
+    """The path of `key` under `folder`, its parent folder made unless in `made` (then
+    added: one `makedirs` per folder, not per file)."""
+    target = os.path.join(folder, key)
+    parent = os.path.dirname(target)
+    if parent not in made:
+        os.makedirs(parent, exist_ok=True)
+        made.add(parent)
+    return target
+
+
 def write_files(folder: str, files: dict[str, bytes]) -> None:
     """Each key's body under `folder`, its folders made once each."""
     made: set[str] = set()
     for key, body in files.items():
-        target = os.path.join(folder, key)
-        parent = os.path.dirname(target)
-        if parent not in made:
-            os.makedirs(parent, exist_ok=True)
-            made.add(parent)
-        write_new_file(target, body)
+        write_new_file(_target(folder, key, made), body)
 
 
 def link_files(folder: str, twin: str, keys: Iterable[str]) -> None:
     """A hard link in `twin` of each key's file in `folder`, its folders made once each."""
     made: set[str] = set()
     for key in keys:
-        target = os.path.join(twin, key)
-        parent = os.path.dirname(target)
-        if parent not in made:
-            os.makedirs(parent, exist_ok=True)
-            made.add(parent)
-        os.link(os.path.join(folder, key), target)
+        os.link(os.path.join(folder, key), _target(twin, key, made))
 
 
 class EarlyFiles:
@@ -130,11 +131,7 @@ class EarlyFiles:
                     return
                 if self.folder is None:
                     self.folder = new_staging_folder(self.out_dir)
-                target = os.path.join(self.folder, artifact.key)
-                parent = os.path.dirname(target)
-                if parent not in made:
-                    os.makedirs(parent, exist_ok=True)
-                    made.add(parent)
+                target = _target(str(self.folder), artifact.key, made)
                 self.files.pop(artifact.key, None)  # unknown while half-written
                 write_new_file(target, artifact.body)
                 self.files[artifact.key] = artifact.body
