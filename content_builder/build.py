@@ -12,18 +12,25 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from agent_contract import paths
 from agent_contract.artifacts import Artifact
 from agent_contract.endpoints import ENDPOINT, SINGLE_FILES
 from agent_contract.routes import rule_for
+from content_builder import early as early_files
 from content_builder import proven
 from content_builder.budgets import check_budgets
 from content_builder.early import EarlyFiles
 from content_builder.errors import Problem, SiteDataError
-from content_builder.halves import MINIMUM_ITEMS, ahead
-from content_builder.loader import LOCK_FILE, Site, display_path, load_site
+from content_builder.halves import MINIMUM_ITEMS, Ahead, Spare, spare_process
+from content_builder.loader import (
+    CONTENT_DIR,
+    FAQ_DIR,
+    LOCK_FILE,
+    Site,
+    display_path,
+    load_site,
+)
 from content_builder.lock import (
     History,
     Lock,
@@ -37,7 +44,8 @@ from content_builder.lock import (
 from content_builder.render.catalog import JOINED, Catalog, entry_file
 from content_builder.render.documents import DocumentData, tracked
 from content_builder.render.endpoints import RENDERERS, RenderContext, markdown_mirrors
-from content_builder.render.entries import build_catalog, lock_stamp
+from content_builder.render.entries import EntryFileSink, build_catalog, lock_stamp
+from content_builder.render.indexes import KeywordChoice, fresh_keyword_choice, keyword_work
 from content_builder.validate import (
     ReadAhead,
     body_links,
@@ -71,96 +79,88 @@ def render_catalog(
     mcp_endpoint: str | None = None,
     meanwhile: Callable[[list[Artifact], frozenset[str]], None] | None = None,
     waiting: Callable[[list[Artifact], Callable[[], bool]], None] | None = None,
+    spare: Spare | None = None,
 ) -> list[Artifact]:
     """One file per document and FAQ entry, then one per single-file row of the endpoint
     table, by publish tier: leaves first, entry points last.
 
-    The search index (its keyword budget over every entry: 0.85 s of the 1.4 s of
-    aggregates at 10,000 entries) is rendered in a forked child meanwhile when this
-    build rendered many entries (content_builder.halves `ahead`); errors are raised in
-    the order of a plain loop: an aggregate after it that fails waits for it, which
-    raises first if it fails. Then, before waiting for the child, `meanwhile` is given
-    the files other than the entries' own and the search index, and the paths of all
-    the files (it must not raise); then `waiting` is given every file but the search
-    index and a function that says whether the child still works (it must not raise:
-    what it does until then costs no time)."""
-    context = RenderContext(site, catalog, mcp_endpoint)
+    The search index's keywords (a byte budget over every entry: 0.85 s of the 1.4 s of
+    aggregates at 10,000 entries) are chosen meanwhile by `spare` (content_builder/halves.py),
+    when given one and this build rendered many entries; errors are raised in the order
+    of a plain loop: an aggregate after the search index that fails waits for it, which
+    raises first if it fails. Then, before waiting for the spare, `meanwhile` is given the
+    files other than the entries' own and the search index, and the paths of all the
+    files (it must not raise); then `waiting` is given every file but the search index
+    and a function that says whether the spare still works (it must not raise: what it
+    does until then costs no time)."""
     brand = site.config.brand
     single = sorted(SINGLE_FILES, key=lambda endpoint: rule_for(endpoint.resolve(brand)).tier)
-    # Worth a fork of a process this size when the entries' terms are new: the keyword
-    # choice of a cached build reuses the last one (0.1 s at 10,000 entries), less than
-    # the fork, the hand-over and the wait.
-    large = catalog.rendered_now >= MINIMUM_ITEMS
+    # Worth it when the entries' terms are new: the keyword choice of a cached build
+    # reuses the last one (0.1 s at 10,000 entries), less than the hand-over and the wait.
+    keywords: Ahead[KeywordChoice] | None = None
+    if spare is not None and catalog.rendered_now >= MINIMUM_ITEMS:
+        keywords = spare.give(fresh_keyword_choice, *keyword_work(site, catalog))
+    context = RenderContext(site, catalog, mcp_endpoint, keywords)
 
-    def search_index_and_kept() -> tuple[bytes, dict[str, Any]]:
-        # With what it put beside the build cache (the keyword choice the next build
-        # starts from): put in a child, it would be lost with the child.
-        return RENDERERS[SEARCH_INDEX].body(context), site.cache.latest_put()
+    def search_index() -> bytes:
+        return RENDERERS[SEARCH_INDEX].body(context)
 
-    with ahead(search_index_and_kept, large) as search_index_ahead:
-
-        def search_index() -> bytes:
-            body, kept = search_index_ahead()
-            for name, value in kept.items():
-                site.cache.put_latest(name, value)
-            return body
-
-        leaves = [
-            *(
-                entry_file(paths.document(entry.id), entry.json, entry.json_sha256, loaded.file)
-                for loaded, entry in zip(site.documents, catalog.documents, strict=True)
-            ),
-            *(
-                entry_file(paths.faq(entry.id), entry.json, entry.json_sha256, loaded.file)
-                for loaded, entry in zip(site.faqs, catalog.faqs, strict=True)
-            ),
-            *markdown_mirrors(site, catalog),
-        ]
-        bodies: dict[str, bytes] = {}
-        for position, endpoint in enumerate(single):
-            if endpoint.key == SEARCH_INDEX:
-                continue
-            try:
-                bodies[endpoint.key] = RENDERERS[endpoint.key].body(context)
-            except BaseException:
-                if any(earlier.key == SEARCH_INDEX for earlier in single[:position]):
-                    try:
-                        search_index()  # a plain loop rendered it first: its error first
-                    except BaseException as first:
-                        first.__suppress_context__ = True
-                        raise
-                raise
-        if any(endpoint.key == SEARCH_INDEX for endpoint in single):
-            if large and meanwhile is not None:
-                meanwhile(
-                    [
-                        *leaves[2 * len(catalog.entries) :],
-                        *(
-                            Artifact(endpoint.resolve(brand), bodies[endpoint.key])
-                            for endpoint in single
-                            if endpoint.key in bodies
-                        ),
-                    ],
-                    frozenset(
-                        [
-                            *(artifact.path for artifact in leaves),
-                            *(endpoint.resolve(brand) for endpoint in single),
-                        ]
+    leaves = [
+        *(
+            entry_file(paths.document(entry.id), entry.json, entry.json_sha256, loaded.file)
+            for loaded, entry in zip(site.documents, catalog.documents, strict=True)
+        ),
+        *(
+            entry_file(paths.faq(entry.id), entry.json, entry.json_sha256, loaded.file)
+            for loaded, entry in zip(site.faqs, catalog.faqs, strict=True)
+        ),
+        *markdown_mirrors(site, catalog),
+    ]
+    bodies: dict[str, bytes] = {}
+    for position, endpoint in enumerate(single):
+        if endpoint.key == SEARCH_INDEX:
+            continue
+        try:
+            bodies[endpoint.key] = RENDERERS[endpoint.key].body(context)
+        except BaseException:
+            if any(earlier.key == SEARCH_INDEX for earlier in single[:position]):
+                try:
+                    search_index()  # a plain loop rendered it first: its error first
+                except BaseException as first:
+                    first.__suppress_context__ = True
+                    raise
+            raise
+    if any(endpoint.key == SEARCH_INDEX for endpoint in single):
+        if keywords is not None and meanwhile is not None:
+            meanwhile(
+                [
+                    *leaves[2 * len(catalog.entries) :],
+                    *(
+                        Artifact(endpoint.resolve(brand), bodies[endpoint.key])
+                        for endpoint in single
+                        if endpoint.key in bodies
                     ),
-                )
-            if large and waiting is not None:
-                waiting(
+                ],
+                frozenset(
                     [
-                        *leaves,
-                        *(
-                            Artifact(endpoint.resolve(brand), bodies[endpoint.key])
-                            for endpoint in single
-                            if endpoint.key in bodies
-                        ),
-                    ],
-                    search_index_ahead.running,
-                )
-            bodies[SEARCH_INDEX] = search_index()
+                        *(artifact.path for artifact in leaves),
+                        *(endpoint.resolve(brand) for endpoint in single),
+                    ]
+                ),
+            )
+        if keywords is not None and waiting is not None:
+            waiting(
+                [
+                    *leaves,
+                    *(
+                        Artifact(endpoint.resolve(brand), bodies[endpoint.key])
+                        for endpoint in single
+                        if endpoint.key in bodies
+                    ),
+                ],
+                keywords.running,
+            )
+        bodies[SEARCH_INDEX] = search_index()
     return [
         *leaves,
         *(
@@ -261,9 +261,22 @@ def plan(
     rendered: Callable[[list[Artifact]], None] | None = None,  # told the files, before checks
     # Told the files but the search index while a child renders it, and whether it still does.
     waiting: Callable[[list[Artifact], Callable[[], bool]], None] | None = None,
+    sink: EntryFileSink | None = None,  # given each entry's own files as it is rendered
 ) -> Plan:
-    with collector_paused():
-        return _plan(site_dir, base_url, frozen, mcp_endpoint, rendered, waiting)
+    with collector_paused(), spare_process(_entry_files(site_dir) >= MINIMUM_ITEMS) as spare:
+        return _plan(site_dir, base_url, frozen, mcp_endpoint, rendered, waiting, spare, sink)
+
+
+def _entry_files(site_dir: Path) -> int:
+    """How many files the content and FAQ folders hold (the site's entries, at most)."""
+    count = 0
+    for folder in (CONTENT_DIR, FAQ_DIR):
+        try:
+            with os.scandir(site_dir / folder) as found:
+                count += sum(1 for _ in found)
+        except OSError:  # no such folder: the loader says what is wrong, if anything
+            pass
+    return count
 
 
 def _plan(
@@ -273,6 +286,8 @@ def _plan(
     mcp_endpoint: str | None,
     rendered: Callable[[list[Artifact]], None] | None = None,
     waiting: Callable[[list[Artifact], Callable[[], bool]], None] | None = None,
+    spare: Spare | None = None,  # a process forked before the site is loaded (halves.py)
+    sink: EntryFileSink | None = None,
 ) -> Plan:
     site = load_site(site_dir, base_url)
     lock_display = display_path(site.root / LOCK_FILE)
@@ -288,7 +303,7 @@ def _plan(
     old_history = lock_file.history()
     history = advance(old_history, changes)
     lock_file.remember(old_lock, old_history, lock if changes else None, history)
-    catalog = build_catalog(site, lock, history, data)
+    catalog = build_catalog(site, lock, history, data, sink)
     del data
     ahead: list[ReadAhead] = []
 
@@ -299,7 +314,7 @@ def _plan(
         joined = {ENDPOINT[key].resolve(site.config.brand) for key in JOINED}
         ahead.append(read_ahead(site, others, joined, published))
 
-    artifacts = render_catalog(site, catalog, mcp_endpoint, read_while_waiting, waiting)
+    artifacts = render_catalog(site, catalog, mcp_endpoint, read_while_waiting, waiting, spare)
     if rendered is not None:  # build() starts writing them while the checks run
         rendered(artifacts)
     _check(site, catalog, artifacts, ahead[0] if ahead else None)
@@ -355,14 +370,26 @@ def build(
     mcp_endpoint: str | None = None,
 ) -> tuple[Plan, list[FileReport]]:
     early: list[EarlyFiles] = []  # the files, written while the checks run
+    sink: EntryFileSink | None = None
+    if _entry_files(site_dir) >= early_files.MINIMUM_ENTRY_FILES:
+        # A first build of a large site: each entry's files written by the process that
+        # renders it (content_builder/early.py EntryFiles), from memory it owns anyway. A
+        # child forked later to write them shared the build's full heap while the checks
+        # ran, and each page they read was copied (~+300 MB at 10,000 entries).
+        files = EarlyFiles.begin(out_dir)
+        if files is not None:
+            early.append(files)  # discarded below if the build fails
+            sink = files.entry_files()
 
     def write_while_waiting(artifacts: list[Artifact], busy: Callable[[], bool]) -> None:
         # This process has nothing else to do until the child that renders the search
         # index is done: the files it writes there, the writer or an early child need not.
-        files = EarlyFiles.begin(out_dir)
-        if files is not None:
+        if not early:
+            files = EarlyFiles.begin(out_dir)
+            if files is None:
+                return
             early.append(files)  # discarded below if the build fails
-            files.write_while(artifacts, busy)
+        early[0].write_while(artifacts, busy)
 
     def start_early(artifacts: list[Artifact]) -> None:
         if early:  # some written already: the rest in a child, if enough are left
@@ -374,7 +401,9 @@ def build(
 
     new_lock: Path | None = None
     try:
-        result = plan(site_dir, base_url, frozen, mcp_endpoint, start_early, write_while_waiting)
+        result = plan(
+            site_dir, base_url, frozen, mcp_endpoint, start_early, write_while_waiting, sink
+        )
         if result.lock_changes:
             # Written beside the lock first, put in place after the output: a lock that
             # cannot be written (a full disk) fails the build before the output changes,

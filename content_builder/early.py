@@ -28,10 +28,14 @@ from pathlib import Path
 
 from agent_contract.artifacts import Artifact
 from content_builder.cache import cache_dir
-from content_builder.halves import can_fork, die_with_parent
+from content_builder.halves import MINIMUM_ITEMS, can_fork, die_with_parent
 
 #: Below this many files a fork costs more than writing them here does.
 MINIMUM_FILES = 2_000
+
+#: From this many entry files in a site (what makes rendering fork, halves.py), a first
+#: build writes each entry's files as it renders them (`EntryFiles`).
+MINIMUM_ENTRY_FILES = MINIMUM_ITEMS
 
 #: While writing in the time a child leaves free, whether it is still busy is asked
 #: every this many files (one waitpid each; a small file takes ~25 us to write on tmpfs).
@@ -79,6 +83,53 @@ def link_files(folder: str, twin: str, keys: Iterable[str]) -> None:
         os.link(os.path.join(folder, key), _target(twin, key, made))
 
 
+#: What `EntryFiles` did with an entry's files: nothing (a write failed, in this
+#: process, now or before), wrote them, or wrote them and linked them into the twin.
+NOT_WRITTEN, WRITTEN, LINKED = 0, 1, 2
+
+
+class EntryFiles:
+    """Writes an entry's own files into a staging folder as soon as they are rendered, in
+    whichever process rendered them (content_builder/halves.py: the forked child writes
+    the files of its half). Called in a child, it keeps its state there: what it made
+    and whether a write failed, so that it stops writing."""
+
+    def __init__(self, early: EarlyFiles, folder: str, twin: str | None) -> None:
+        self._early = early
+        self.folder = folder
+        self.twin = twin
+        self._made: set[str] = set()
+        self._twin_made: set[str] = set()
+        self._failed = False  # a write failed: the writer writes the rest
+        self._unlinked = False  # a link failed: the twin is not whole (no use linking on)
+
+    def __call__(self, files: list[tuple[str, bytes]]) -> int:
+        """Write each (key, body); NOT_WRITTEN, WRITTEN or LINKED (also in the twin).
+        Never raises: what is not written is left to the writer."""
+        if self._failed:
+            return NOT_WRITTEN
+        try:
+            for key, body in files:
+                write_new_file(_target(self.folder, key, self._made), body)
+        except Exception:
+            self._failed = True  # a half-written file: the writer writes it again
+            return NOT_WRITTEN
+        if self.twin is None or self._unlinked:
+            return WRITTEN
+        try:
+            for key, _ in files:
+                os.link(os.path.join(self.folder, key), _target(self.twin, key, self._twin_made))
+        except Exception:
+            self._unlinked = True
+            return WRITTEN
+        return LINKED
+
+    def recorded(self, files: list[tuple[str, bytes]], done: int) -> None:
+        """In the build's process, after the halves: what a call did with these files,
+        wherever it ran (`EarlyFiles.recorded`)."""
+        self._early.recorded(files, done)
+
+
 class EarlyFiles:
     """Files being written into a staging folder, by this process while it waits for a
     child anyway (`write_while`) and then by a forked child (`finish`)."""
@@ -93,6 +144,9 @@ class EarlyFiles:
         # next build updates in place (writer.py), so that the first build after this one
         # does not stage 40,000 links itself (0.3-0.4 s at 10,000 entries).
         self.twin: Path | None = None
+        # Made with the staging folder by `entry_files`: then every file written early is
+        # linked into it as it is written, and a link that fails makes it useless.
+        self._twin_broken = False
 
     @classmethod
     def begin(cls, out_dir: Path) -> EarlyFiles | None:
@@ -117,6 +171,41 @@ class EarlyFiles:
             return None
         return files
 
+    def entry_files(self) -> EntryFiles | None:
+        """A writer of entries' files into the staging folder (made now, with its twin
+        when the build cache is on: see `finish`), for the processes that render them
+        (render/entries.py); None when the folder cannot be made."""
+        if self._failed or self._pid is not None or self.folder is not None:
+            return None
+        try:
+            self.folder = new_staging_folder(self.out_dir)
+            self.twin = new_staging_folder(self.out_dir) if cache_dir() is not None else None
+        except OSError:
+            return None  # the writer writes them (and reports what it cannot); a folder
+            # made is removed with the build's other early files (`discard`)
+        return EntryFiles(self, str(self.folder), str(self.twin) if self.twin is not None else None)
+
+    def recorded(self, files: Iterable[tuple[str, bytes]], done: int) -> None:
+        """What an `EntryFiles` call returned (`done`) for these files, in any process: the
+        files written are known here by the very bytes objects the build publishes."""
+        if done == NOT_WRITTEN:
+            if files:  # a write failed (a full disk): every file left to the writer, which
+                self._failed = True  # reports the failure in its order
+            return
+        if done != LINKED:
+            self._twin_broken = True
+        for key, body in files:
+            self.files[key] = body
+
+    def _link(self, key: str, made: set[str]) -> None:
+        """Link a file just written here into a twin made up front (`entry_files`)."""
+        if self.twin is None or self._twin_broken or self.folder is None:
+            return
+        try:
+            os.link(os.path.join(self.folder, key), _target(str(self.twin), key, made))
+        except OSError:
+            self._twin_broken = True
+
     def write_while(self, artifacts: list[Artifact], busy: Callable[[], bool]) -> None:
         """Write `artifacts` here while `busy()` (a child works on something this process
         then waits for: the time is free), asking it every few files. Never raises: a
@@ -124,9 +213,12 @@ class EarlyFiles:
         if self._failed or self._pid is not None:
             return
         made: set[str] = set()
+        linked: set[str] = set()
         written = 0
         try:
             for artifact in artifacts:
+                if self.files.get(artifact.key) is artifact.body:
+                    continue  # written as rendered (`entry_files`)
                 if written % _ASK_EVERY == 0 and not busy():
                     return
                 if self.folder is None:
@@ -135,6 +227,7 @@ class EarlyFiles:
                 self.files.pop(artifact.key, None)  # unknown while half-written
                 write_new_file(target, artifact.body)
                 self.files[artifact.key] = artifact.body
+                self._link(artifact.key, linked)
                 written += 1
         except Exception:
             self._failed = True  # the writer writes everything itself
@@ -159,16 +252,20 @@ class EarlyFiles:
         # (0.25 s of CPU), and the next build is an incremental one that the spare makes
         # faster. With the cache off the parent soon waits for the child (the links made
         # it wait 0.15 s longer at 10,000 entries) and no later build is incremental.
+        # A twin made up front (`entry_files`) holds the files written so far already.
+        made_before = self.twin is not None
         try:
-            twin = new_staging_folder(self.out_dir) if cache_dir() is not None else None
+            twin = self.twin or (
+                new_staging_folder(self.out_dir) if cache_dir() is not None else None
+            )
         except OSError:
             twin = None  # no spare kept: the next build stages its own
-        every_key = [*self.files, *rest]  # those written here too
+        to_link = [*rest] if made_before else [*self.files, *rest]
         parent = os.getpid()
         try:
             pid = os.fork()
         except OSError:
-            if twin is not None:
+            if twin is not None and not made_before:
                 shutil.rmtree(twin, ignore_errors=True)
             return False
         if pid == 0:  # the child: write, then out without any of the parent's cleanup
@@ -178,7 +275,7 @@ class EarlyFiles:
                 write_files(folder, rest)
                 if twin is not None:
                     code = 2  # the files are written; the twin is not whole
-                    link_files(folder, str(twin), every_key)
+                    link_files(folder, str(twin), to_link)
                 code = 0
             finally:
                 os._exit(code)
@@ -213,7 +310,13 @@ class EarlyFiles:
         """The twin folder (every file hard-linked), once `take` found the child done and
         whole; None otherwise. The caller owns it from then on."""
         twin = self.twin
-        return twin if twin is not None and self._pid is None and twin.is_dir() else None
+        if twin is None or self._pid is not None or not twin.is_dir():
+            return None
+        if self._twin_broken:  # a file written early is missing from it
+            shutil.rmtree(twin, ignore_errors=True)
+            self.twin = None
+            return None
+        return twin
 
     def written(self, artifacts: list[Artifact]) -> frozenset[str] | None:
         """The keys whose file in the staging folder is final: those whose last artifact

@@ -19,7 +19,7 @@ import tempfile
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import BinaryIO, Generic, TypeVar
+from typing import Any, BinaryIO, Generic, TypeVar
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -148,7 +148,7 @@ def _split(count: int, child_takes_first: bool) -> tuple[list[int], list[int]]:
 
 
 class Ahead(Generic[R]):
-    """The value of a piece of work started ahead (`ahead`): called, it returns it,
+    """The value of a piece of work started ahead (`Spare.give`): called, it returns it,
     waiting for the child that works on it; `running()` says whether that would wait."""
 
     def __init__(self, work: Callable[[], R], spill: BinaryIO | None, pid: int | None) -> None:
@@ -186,19 +186,91 @@ class Ahead(Generic[R]):
             self._pid = None
 
 
-@contextmanager
-def ahead(work: Callable[[], R], worth_it: bool = True) -> Iterator[Ahead[R]]:
-    """`work()` started in a forked child (when worth it and safe, as for `in_halves`)
-    while this process does something else; the object yielded returns its value when
-    called, waiting for the child. A child that fails in any way is ignored and `work()`
-    runs here when asked for, so an error is raised here, at the same point, as without a
-    child. Leaving the block without asking stops the child."""
-    if not worth_it or not can_fork():
-        yield Ahead(work, None, None)
-        return
-    with tempfile.TemporaryFile() as spill:
-        result = Ahead(work, spill, _forked_into(spill, work))
+class Spare:
+    """A process forked while this one is still small, to do one piece of work later.
+
+    A child forked from a full heap shares every page of it copy-on-write, and each page
+    either process then writes (a reference count is a write: reading an object writes
+    it) is copied. The search index's child, forked from a 10,000-entry build's ~680 MB
+    heap while this process rendered the aggregates and wrote files, took the build's
+    memory from ~680 to ~1,300 MB (benchmarks/README.md, the Pss timeline). A spare,
+    forked before the site is loaded, shares only what the build had then (~40 MB); it
+    waits on a pipe for its work, a function and its arguments pickled (the function by
+    name), so what it holds is only what it is given and what it makes.
+
+    `give` sends the work and returns its `Ahead`: a spare that fails in any way is
+    ignored and the work runs here when asked for (`Ahead`). `close` stops a spare
+    given nothing, or whose work was not asked for."""
+
+    def __init__(self, pid: int, work_pipe: int, spill: BinaryIO) -> None:
+        self._pid: int | None = pid  # None once given its work: its Ahead has it then
+        self._work_pipe: int | None = work_pipe  # closed once the work is sent
+        self._spill = spill
+        self._given: Ahead[Any] | None = None
+
+    @classmethod
+    def start(cls) -> Spare | None:
+        """A spare, or None when forking is not safe here (`can_fork`)."""
+        if not can_fork():
+            return None
+        spill = tempfile.TemporaryFile()  # noqa: SIM115 (closed by close())
+        read_end, write_end = os.pipe()
+        parent = os.getpid()
+        pid = os.fork()
+        if pid == 0:
+            code = 1
+            try:
+                die_with_parent(parent)
+                os.close(write_end)
+                with os.fdopen(read_end, "rb") as work_pipe:
+                    # The end of the pipe before a whole pickle (closed unused, or the work
+                    # could not be pickled) fails here: nothing in the spill to read.
+                    work, args = pickle.load(work_pipe)
+                pickle.dump(work(*args), spill, pickle.HIGHEST_PROTOCOL)
+                spill.flush()
+                code = 0
+            finally:
+                os._exit(code)  # never the parent's atexit handlers, buffers or finally blocks
+        os.close(read_end)
+        return cls(pid, write_end, spill)
+
+    def give(self, work: Callable[..., R], *args: Any) -> Ahead[R]:
+        """`work(*args)` started in the spare (once: a spare does one piece of work);
+        `work` must be a module-level function (pickled by name), `args` picklable."""
+        pipe, pid = self._work_pipe, self._pid
+        if pipe is None or pid is None:
+            raise RuntimeError("a spare does one piece of work")
+        self._work_pipe = self._pid = None
         try:
-            yield result
-        finally:
-            result.stop()
+            with os.fdopen(pipe, "wb") as work_pipe:  # closed after: the spare sees the end
+                pickle.dump((work, args), work_pipe, pickle.HIGHEST_PROTOCOL)
+        except (OSError, pickle.PicklingError, TypeError, AttributeError):
+            pass  # the spare gone (a broken pipe) or the work not picklable: the spare
+            # fails or has failed, and the work runs here when asked for
+        self._given = Ahead(lambda: work(*args), self._spill, pid)
+        return self._given
+
+    def close(self) -> None:
+        """Stop the spare (idle, or still at work nobody asked for) and reap it."""
+        if self._work_pipe is not None:
+            os.close(self._work_pipe)
+            self._work_pipe = None
+        if self._pid is not None:  # given nothing: killed rather than waited for (any
+            os.kill(self._pid, signal.SIGKILL)  # other child holding the pipe's end
+            os.waitpid(self._pid, 0)  # would keep it from seeing the end)
+            self._pid = None
+        if self._given is not None:
+            self._given.stop()
+        self._spill.close()
+
+
+@contextmanager
+def spare_process(worth_it: bool = True) -> Iterator[Spare | None]:
+    """A `Spare` for the length of the block (None when not worth it or not safe),
+    stopped when the block is left."""
+    found = Spare.start() if worth_it else None
+    try:
+        yield found
+    finally:
+        if found is not None:
+            found.close()

@@ -88,67 +88,107 @@ def _pid_and_value(value: int) -> tuple[int, int]:
     return os.getpid(), value
 
 
+def _fails_where(parent: int) -> int:
+    where = "the parent" if os.getpid() == parent else "a child"
+    raise ValueError(f"fails in {where}")
+
+
+def _when_allowed(go: str) -> tuple[int, int]:
+    while not os.path.exists(go):  # the spare works until the test lets it finish
+        threading.Event().wait(0.01)
+    return _pid_and_value(5)
+
+
+def _sleep(seconds: float) -> None:
+    threading.Event().wait(seconds)
+
+
 @pytest.mark.usefixtures("forking")
-def test_work_ahead_runs_in_a_child_and_its_value_comes_back() -> None:
-    with halves.ahead(lambda: _pid_and_value(42)) as result:
-        pid, value = result()
+def test_work_given_to_a_spare_runs_there_and_its_value_comes_back() -> None:
+    with halves.spare_process() as spare:
+        assert spare is not None
+        pid, value = spare.give(_pid_and_value, 42)()
     assert value == 42 and pid != os.getpid()
 
 
 @pytest.mark.usefixtures("forking")
-def test_work_ahead_that_fails_in_the_child_is_raised_here() -> None:
-    parent = os.getpid()
-
-    def work() -> int:
-        where = "the parent" if os.getpid() == parent else "a child"
-        raise ValueError(f"fails in {where}")
-
-    with pytest.raises(ValueError, match="fails in the parent"), halves.ahead(work) as result:
-        result()
+def test_a_spare_is_forked_before_what_it_is_given_exists() -> None:
+    """It holds what it is given, not what this process made after forking it."""
+    with halves.spare_process() as spare:
+        assert spare is not None
+        made_after = ["made after the fork"]
+        pid, value = spare.give(_pid_and_value, len(made_after))()
+    assert (pid, value) != (os.getpid(), 1) and value == 1
 
 
 @pytest.mark.usefixtures("forking")
-def test_work_ahead_not_asked_for_is_stopped() -> None:
-    with halves.ahead(lambda: threading.Event().wait(60)):  # a child that would linger
-        pass
+def test_work_that_fails_in_the_spare_is_raised_here() -> None:
+    with pytest.raises(ValueError, match="fails in the parent"), halves.spare_process() as spare:
+        assert spare is not None
+        spare.give(_fails_where, os.getpid())()
+
+
+@pytest.mark.usefixtures("forking")
+def test_work_that_cannot_be_pickled_runs_here() -> None:
+    parent = os.getpid()
+    with halves.spare_process() as spare:
+        assert spare is not None
+        assert spare.give(lambda: os.getpid())() == parent  # a lambda: not by name
+
+
+@pytest.mark.usefixtures("forking")
+def test_a_spare_does_one_piece_of_work() -> None:
+    with halves.spare_process() as spare:
+        assert spare is not None
+        spare.give(_pid_and_value, 1)()
+        with pytest.raises(RuntimeError, match="one piece of work"):
+            spare.give(_pid_and_value, 2)
+
+
+@pytest.mark.usefixtures("forking")
+@pytest.mark.parametrize("given", [False, True])
+def test_a_spare_idle_or_still_working_is_stopped_with_its_block(given: bool) -> None:
+    with halves.spare_process() as spare:
+        assert spare is not None
+        if given:
+            spare.give(_sleep, 60)  # work never asked for, that would linger
     with pytest.raises(ChildProcessError):
         os.waitpid(-1, os.WNOHANG)  # killed and reaped: no zombie, no orphan
 
 
 @pytest.mark.usefixtures("forking")
-def test_work_ahead_says_whether_asking_would_wait_for_the_child(tmp_path: Path) -> None:
+def test_a_spare_says_whether_asking_would_wait_for_it(tmp_path: Path) -> None:
     go = tmp_path / "go"
-
-    def work() -> tuple[int, int]:
-        while not go.exists():  # the child works until the test lets it finish
-            threading.Event().wait(0.01)
-        return _pid_and_value(5)
-
-    with halves.ahead(work) as result:
-        assert result.running(), "the child still works"
+    with halves.spare_process() as spare:
+        assert spare is not None
+        result = spare.give(_when_allowed, str(go))
+        assert result.running(), "the spare still works"
         go.touch()
         for _ in range(1000):
             if not result.running():
                 break
             threading.Event().wait(0.01)
-        assert not result.running(), "the child is done: asking does not wait"
+        assert not result.running(), "the spare is done: asking does not wait"
         pid, value = result()
-    assert value == 5 and pid != os.getpid(), "its value, from the child"
+    assert value == 5 and pid != os.getpid(), "its value, from the spare"
 
 
-def test_work_ahead_without_a_child_never_says_it_would_wait() -> None:
-    with halves.ahead(lambda: _pid_and_value(3), worth_it=False) as result:
-        assert not result.running()
-        assert result() == (os.getpid(), 3)
-
-
-def test_work_ahead_not_worth_it_runs_here_when_asked(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_no_spare_when_not_worth_it_or_not_safe(monkeypatch: pytest.MonkeyPatch) -> None:
     def no_fork() -> int:
         raise AssertionError("forked")
 
     monkeypatch.setattr(os, "fork", no_fork)
-    with halves.ahead(lambda: _pid_and_value(7), worth_it=False) as result:
-        assert result() == (os.getpid(), 7)
+    with halves.spare_process(worth_it=False) as spare:
+        assert spare is None
+    stop = threading.Event()
+    other = threading.Thread(target=stop.wait)  # another thread: a fork could hold its locks
+    other.start()
+    try:
+        with halves.spare_process() as spare:
+            assert spare is None
+    finally:
+        stop.set()
+        other.join()
 
 
 # --- a parent killed without cleanup (SIGKILL, the OOM killer) ------------------------------
@@ -169,8 +209,9 @@ def work(item=0):
 
 if kind == "halves":
     halves.in_halves([0, 1, 2, 3], work, minimum=2)
-elif kind == "ahead":
-    with halves.ahead(work):
+elif kind == "spare":
+    with halves.spare_process() as spare:
+        spare.give(work)  # by name: __main__.work, in the fork as here
         time.sleep(120)
 else:
     early.MINIMUM_FILES = 0
@@ -197,7 +238,7 @@ def _gone(pid: int, started: str) -> bool:
 
 
 @pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="PR_SET_PDEATHSIG is Linux's")
-@pytest.mark.parametrize("kind", ["halves", "ahead", "early"])
+@pytest.mark.parametrize("kind", ["halves", "spare", "early"])
 def test_a_child_dies_with_a_parent_killed_without_cleanup(kind: str, tmp_path: Path) -> None:
     import signal
     import subprocess

@@ -1,5 +1,6 @@
-"""render_catalog with the search index rendered ahead in a child (content_builder.halves
-`ahead`): the same files, and errors in the order of a plain loop."""
+"""render_catalog with the search index's keywords chosen meanwhile by a spare process
+(content_builder.halves `Spare`, forked before the site is loaded): the same files, and
+errors in the order of a plain loop."""
 
 from __future__ import annotations
 
@@ -79,17 +80,56 @@ def test_a_later_aggregates_error_is_raised_when_the_search_index_renders(
         pipeline.plan(SPEC_SITE, TEST_BASE_URL)
 
 
+def _given(monkeypatch: pytest.MonkeyPatch) -> list[object]:
+    """The work each spare is given, from now on."""
+    given: list[object] = []
+    real_give = halves.Spare.give
+
+    def give(self: halves.Spare, work: object, *args: object) -> object:
+        given.append(work)
+        return real_give(self, work, *args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(halves.Spare, "give", give)
+    return given
+
+
 @pytest.mark.usefixtures("forking")
-def test_what_the_child_keeps_beside_the_cache_is_kept(
+def test_the_choice_made_in_the_spare_is_kept_beside_the_cache(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The keyword choice the search index puts beside the build cache, for the next
-    build to start from, survives the child that made it."""
+    build to start from, is kept although another process made it."""
     monkeypatch.setenv(build_cache.CACHE_ENV, str(tmp_path / "cache"))
-    forks = counted_forks(monkeypatch)
+    given = _given(monkeypatch)
     site = pipeline.plan(SPEC_SITE, TEST_BASE_URL).site
-    assert forks, "the search index was rendered in a child"
+    assert given == [indexes.fresh_keyword_choice], "the keywords were chosen in the spare"
     assert isinstance(site.cache.get_latest(indexes._CHOICE), indexes.KeywordChoice)
-    forks.clear()
+    given.clear()
     pipeline.plan(SPEC_SITE, TEST_BASE_URL)
-    assert not forks, "a build from the cache renders its search index here"
+    assert not given, "a build from the cache chooses its keywords here"
+
+
+@pytest.mark.usefixtures("forking")
+def test_the_spare_holds_none_of_the_site(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Forked before the site is loaded: its memory is what the build had then."""
+    forks = counted_forks(monkeypatch)
+    loaded: list[int] = []
+    real_load = pipeline.load_site
+
+    def load_site(*args: object, **kwargs: object) -> object:
+        loaded.append(len(forks))
+        return real_load(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(pipeline, "load_site", load_site)
+    _bodies()
+    assert loaded == [1], "the spare was forked before the site was loaded"
+
+
+def test_a_small_site_forks_no_spare(monkeypatch: pytest.MonkeyPatch) -> None:
+    def no_fork() -> int:
+        raise AssertionError("forked")
+
+    monkeypatch.setattr(halves.threading, "active_count", lambda: 1)
+    monkeypatch.setattr(os, "fork", no_fork)
+    monkeypatch.setenv(build_cache.CACHE_ENV, "off")
+    assert _bodies(), "12 entries, below MINIMUM_ITEMS: all of it here"

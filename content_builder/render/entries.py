@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol
 
 from agent_contract import links as link_rules
 from agent_contract import paths
@@ -42,8 +42,36 @@ from content_builder.render.markdown import document_markdown, faq_markdown
 from content_builder.validate import authored_links, body_links
 
 
+class EntryFileSink(Protocol):
+    """Where an entry's own files go as soon as it is rendered (content_builder/early.py)."""
+
+    def __call__(self, files: list[tuple[str, bytes]]) -> int:
+        """Write these (key, body) pairs, in the process that rendered them; what it did,
+        as an int `recorded` understands. Never raises."""
+
+    def recorded(self, files: list[tuple[str, bytes]], done: int) -> None:
+        """Here, after the halves: what `__call__` did with these files, wherever it ran
+        (the bodies are those this process publishes)."""
+
+
+def own_files(loaded: LoadedDocument | LoadedFaq, rendered: EntryRender) -> list[tuple[str, bytes]]:
+    """An entry's JSON file and Markdown mirror, as (key under the output folder, body);
+    empty when either body is still in the build cache."""
+    if not isinstance(rendered.json, bytes) or not isinstance(rendered.markdown, bytes):
+        return []
+    if isinstance(loaded, LoadedDocument):
+        json_path, markdown_path = paths.document(loaded.id), paths.document_markdown(loaded.id)
+    else:
+        json_path, markdown_path = paths.faq(loaded.id), paths.faq_markdown(loaded.id)
+    return [(json_path.lstrip("/"), rendered.json), (markdown_path.lstrip("/"), rendered.markdown)]
+
+
 def build_catalog(
-    site: Site, lock: Lock, history: History | None = None, data: DocumentData | None = None
+    site: Site,
+    lock: Lock,
+    history: History | None = None,
+    data: DocumentData | None = None,
+    sink: EntryFileSink | None = None,
 ) -> Catalog:
     """Every entry's pieces, in publication order. `data` holds the documents already
     rendered for the lock, so that none is rendered twice. The entries the cache does not
@@ -54,7 +82,11 @@ def build_catalog(
     links in memory there: the build's cross-checks then skip those links, as they skip
     the links the last build proved (content_builder/build.py `_check`), instead of
     unpickling and resolving ~1 M links in one process after the halves (0.7 s of a cold
-    10,000-entry build's critical path)."""
+    10,000-entry build's critical path).
+
+    Each entry rendered now is given to `sink` (when given) as soon as it is rendered, by
+    the process that rendered it: a first build's files are written by both halves, the
+    child's from its own memory (content_builder/early.py `EntryFiles`)."""
     data = data or DocumentData(site)
     tokenizer = search_tokenizer()
     entries: list[LoadedDocument | LoadedFaq] = [*site.documents, *site.faqs]
@@ -65,7 +97,7 @@ def build_catalog(
     published = surely_published(site) if len(missing) * 10 >= len(entries) else None
     resolved: dict[str, bool] = {}  # by path, in the process that asks (a path recurs)
 
-    def render(index: int) -> tuple[EntryRender, bool]:
+    def render(index: int) -> tuple[EntryRender, bool, int]:
         loaded = entries[index]
         if isinstance(loaded, LoadedDocument):
             rendered = _rendered(
@@ -73,8 +105,11 @@ def build_catalog(
             )
         else:
             rendered = _rendered(site, loaded, lambda: _faq(site, loaded, lock, tokenizer))
-        return rendered, published is not None and _links_resolve(
-            rendered.links, published, resolved
+        done = sink(own_files(loaded, rendered)) if sink is not None else 0
+        return (
+            rendered,
+            published is not None and _links_resolve(rendered.links, published, resolved),
+            done,
         )
 
     def given_away(index: int) -> None:  # the child renders it: nothing of it is kept here
@@ -85,9 +120,11 @@ def build_catalog(
 
     rendered_all = in_halves(missing, render, given_away=given_away)
     links_resolved = [False] * len(entries)
-    for index, (rendered, resolves) in zip(missing, rendered_all, strict=True):
+    for index, (rendered, resolves, done) in zip(missing, rendered_all, strict=True):
         links_resolved[index] = resolves
         loaded, dated = entries[index], lock[entries[index].id]
+        if sink is not None:
+            sink.recorded(own_files(loaded, rendered), done)
         if loaded.cache_key:
             site.cache.put(loaded.cache_key, "rendered", (lock_stamp(dated), rendered.to_keep()))
         loaded.release()  # rendered: its models are not held while the rest renders

@@ -1,0 +1,186 @@
+"""A first build of a large site writes each entry's own files in the process that rendered
+it (content_builder/early.py `EntryFiles`, given to render/entries.py `build_catalog`):
+the forked half writes its half from its own memory, so no child forked later shares the
+build's full heap. The output is that of a plain write; a write that fails leaves every
+file to the writer; a failed build leaves nothing behind."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from agent_contract.artifacts import Artifact
+from content_builder import build as pipeline
+from content_builder import cache as build_cache
+from content_builder import early, writer
+from content_builder.errors import SiteDataError
+from content_builder.render import entries
+from tests.conftest import TEST_BASE_URL, force_halves, tree_digest
+
+
+@pytest.fixture
+def entry_files(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
+    """Entries' files written as rendered, by both halves (two entries are enough), and
+    no early child after (its threshold out of reach). Returns the file in which every
+    process that writes an entry's file records its pid and the file's name."""
+    force_halves(monkeypatch, entries)
+    monkeypatch.setattr(early, "MINIMUM_ENTRY_FILES", 1)
+    monkeypatch.setattr(early, "MINIMUM_FILES", 10**9)
+    monkeypatch.setenv(build_cache.CACHE_ENV, "off")
+    log = tmp_path / "writes.log"
+    real = early.write_new_file
+
+    def logging(path: str, body: bytes) -> None:
+        real(path, body)
+        with open(log, "a") as record:  # one short append per line: whole lines
+            record.write(f"{os.getpid()} {Path(path).name}\n")
+
+    monkeypatch.setattr(early, "write_new_file", logging)
+    return log
+
+
+def _plain_build(site: Path, out: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
+    with monkeypatch.context() as plain:
+        plain.setattr(early.EarlyFiles, "begin", classmethod(lambda cls, out_dir: None))
+        pipeline.build(site, out, TEST_BASE_URL)
+    return tree_digest(out)
+
+
+def _written_by_the_writer(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    written: list[str] = []
+    real = writer.write_new_file
+
+    def counting(path: str, body: bytes) -> None:
+        written.append(Path(path).name)
+        real(path, body)
+
+    monkeypatch.setattr(writer, "write_new_file", counting)
+    return written
+
+
+def _entry_file_names(artifacts: list[Artifact], count: int) -> set[str]:
+    """The names of the entries' own files: render_catalog puts the JSON files first,
+    then the Markdown mirrors, `count` of each."""
+    return {Path(a.key).name for a in [*artifacts[:count], *artifacts[count : 2 * count]]}
+
+
+def test_each_half_writes_the_files_it_rendered(
+    entry_files: Path, site_copy: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    expected = _plain_build(site_copy, tmp_path / "plain", monkeypatch)
+    by_writer = _written_by_the_writer(monkeypatch)
+    result, _ = pipeline.build(site_copy, tmp_path / "dist", TEST_BASE_URL)
+    assert tree_digest(tmp_path / "dist") == expected
+    count = len(result.site.documents) + len(result.site.faqs)
+    own = _entry_file_names(result.artifacts, count)
+    writes = [line.split() for line in entry_files.read_text().splitlines()]
+    by_pid: dict[str, set[str]] = {}
+    for pid, name in writes:
+        by_pid.setdefault(pid, set()).add(name)
+    assert str(os.getpid()) in by_pid and len(by_pid) == 2, "this process and its half"
+    child = next(names for pid, names in by_pid.items() if pid != str(os.getpid()))
+    assert child and child <= own, "the child wrote entries' files only, some of them"
+    assert own <= {name for _, name in writes}, "every entry's files written as rendered"
+    assert not own & set(by_writer), "the writer wrote none of the entries' files again"
+
+
+def test_a_write_that_fails_leaves_every_file_to_the_writer(
+    entry_files: Path, site_copy: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    expected = _plain_build(site_copy, tmp_path / "plain", monkeypatch)
+    real, calls = early.write_new_file, []
+
+    def full_disk_on_the_third(path: str, body: bytes) -> None:
+        calls.append(path)
+        if len(calls) == 3:
+            raise OSError(28, "No space left on device")
+        real(path, body)
+
+    monkeypatch.setattr(early, "write_new_file", full_disk_on_the_third)
+    by_writer = _written_by_the_writer(monkeypatch)
+    result, _ = pipeline.build(site_copy, tmp_path / "dist", TEST_BASE_URL)
+    assert tree_digest(tmp_path / "dist") == expected
+    assert len(by_writer) == len(result.artifacts), "every file written by the writer"
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "dist",
+        "plain",
+        "site_data",
+        "writes.log",
+    ], "the early staging folder removed"
+
+
+def test_a_build_that_fails_after_the_entries_were_written_leaves_nothing(
+    entry_files: Path, site_copy: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def failing_budgets(artifacts: list[Artifact]) -> None:
+        raise SiteDataError.single("site.yaml", None, "over budget (injected)")
+
+    monkeypatch.setattr(pipeline, "check_budgets", failing_budgets)
+    with pytest.raises(SiteDataError, match="injected"):
+        pipeline.build(site_copy, tmp_path / "dist", TEST_BASE_URL)
+    assert entry_files.read_text(), "entries' files had been written"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["site_data", "writes.log"], (
+        "no output, no staging folder, no twin"
+    )
+
+
+def test_the_twin_holds_every_file_written_early_and_the_next_build_uses_it(
+    entry_files: Path, site_copy: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With the build cache on, each file written early is linked into a twin as it is
+    written, which the first build keeps as the spare the next build updates in place."""
+    monkeypatch.setenv(build_cache.CACHE_ENV, str(tmp_path / "cache"))
+    result, _ = pipeline.build(site_copy, tmp_path / "dist", TEST_BASE_URL)
+    spare = tmp_path / ".dist.spare" / "dist"
+    count = len(result.site.documents) + len(result.site.faqs)
+    own = {a.key: a.body for a in result.artifacts[: 2 * count]}
+    for key, body in own.items():
+        assert (spare / key).read_bytes() == body, key
+        assert (spare / key).stat().st_ino == (tmp_path / "dist" / key).stat().st_ino, (
+            f"{key}: a hard link of the published file"
+        )
+    faq = next((site_copy / "faq").glob("*.yaml"))
+    faq.write_text(faq.read_text().replace("answer: |\n  ", "answer: |\n  Edited. ", 1))
+    edited, _ = pipeline.build(site_copy, tmp_path / "dist", TEST_BASE_URL)
+    assert tree_digest(tmp_path / "dist") == _plain_build(
+        site_copy, tmp_path / "plain", monkeypatch
+    ), "the next build, from the spare, publishes what a plain build does"
+    assert any(b"Edited." in a.body for a in edited.artifacts if a.key.startswith("api/"))
+
+
+def test_a_link_that_fails_leaves_no_twin(
+    entry_files: Path, site_copy: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    expected = _plain_build(site_copy, tmp_path / "plain", monkeypatch)  # cache off
+    monkeypatch.setenv(build_cache.CACHE_ENV, str(tmp_path / "cache"))
+    real_link, links = os.link, []
+
+    def link_fails_on_the_second(source: str, target: str) -> None:
+        links.append(target)
+        if len(links) == 2:
+            raise OSError(31, "Too many links")
+        real_link(source, target)
+
+    monkeypatch.setattr(early.os, "link", link_fails_on_the_second)
+    pipeline.build(site_copy, tmp_path / "dist", TEST_BASE_URL)
+    assert links, "links were made"
+    assert tree_digest(tmp_path / "dist") == expected
+    assert not (tmp_path / ".dist.spare").exists(), "a twin missing a file is not kept"
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "cache",
+        "dist",
+        "plain",
+        "site_data",
+        "writes.log",
+    ]
+
+
+def test_an_existing_output_is_not_written_as_rendered(
+    entry_files: Path, site_copy: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pipeline.build(site_copy, tmp_path / "dist", TEST_BASE_URL)
+    entry_files.unlink()
+    pipeline.build(site_copy, tmp_path / "dist", TEST_BASE_URL)
+    assert not entry_files.exists(), "the writer reuses or replaces an existing output"
