@@ -1,18 +1,28 @@
-"""A first build's files written while the build still checks them.
+"""A first build's files written before the writer's turn: as they are rendered, while
+the build waits for its spare, and while it checks them.
 
 A cold build of 10,000 documents and 10,000 FAQ entries publishes 40,000 files; creating
-them cost ~1.3 s of a 14 s build on one core, and once the files are rendered their
-bytes are final, while the cross-checks (links, coverage, budgets: ~1 s) still run on
-that one core. So, when the output folder does not exist yet (a first build: nothing to
-reuse), a forked child writes them into a staging folder beside it meanwhile. Nothing
-reaches the output folder before the build has succeeded: the writer (writer.py) takes
-the staging folder, writes anything the child did not, and swaps it in as it does any
-staging folder; a build that fails removes it. A child that fails in any way is
-ignored and the writer writes those files itself.
+them cost ~1.3 s of a 14 s build on one core. Once rendered, their bytes are final. So,
+when the output folder does not exist yet (a first build: nothing to reuse), they are
+written into a staging folder beside it early, by whoever is free:
+- each entry's own two files by the process that rendered it (`EntryFiles`, given to
+  render/entries.py): the forked half writes its half from memory it owns anyway;
+- what is left (the aggregates, or entries taken from the build cache) by this process
+  while the spare chooses the search index's keywords (`write_while`);
+- and, when many are still left, by a child forked once the aggregates are rendered
+  (`finish`), while this process checks them.
+Nothing reaches the output folder before the build has succeeded: the writer (writer.py)
+takes the staging folder, writes anything not written yet, and swaps it in as it does any
+staging folder; a build that fails removes it. A write that fails, or a child that fails
+in any way, leaves those files to the writer.
 
-Forked after the aggregates are rendered, not before: the parent's writes to memory
-it shares with a child cost a page copy each (copy-on-write), and rendering the
-aggregates writes far more of it than the checks do (+0.3 s measured).
+The entries' files are written as rendered, not by the child of `finish`: that child is
+forked from the build's full heap (~830 MB at 10,000 entries) and shares it copy-on-write
+while this process checks the files, and each page the checks read is copied (reading
+an object writes its reference count): the build and that child held ~1,100-1,180 MB
+together, against ~830 MB for the build alone (benchmarks/README.md, the Pss timeline).
+The child of `finish` is forked after the aggregates are rendered, not before, for the
+same reason: rendering the aggregates writes far more of that memory than the checks do.
 Not with threads: the checks are pure Python, and a thread doing file system calls
 only gets the GIL back every switch interval (5 ms), several times per file.
 """
@@ -131,8 +141,9 @@ class EntryFiles:
 
 
 class EarlyFiles:
-    """Files being written into a staging folder, by this process while it waits for a
-    child anyway (`write_while`) and then by a forked child (`finish`)."""
+    """Files being written into a staging folder: entries' files as they are rendered
+    (`entry_files`), then by this process while it waits for a child anyway
+    (`write_while`), then by a forked child (`finish`)."""
 
     def __init__(self, out_dir: Path, folder: Path | None = None) -> None:
         self.out_dir = out_dir

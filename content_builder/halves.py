@@ -213,10 +213,23 @@ class Spare:
         """A spare, or None when forking is not safe here (`can_fork`)."""
         if not can_fork():
             return None
-        spill = tempfile.TemporaryFile()  # noqa: SIM115 (closed by close())
-        read_end, write_end = os.pipe()
         parent = os.getpid()
-        pid = os.fork()
+        try:
+            spill = tempfile.TemporaryFile()  # noqa: SIM115 (closed by close())
+        except OSError:
+            return None
+        try:
+            read_end, write_end = os.pipe()
+        except OSError:
+            spill.close()
+            return None
+        try:
+            pid = os.fork()
+        except OSError:  # no memory or no process left for it: the work runs here
+            os.close(read_end)
+            os.close(write_end)
+            spill.close()
+            return None
         if pid == 0:
             code = 1
             try:

@@ -295,3 +295,16 @@ def test_the_first_error_in_order_is_raised_whichever_process_meets_it() -> None
     assert raised.value.__context__ is None
     with pytest.raises(ValueError, match=r"^item 3 fails here$"):
         halves.in_halves(list(range(20)), work, minimum=10, child_takes_first=True)
+
+
+@pytest.mark.usefixtures("forking")
+def test_a_refused_fork_means_no_spare(monkeypatch: pytest.MonkeyPatch) -> None:
+    def refused() -> int:
+        raise OSError(11, "Resource temporarily unavailable")
+
+    before = len(os.listdir("/proc/self/fd")) if os.path.isdir("/proc/self/fd") else None
+    monkeypatch.setattr(os, "fork", refused)
+    with halves.spare_process() as spare:
+        assert spare is None, "the work runs here, the build goes on"
+    if before is not None:
+        assert len(os.listdir("/proc/self/fd")) == before, "no pipe or file left open"
