@@ -151,7 +151,9 @@ class EdgeRequestHandler(BaseHTTPRequestHandler):
             self.send_error(refused.status, refused.message)
             return False
         self.headers = dict(fields.items)
-        self._expect_continue = "100-continue" in http1.options(fields, "expect")
+        self._expect_continue = "expect" in fields.framing and "100-continue" in http1.options(
+            fields, "expect"
+        )
         # A body no Content-Length frames cannot be skipped to reach the next request.
         self._body_framed = "transfer-encoding" not in fields.framing
         self.close_connection = not line.persistent or (
@@ -184,7 +186,8 @@ class EdgeRequestHandler(BaseHTTPRequestHandler):
                 self.wfile.write(body)
             return
         # What send_response, send_header per line and end_headers write, in one piece.
-        self.log_request(response.status)
+        if not self.server.quiet:
+            self.log_request(response.status)
         status_line = _STATUS_LINES.get(response.status)
         if status_line is None:
             status_line = _STATUS_LINES[response.status] = (
@@ -192,11 +195,12 @@ class EdgeRequestHandler(BaseHTTPRequestHandler):
                 f"\r\nServer: {self.version_string()}\r\n"
             ).encode("latin-1")
         date = f"Date: {_http_date()}\r\n".encode("latin-1")
+        # Straight to the socket (wfile holds nothing here: every answer is flushed).
         if len(body) <= _JOINED_BODY:
-            self.wfile.write(b"".join((status_line, date, lines, b"\r\n", body)))
+            self.connection.sendall(b"".join((status_line, date, lines, b"\r\n", body)))
         else:
-            self.wfile.write(b"".join((status_line, date, lines, b"\r\n")))
-            self.wfile.write(body)
+            self.connection.sendall(b"".join((status_line, date, lines, b"\r\n")))
+            self.connection.sendall(body)
 
     def _answer_mcp(self, edge: Edge, target: str) -> None:
         from agent_mcp.http import handle_http, loopback_hosts
@@ -263,7 +267,10 @@ class EdgeRequestHandler(BaseHTTPRequestHandler):
 
     def log_message(self, format: str, *args: object) -> None:
         if not self.server.quiet:
-            sys.stderr.write(f"{self.address_string()} {format % args}\n")
+            # Escaped as http.server's own log_message does: a request line is the
+            # client's bytes, and a terminal obeys the escape sequences in it.
+            line = (format % args).translate(self._control_char_table)
+            sys.stderr.write(f"{self.address_string()} {line}\n")
 
 
 def load_edge(site_dir: Path, base_url: str) -> Edge:
