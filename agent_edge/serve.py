@@ -78,11 +78,11 @@ def _http_date() -> str:
 class EdgeRequestHandler(BaseHTTPRequestHandler):
     server: EdgeServer
     protocol_version = "HTTP/1.1"
-    # A buffered writer: the status line, headers and body leave in one send when they
-    # fit (http.server flushes after each request), and TCP_NODELAY (setup) sends what
-    # does not fit at once. Unbuffered, headers and body went out in two writes and
-    # Nagle's algorithm held the second one until the client's delayed ACK: ~40 ms per
-    # keep-alive request on loopback.
+    # One send per answer: a kept answer is joined and sent at once (`_answer`), the
+    # others (errors, /mcp) collect in this buffered writer until the answer is flushed,
+    # and TCP_NODELAY (setup) sends what does not fit at once. Unbuffered, headers and
+    # body went out in two writes and Nagle's algorithm held the second one until the
+    # client's delayed ACK: ~40 ms per keep-alive request on loopback.
     wbufsize = 64 * 1024
     #: The request's header fields, names as sent (what `dict(HTTPMessage.items())` gave).
     headers: dict[str, str]  # type: ignore[assignment]
@@ -140,7 +140,8 @@ class EdgeRequestHandler(BaseHTTPRequestHandler):
             # answers from the target as sent.
             self.path = "/" + line.target.lstrip("/") if line.target[:2] == "//" else line.target
             if line.version == "HTTP/0.9":  # a bare `GET /path`: no header block follows
-                self.headers, self._body_length, self._body_framed = {}, 0, False
+                self.headers, self._body_length = {}, 0
+                self._body_framed, self._expect_continue = True, False
                 return True
             fields = http1.read_fields(self.rfile)
             if fields is None:  # the client hung up before the blank line
@@ -191,7 +192,8 @@ class EdgeRequestHandler(BaseHTTPRequestHandler):
         status_line = _STATUS_LINES.get(response.status)
         if status_line is None:
             status_line = _STATUS_LINES[response.status] = (
-                f"{self.protocol_version} {response.status} {self.responses[response.status][0]}"
+                f"{self.protocol_version} {response.status} "
+                f"{self.responses.get(response.status, ('',))[0]}"
                 f"\r\nServer: {self.version_string()}\r\n"
             ).encode("latin-1")
         date = f"Date: {_http_date()}\r\n".encode("latin-1")
