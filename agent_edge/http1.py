@@ -12,7 +12,7 @@ bytes of one header line or more than 100 lines in the header block, a bare LF a
 as a line end (RFC 9112 2.2), field names kept as sent.
 
 What it refuses where `http.server` guessed (RFC 9112 and RFC 9110 name each as
-invalid; the CDN does not serve them either):
+invalid):
 - a field line that is not `name ":" value` (no colon, whitespace before the colon, a
   name that is not a token): 400, where the email parser silently took that line and
   every line after it as a body and dropped those headers;
