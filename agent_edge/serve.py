@@ -17,12 +17,14 @@ import threading
 import time
 import traceback
 from collections.abc import Callable
+from email.utils import formatdate
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 from agent_contract import paths
 from agent_contract.routes import HEADER_POLICY
+from agent_edge import http1
 from agent_edge.changes import DirectoryEvents
 from agent_edge.edge import Edge
 from content_builder.build import plan
@@ -54,15 +56,36 @@ class EdgeServer(ThreadingHTTPServer):
         return f"http://{host}:{port}"
 
 
+#: The answer's first lines for each status (what `send_response` writes before the Date).
+_STATUS_LINES: dict[int, bytes] = {}
+#: (second, its HTTP date): `email.utils.formatdate` once per second, not per answer.
+_date: tuple[int, str] = (0, "")
+#: Bodies up to this size leave with their headers in one write (a copy of the body);
+#: larger ones follow the headers in a second write (TCP_NODELAY sends both at once).
+_JOINED_BODY = 64 * 1024
+_CONTINUE = b"HTTP/1.1 100 Continue\r\n\r\n"
+
+
+def _http_date() -> str:
+    global _date
+    second = int(time.time())
+    cached = _date
+    if cached[0] != second:  # threads may both format the same second: harmless
+        cached = _date = (second, formatdate(second, usegmt=True))
+    return cached[1]
+
+
 class EdgeRequestHandler(BaseHTTPRequestHandler):
     server: EdgeServer
     protocol_version = "HTTP/1.1"
-    # A buffered writer: the status line, headers and body leave in one send when they
-    # fit (http.server flushes after each request), and TCP_NODELAY (setup) sends what
-    # does not fit at once. Unbuffered, headers and body went out in two writes and
-    # Nagle's algorithm held the second one until the client's delayed ACK: ~40 ms per
-    # keep-alive request on loopback.
+    # One send per answer: a kept answer is joined and sent at once (`_answer`), the
+    # others (errors, /mcp) collect in this buffered writer until the answer is flushed,
+    # and TCP_NODELAY (setup) sends what does not fit at once. Unbuffered, headers and
+    # body went out in two writes and Nagle's algorithm held the second one until the
+    # client's delayed ACK: ~40 ms per keep-alive request on loopback.
     wbufsize = 64 * 1024
+    #: The request's header fields, names as sent (what `dict(HTTPMessage.items())` gave).
+    headers: dict[str, str]  # type: ignore[assignment]
 
     def setup(self) -> None:
         super().setup()
@@ -71,32 +94,135 @@ class EdgeRequestHandler(BaseHTTPRequestHandler):
     def version_string(self) -> str:
         return "agent-access-serve"
 
+    def date_time_string(self, timestamp: float | None = None) -> str:
+        return _http_date() if timestamp is None else super().date_time_string(timestamp)
+
+    def handle_one_request(self) -> None:
+        """http.server's step of the keep-alive loop, reading the request head with
+        agent_edge.http1 instead of the email package (docs/decisions.md, "The local edge
+        reads its requests itself"); the answers and their errors are http.server's."""
+        try:
+            self.raw_requestline = self.rfile.readline(http1.MAX_LINE + 1)
+            if len(self.raw_requestline) > http1.MAX_LINE:
+                self.requestline = self.request_version = self.command = ""
+                self.send_error(HTTPStatus.REQUEST_URI_TOO_LONG)
+                return
+            if not self.raw_requestline:
+                self.close_connection = True
+                return
+            if not self._read_head():
+                return
+            handler = getattr(self, "do_" + self.command, None)
+            if handler is None:
+                self.send_error(
+                    HTTPStatus.NOT_IMPLEMENTED, f"Unsupported method ({self.command!r})"
+                )
+                return
+            handler()
+            self.wfile.flush()  # one send per answer
+        except TimeoutError as error:  # a read or a write timed out: drop the connection
+            self.log_error("Request timed out: %r", error)
+            self.close_connection = True
+
+    def _read_head(self) -> bool:
+        """The request line and header block; False when answered (an error) or cut."""
+        self.command = None  # type: ignore[assignment]  # as http.server: none yet
+        self.request_version = "HTTP/0.9"
+        self.close_connection = True
+        self.requestline = str(self.raw_requestline, "iso-8859-1").rstrip("\r\n")
+        try:
+            line = http1.parse_request_line(self.requestline)
+            if line is None:
+                return False
+            self.request_version = line.version
+            self.command = line.command
+            # http.server turns a leading "//" into "/" (gh-87389); `_raw_target` still
+            # answers from the target as sent.
+            self.path = "/" + line.target.lstrip("/") if line.target[:2] == "//" else line.target
+            if line.version == "HTTP/0.9":  # a bare `GET /path`: no header block follows
+                self.headers, self._body_length = {}, 0
+                self._body_framed, self._expect_continue = True, False
+                return True
+            fields = http1.read_fields(self.rfile)
+            if fields is None:  # the client hung up before the blank line
+                return False
+            http1.check_host(line, fields)
+            self._body_length = http1.content_length(fields)
+        except http1.BadRequest as refused:
+            self.send_error(refused.status, refused.message)
+            return False
+        self.headers = dict(fields.items)
+        self._expect_continue = "expect" in fields.framing and "100-continue" in http1.options(
+            fields, "expect"
+        )
+        # A body no Content-Length frames cannot be skipped to reach the next request.
+        self._body_framed = "transfer-encoding" not in fields.framing
+        self.close_connection = not line.persistent or (
+            "connection" in fields.framing and "close" in http1.options(fields, "connection")
+        )
+        return True
+
     def _answer(self) -> None:
         edge = self.server.edge
         assert edge is not None, "the server is published only after its first build"
-        if self._raw_target().split("?", 1)[0] == "/mcp":  # the live MCP server (agent_mcp)
-            return self._answer_mcp(edge)
-        response = edge.handle(self.command, self._raw_target(), dict(self.headers.items()))
-        if self.command not in ("GET", "HEAD", "OPTIONS"):
-            # A refused request's body is never read: the connection cannot be reused.
+        target = self._raw_target()
+        if target.split("?", 1)[0] == "/mcp":  # the live MCP server (agent_mcp)
+            return self._answer_mcp(edge, target)
+        response = edge.handle(self.command, target, self.headers)
+        if (
+            self.command not in ("GET", "HEAD", "OPTIONS")
+            or self._body_length
+            or not self._body_framed
+        ):
+            # A body the edge does not read: the connection cannot be reused.
             self.close_connection = True
-        self.send_response(response.status)
         lines = response.header_lines if self.request_version != "HTTP/0.9" else None
-        if lines is None:
+        body = response.body
+        if lines is None:  # a Connection header to act on, or HTTP/0.9's bare body
+            self.send_response(response.status)
             for name, value in response.headers:
                 self.send_header(name, value)
-        else:  # what `send_header` appends for each, made once per kept answer
-            self._headers_buffer.append(lines)
-        self.end_headers()
-        if response.body:
-            self.wfile.write(response.body)
+            self.end_headers()
+            if body:
+                self.wfile.write(body)
+            return
+        # What send_response, send_header per line and end_headers write, in one piece.
+        if not self.server.quiet:
+            self.log_request(response.status)
+        status_line = _STATUS_LINES.get(response.status)
+        if status_line is None:
+            status_line = _STATUS_LINES[response.status] = (
+                f"{self.protocol_version} {response.status} "
+                f"{self.responses.get(response.status, ('',))[0]}"
+                f"\r\nServer: {self.version_string()}\r\n"
+            ).encode("latin-1")
+        date = f"Date: {_http_date()}\r\n".encode("latin-1")
+        # Straight to the socket (wfile holds nothing here: every answer is flushed).
+        if len(body) <= _JOINED_BODY:
+            self.connection.sendall(b"".join((status_line, date, lines, b"\r\n", body)))
+        else:
+            self.connection.sendall(b"".join((status_line, date, lines, b"\r\n")))
+            self.connection.sendall(body)
 
-    def _answer_mcp(self, edge: Edge) -> None:
+    def _answer_mcp(self, edge: Edge, target: str) -> None:
         from agent_mcp.http import handle_http, loopback_hosts
 
-        body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        if not self._body_framed:
+            # The SDK's clients send a Content-Length; a chunked body is refused by name
+            # (RFC 9110 15.5.12) rather than read as the next request.
+            self.send_error(HTTPStatus.LENGTH_REQUIRED, "Send the body with a Content-Length")
+            return
+        if self._body_length and self._expect_continue and self.request_version == "HTTP/1.1":
+            # Sent now, not buffered with the answer: the client waits for it (RFC 9110
+            # 10.1.1), curl for a second, before it sends a body of more than 1 KiB.
+            self.wfile.write(_CONTINUE)
+            self.wfile.flush()
+        body = self.rfile.read(self._body_length)
+        if len(body) < self._body_length:  # the client hung up mid-body
+            self.close_connection = True
+            return
         status, headers, payload = handle_http(
-            self.command, self._raw_target(), dict(self.headers.items()), body,
+            self.command, target, self.headers, body,
             edge.artifacts, loopback_hosts(self.server.server_address[0]),
         )  # fmt: skip
         self.send_response(status)
@@ -143,7 +269,10 @@ class EdgeRequestHandler(BaseHTTPRequestHandler):
 
     def log_message(self, format: str, *args: object) -> None:
         if not self.server.quiet:
-            sys.stderr.write(f"{self.address_string()} {format % args}\n")
+            # Escaped as http.server's own log_message does: a request line is the
+            # client's bytes, and a terminal obeys the escape sequences in it.
+            line = (format % args).translate(self._control_char_table)
+            sys.stderr.write(f"{self.address_string()} {line}\n")
 
 
 def load_edge(site_dir: Path, base_url: str) -> Edge:
