@@ -20,9 +20,9 @@ invalid):
   lets a server reject it; the email parser joined it to the previous value);
 - control characters in a value (NUL, a bare CR, ...): 400 (RFC 9110 5.5);
 - an HTTP/1.1 request with no Host, or any request with two (RFC 9112 3.2: "MUST");
-- a Content-Length that is not one decimal number (RFC 9110 8.6, RFC 9112 6.3): 400,
-  where `serve` raised on `int()` (a traceback and a dropped connection) or, for a
-  negative one, waited for the client to hang up.
+- a Content-Length that is not one decimal number (RFC 9110 8.6, RFC 9112 6.3), or one
+  of more than 18 significant digits: 400, where `serve` raised on `int()` (a traceback
+  and a dropped connection) or, for a negative one, waited for the client to hang up.
 """
 
 from __future__ import annotations
@@ -45,6 +45,9 @@ _TOKEN = rb"[!#$%&'*+.^_`|~0-9A-Za-z-]+"
 #: whitespace is stripped after the match.
 _FIELD_LINE = re.compile(rb"(" + _TOKEN + rb"):[ \t]*([\t\x20-\x7e\x80-\xff]*)\r?\n")
 _DIGITS = re.compile(r"[0-9]+")
+#: Significant digits a Content-Length may have (so below 2**63, a signed 64-bit size): more
+#: cannot be a body anyone sends, and past 4,300 int() itself refuses the string.
+MAX_LENGTH_DIGITS = 18
 
 
 class BadRequest(Exception):
@@ -98,7 +101,9 @@ def _version_number(version: str) -> tuple[int, int] | None:
     if not version.startswith("HTTP/"):
         return None
     parts = version[5:].split(".")
-    if len(parts) != 2 or not all(p.isdigit() and len(p) <= 10 for p in parts):
+    # ASCII digits only: str.isdigit() also takes "\xb2" (superscript two), which int()
+    # refuses; http.server's int() sits in a try and answers that 400 too.
+    if len(parts) != 2 or not all(p.isascii() and p.isdigit() and len(p) <= 10 for p in parts):
         return None
     return int(parts[0]), int(parts[1])
 
@@ -176,6 +181,10 @@ def content_length(fields: Fields) -> int:
     # else cannot say where this request ends and the next one starts.
     if any(_DIGITS.fullmatch(v) is None for v in declared) or len(set(declared)) > 1:
         raise BadRequest(400, "Bad request: Content-Length is not one decimal number")
+    # RFC 9110 8.6: "a recipient MUST anticipate potentially large decimal numerals and
+    # prevent parsing errors due to integer conversion overflows".
+    if len(declared[0].lstrip("0")) > MAX_LENGTH_DIGITS:
+        raise BadRequest(400, "Bad request: Content-Length is too large")
     return int(declared[0])
 
 

@@ -64,6 +64,17 @@ _date: tuple[int, str] = (0, "")
 #: larger ones follow the headers in a second write (TCP_NODELAY sends both at once).
 _JOINED_BODY = 64 * 1024
 _CONTINUE = b"HTTP/1.1 100 Continue\r\n\r\n"
+_CLOSE = b"Connection: close\r\n"
+#: The largest request body /mcp reads. The deployed MCP server is a Lambda function URL
+#: (infra/mcp_function.py, invoke mode BUFFERED), and Lambda's synchronous invocation
+#: payload is at most 6 MB, 6,291,456 bytes (Lambda quotas; docs/decisions.md, "Outside
+#: review 8"): a larger body never reaches the function there, so it is refused here too,
+#: from its Content-Length, before 100 Continue and before anything is read.
+MAX_MCP_BODY = 6 * 1024 * 1024
+#: After an answer that leaves request bytes unread (an error, a body the edge does not
+#: read), the connection is drained this long before it is closed: closing with unread
+#: data sends a reset, which can destroy the answer before the client reads it.
+LINGER_SECONDS = 2.0
 
 
 def _http_date() -> str:
@@ -84,12 +95,37 @@ class EdgeRequestHandler(BaseHTTPRequestHandler):
     # body went out in two writes and Nagle's algorithm held the second one until the
     # client's delayed ACK: ~40 ms per keep-alive request on loopback.
     wbufsize = 64 * 1024
+    #: Seconds a read or a write may wait (StreamRequestHandler sets it on the socket): a
+    #: client that stops sending mid-request, or leaves a keep-alive connection idle,
+    #: otherwise holds its thread for ever (one thread per connection, no cap).
+    timeout = 60.0
     #: The request's header fields, names as sent (what `dict(HTTPMessage.items())` gave).
     headers: dict[str, str]  # type: ignore[assignment]
 
     def setup(self) -> None:
         super().setup()
         self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self._unread_input = False
+
+    def finish(self) -> None:
+        super().finish()
+        if self._unread_input:
+            self._linger()
+
+    def _linger(self) -> None:
+        """Close in stages, as RFC 9112 9.6 describes: half-close, read and drop what
+        the client still sends until it closes (or LINGER_SECONDS pass), then close. A
+        full close with unread data sends a reset, which "might erase the client's
+        unacknowledged input buffers" (the answer) before the client reads them."""
+        deadline = time.monotonic() + LINGER_SECONDS
+        try:
+            self.connection.shutdown(socket.SHUT_WR)
+            while (left := deadline - time.monotonic()) > 0:
+                self.connection.settimeout(left)
+                if not self.connection.recv(65536):
+                    break
+        except OSError:  # reset, timed out: the close goes ahead
+            pass
 
     def version_string(self) -> str:
         return "agent-access-serve"
@@ -103,6 +139,10 @@ class EdgeRequestHandler(BaseHTTPRequestHandler):
         reads its requests itself"); the answers and their errors are http.server's."""
         try:
             self.raw_requestline = self.rfile.readline(http1.MAX_LINE + 1)
+            if self.raw_requestline in (b"\r\n", b"\n"):
+                # RFC 9112 2.2: "SHOULD ignore at least one empty line (CRLF) received
+                # prior to the request-line" (a client may end a POST body with a CRLF).
+                self.raw_requestline = self.rfile.readline(http1.MAX_LINE + 1)
             if len(self.raw_requestline) > http1.MAX_LINE:
                 self.requestline = self.request_version = self.command = ""
                 self.send_error(HTTPStatus.REQUEST_URI_TOO_LONG)
@@ -136,9 +176,9 @@ class EdgeRequestHandler(BaseHTTPRequestHandler):
                 return False
             self.request_version = line.version
             self.command = line.command
-            # http.server turns a leading "//" into "/" (gh-87389); `_raw_target` still
-            # answers from the target as sent.
-            self.path = "/" + line.target.lstrip("/") if line.target[:2] == "//" else line.target
+            # As sent: http.server turns a leading "//" into "/" (gh-87389, a redirect-
+            # safety measure); the CDN looks the doubled path up as it is, and misses.
+            self.path = line.target
             if line.version == "HTTP/0.9":  # a bare `GET /path`: no header block follows
                 self.headers, self._body_length = {}, 0
                 self._body_framed, self._expect_continue = True, False
@@ -152,8 +192,13 @@ class EdgeRequestHandler(BaseHTTPRequestHandler):
             self.send_error(refused.status, refused.message)
             return False
         self.headers = dict(fields.items)
-        self._expect_continue = "expect" in fields.framing and "100-continue" in http1.options(
-            fields, "expect"
+        # HTTP/1.1 and later minors (RFC 9110 2.5), which `persistent` says; RFC 9110
+        # 10.1.1: "A server that receives a 100-continue expectation in an HTTP/1.0
+        # request MUST ignore that expectation."
+        self._expect_continue = (
+            line.persistent
+            and "expect" in fields.framing
+            and "100-continue" in http1.options(fields, "expect")
         )
         # A body no Content-Length frames cannot be skipped to reach the next request.
         self._body_framed = "transfer-encoding" not in fields.framing
@@ -165,7 +210,7 @@ class EdgeRequestHandler(BaseHTTPRequestHandler):
     def _answer(self) -> None:
         edge = self.server.edge
         assert edge is not None, "the server is published only after its first build"
-        target = self._raw_target()
+        target = self.path
         if target.split("?", 1)[0] == "/mcp":  # the live MCP server (agent_mcp)
             return self._answer_mcp(edge, target)
         response = edge.handle(self.command, target, self.headers)
@@ -175,13 +220,15 @@ class EdgeRequestHandler(BaseHTTPRequestHandler):
             or not self._body_framed
         ):
             # A body the edge does not read: the connection cannot be reused.
-            self.close_connection = True
+            self.close_connection = self._unread_input = True
         lines = response.header_lines if self.request_version != "HTTP/0.9" else None
         body = response.body
         if lines is None:  # a Connection header to act on, or HTTP/0.9's bare body
             self.send_response(response.status)
             for name, value in response.headers:
                 self.send_header(name, value)
+            if not any(name.lower() == "connection" for name, _ in response.headers):
+                self._say_close()
             self.end_headers()
             if body:
                 self.wfile.write(body)
@@ -197,12 +244,26 @@ class EdgeRequestHandler(BaseHTTPRequestHandler):
                 f"\r\nServer: {self.version_string()}\r\n"
             ).encode("latin-1")
         date = f"Date: {_http_date()}\r\n".encode("latin-1")
+        if self.close_connection:  # what _say_close sends on the other paths
+            lines += _CLOSE
         # Straight to the socket (wfile holds nothing here: every answer is flushed).
         if len(body) <= _JOINED_BODY:
             self.connection.sendall(b"".join((status_line, date, lines, b"\r\n", body)))
         else:
             self.connection.sendall(b"".join((status_line, date, lines, b"\r\n")))
-            self.connection.sendall(body)
+            # send() until all is out, not sendall(): with a timeout, sendall() must finish
+            # within it, and an 86 MB llms-full.txt to a slow reader may not.
+            view = memoryview(body)
+            while view:
+                view = view[self.connection.send(view) :]
+
+    def _say_close(self) -> None:
+        # A client's `close`: the server "SHOULD send a close connection option in its
+        # final response" (RFC 9112 9.6); a final answer sent before the request content
+        # is read "SHOULD indicate whether it intends to close the connection" (RFC 9110
+        # 10.1.1). http.server's own send_error sends it.
+        if self.close_connection:
+            self.send_header("Connection", "close")
 
     def _answer_mcp(self, edge: Edge, target: str) -> None:
         from agent_mcp.http import handle_http, loopback_hosts
@@ -212,7 +273,14 @@ class EdgeRequestHandler(BaseHTTPRequestHandler):
             # (RFC 9110 15.5.12) rather than read as the next request.
             self.send_error(HTTPStatus.LENGTH_REQUIRED, "Send the body with a Content-Length")
             return
-        if self._body_length and self._expect_continue and self.request_version == "HTTP/1.1":
+        if self._body_length > MAX_MCP_BODY:
+            self.send_error(
+                HTTPStatus.REQUEST_ENTITY_TOO_LARGE,
+                f"The MCP endpoint reads request bodies of at most {MAX_MCP_BODY} bytes "
+                f"(the Lambda function URL's payload limit)",
+            )
+            return
+        if self._body_length and self._expect_continue:
             # Sent now, not buffered with the answer: the client waits for it (RFC 9110
             # 10.1.1), curl for a second, before it sends a body of more than 1 KiB.
             self.wfile.write(_CONTINUE)
@@ -230,14 +298,9 @@ class EdgeRequestHandler(BaseHTTPRequestHandler):
         policy = [(k, v) for k, v in HEADER_POLICY.every_response.items() if k.lower() not in own]
         for name, value in [*headers, *policy]:  # as the CDN
             self.send_header(name, value)
+        self._say_close()
         self.end_headers()
         self.wfile.write(payload if self.command != "HEAD" else b"")
-
-    def _raw_target(self) -> str:
-        # http.server turns a leading "//" into "/" (a redirect-safety measure); the CDN
-        # would look the doubled path up and miss, so answer from the target as sent.
-        parts = self.requestline.split(" ")
-        return parts[1] if len(parts) == 3 else self.path
 
     do_GET = do_HEAD = do_OPTIONS = do_POST = do_PUT = do_DELETE = do_PATCH = _answer
 
@@ -259,10 +322,12 @@ class EdgeRequestHandler(BaseHTTPRequestHandler):
         # HTTP/0.9, which has no status line and no headers: answer in HTTP/1.1 instead.
         if self.request_version == "HTTP/0.9":
             self.request_version = "HTTP/1.1"
-        self.close_connection = True
+        # What is left of the request (a body, the rest of its head) is not read.
+        self.close_connection = self._unread_input = True
         self.send_response(response.status)
         for name, value in response.headers:
             self.send_header(name, value)
+        self._say_close()
         self.end_headers()
         if self.command != "HEAD":
             self.wfile.write(response.body)

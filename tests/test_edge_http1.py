@@ -72,6 +72,8 @@ REQUEST_LINES = [
     "GET / HTTP/2.0",
     "GET / HTTP/3.0",
     "GET",
+    "GET / HTTP/1.\xb2",  # a Latin-1 superscript two: str.isdigit() says yes, int() no
+    "GET / HTTP/\xb9.1",
 ]
 
 
@@ -225,8 +227,9 @@ def test_host_exactly_once_in_http_1_1() -> None:
 
 @pytest.mark.parametrize(
     ("lines", "length"),
-    [([], 0), (["0"], 0), (["42"], 42), (["42", "42"], 42), (["007"], 7)],
-)
+    [([], 0), (["0"], 0), (["42"], 42), (["42", "42"], 42), (["007"], 7),
+     (["9" * 18], 10**18 - 1), (["0" * 30 + "42"], 42)],
+)  # fmt: skip
 def test_content_length_read(lines: list[str], length: int) -> None:
     fields = fields_of(b"".join(b"Content-Length: %s\r\n" % v.encode() for v in lines) + b"\r\n")
     assert fields is not None and http1.content_length(fields) == length
@@ -234,8 +237,9 @@ def test_content_length_read(lines: list[str], length: int) -> None:
 
 @pytest.mark.parametrize(
     "lines",
-    [["abc"], ["-1"], ["+1"], ["1.0"], ["0x10"], ["1 2"], ["1,1"], [""], ["1", "2"], ["²"]],
-)
+    [["abc"], ["-1"], ["+1"], ["1.0"], ["0x10"], ["1 2"], ["1,1"], [""], ["1", "2"], ["²"],
+     ["1" * 4401], ["9" * 19], ["1" + "0" * 18]],
+)  # fmt: skip
 def test_a_content_length_that_is_not_one_decimal_number_is_400(lines: list[str]) -> None:
     # Before, int() raised on most of these (a traceback, a dropped connection) and a
     # negative one read the connection to its end.
@@ -337,7 +341,7 @@ def _mcp_initialize() -> bytes:
     ).encode()
 
 
-def _mcp_head(port: int, length: int, extra: str = "") -> bytes:
+def _mcp_head(port: int, length: int | str, extra: str = "") -> bytes:
     # The MCP endpoint answers a loopback Host only with the server's own port.
     return (
         f"POST /mcp HTTP/1.1\r\nHost: {HOST}:{port}\r\nContent-Type: application/json\r\n"
@@ -509,3 +513,243 @@ def test_the_log_line_escapes_control_characters(capsys: pytest.CaptureFixture[s
         thread.join(5)
     logged = capsys.readouterr().err
     assert '"GET /\\x1b[2J HTTP/1.1" 404 -' in logged and "\x1b" not in logged
+
+
+# ------------------------------------------------- outside review 8 (docs/decisions.md)
+
+
+def test_a_non_ascii_digit_in_the_version_is_400_on_the_wire(edge_port: int) -> None:
+    # str.isdigit() takes "\xb2" (superscript two), int() does not: a traceback and no
+    # answer, where http.server answered 400.
+    request = b"GET /llms.txt HTTP/1.\xb2\r\nHost: x\r\n\r\n"
+    check_refused(talk(edge_port, request), 400, "Bad request version")
+
+
+@pytest.mark.parametrize("digits", [19, 4401, 5000])
+def test_a_content_length_too_long_to_be_a_length_is_400(edge_port: int, digits: int) -> None:
+    # 4,301 digits and more passed the pattern and then int() (Python's int-size limit).
+    for head in (
+        f"GET /llms.txt HTTP/1.1\r\nHost: x\r\nContent-Length: {'9' * digits}\r\n\r\n".encode(),
+        _mcp_head(edge_port, "9" * digits),
+    ):
+        check_refused(talk(edge_port, head), 400, "Content-Length")
+
+
+def test_the_mcp_limit_is_lambdas_synchronous_payload() -> None:
+    from agent_edge.serve import MAX_MCP_BODY
+
+    assert MAX_MCP_BODY == 6 * 1024 * 1024  # "Request must be smaller than 6291456 bytes"
+
+
+@pytest.mark.parametrize("excess", [1, 10**12])
+def test_an_mcp_body_over_the_function_url_limit_is_413_before_100_continue(
+    edge_port: int, excess: int
+) -> None:
+    """Refused from its Content-Length alone: no 100 Continue, nothing read (before, the
+    server tried to read it all: a MemoryError past the machine's memory)."""
+    from agent_edge.serve import MAX_MCP_BODY
+
+    head = _mcp_head(edge_port, MAX_MCP_BODY + excess, "Expect: 100-continue\r\n")
+    data = talk(edge_port, head)
+    assert b"100 Continue" not in data
+    check_refused(data, 413, "6291456")
+    assert answers(data)[0][1]["Connection"] == "close"
+
+
+def test_an_mcp_body_at_the_limit_is_accepted(edge_port: int) -> None:
+    from agent_edge.serve import MAX_MCP_BODY
+
+    head = _mcp_head(edge_port, MAX_MCP_BODY, "Expect: 100-continue\r\n")
+    with socket.create_connection((HOST, edge_port), timeout=5) as sock:
+        sock.sendall(head)
+        assert sock.recv(65536) == b"HTTP/1.1 100 Continue\r\n\r\n"
+
+
+@pytest.fixture
+def short_timeout(monkeypatch: pytest.MonkeyPatch) -> float:
+    from agent_edge.serve import EdgeRequestHandler
+
+    # Applied to each new connection's socket (StreamRequestHandler.setup).
+    assert EdgeRequestHandler.timeout is not None and 0 < EdgeRequestHandler.timeout <= 120
+    monkeypatch.setattr(EdgeRequestHandler, "timeout", 0.5)
+    return 0.5
+
+
+@pytest.mark.parametrize("part", ["head", "mcp-body", "idle"])
+def test_a_connection_that_stops_sending_is_closed(
+    edge_port: int, short_timeout: float, part: str
+) -> None:
+    """A half-sent request held its thread for ever (slowloris); a timeout ends it."""
+    sent = {
+        "head": b"GET /llms.txt HTTP/1.1\r\nHo",
+        "mcp-body": _mcp_head(edge_port, 100) + b'{"jsonrpc":',
+        "idle": b"",  # an idle keep-alive connection
+    }[part]
+    with socket.create_connection((HOST, edge_port), timeout=5) as sock:
+        started = time.monotonic()
+        sock.sendall(sent)
+        assert sock.recv(65536) == b""  # closed without an answer, not the 5 s timeout
+        assert time.monotonic() - started < 4 * short_timeout + 1
+
+
+def _close_header(data: bytes, heads: tuple[int, ...] = ()) -> list[str | None]:
+    return [headers.get("Connection") for _, headers, _ in answers(data, heads)]
+
+
+@pytest.mark.parametrize(
+    "request_bytes",
+    [
+        b"GET /llms.txt HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\n\r\nx",
+        b"GET /llms.txt HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n1\r\nx\r\n0\r\n"
+        b"\r\n",
+        b"POST /llms.txt HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n",
+        b"GET /llms.txt HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+        b"HEAD /nope HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+        b"GET /llms.txt HTTP/1.0\r\n\r\n",
+        b"GET /llms.txt HTTP/1.1\r\nHost: x\r\nX: \x01\r\n\r\n",
+        b"BREW /llms.txt HTTP/1.1\r\nHost: x\r\n\r\n",
+    ],
+    ids=["body", "chunked", "post", "asked", "head-404", "http-1.0", "bad-header", "501"],
+)
+def test_an_answer_before_a_close_says_connection_close(
+    edge_port: int, request_bytes: bytes
+) -> None:
+    # RFC 9112 9.6 and RFC 9110 10.1.1 (SHOULD): the client learns the connection ends
+    # from the answer, not from a failed next request on it.
+    heads = (0,) if request_bytes.startswith(b"HEAD") else ()
+    assert _close_header(talk(edge_port, request_bytes), heads) == ["close"]
+
+
+def test_http_client_sees_the_close_and_reconnects(edge_port: int) -> None:
+    conn = http.client.HTTPConnection(HOST, edge_port, timeout=5)
+    try:
+        conn.request("GET", paths.LLMS_TXT, body=b"x")
+        first = conn.getresponse()
+        first.read()
+        assert first.status == 200 and first.will_close
+        conn.request("GET", paths.LLMS_TXT)  # before: RemoteDisconnected
+        assert conn.getresponse().status == 200
+    finally:
+        conn.close()
+
+
+def test_the_mcp_answer_before_a_close_says_connection_close(edge_port: int) -> None:
+    body = _mcp_initialize()
+    data = talk(edge_port, _mcp_head(edge_port, len(body), "Connection: close\r\n") + body)
+    assert _close_header(data) == ["close"]
+
+
+def test_kept_alive_answers_carry_no_connection_header(edge_port: int) -> None:
+    body = _mcp_initialize()
+    stream = (
+        f"GET {FAQ_PATH} HTTP/1.1\r\nHost: {HOST}\r\n\r\n".encode()
+        + _mcp_head(edge_port, len(body))
+        + body
+        + f"GET /nope HTTP/1.1\r\nHost: {HOST}\r\nConnection: close\r\n\r\n".encode()
+    )
+    assert _close_header(talk(edge_port, stream)) == [None, None, "close"]
+
+
+@pytest.mark.parametrize(
+    "line",
+    [b"GET //llms.txt HTTP/1.1", b"GET\t//llms.txt\tHTTP/1.1", b"GET  //llms.txt  HTTP/1.1"],
+    ids=["spaces", "tabs", "double-spaces"],
+)
+def test_a_doubled_slash_is_looked_up_as_sent_however_the_line_is_spaced(
+    edge_port: int, line: bytes
+) -> None:
+    # The CDN looks `//llms.txt` up as it is and misses; the answer came from the
+    # normalised path whenever the request line was not split by single spaces.
+    data = talk(edge_port, line + b"\r\nHost: x\r\nConnection: close\r\n\r\n")
+    assert answers(data)[0][0] == "HTTP/1.1 404 Not Found"
+
+
+@pytest.mark.parametrize(("version", "continued"), [("HTTP/1.2", True), ("HTTP/1.0", False)])
+def test_100_continue_for_http_1_1_and_later_minors_only(
+    edge_port: int, version: str, continued: bool
+) -> None:
+    # RFC 9110 2.5: a 1.x message with a higher minor is handled as 1.1; RFC 9110
+    # 10.1.1: a 100-continue expectation in an HTTP/1.0 request is ignored ("MUST").
+    body = _mcp_initialize()
+    head = _mcp_head(edge_port, len(body), "Expect: 100-continue\r\nConnection: close\r\n")
+    head = head.replace(b"HTTP/1.1", version.encode(), 1)
+    with socket.create_connection((HOST, edge_port), timeout=5) as sock:
+        sock.sendall(head)
+        if continued:
+            assert sock.recv(65536) == b"HTTP/1.1 100 Continue\r\n\r\n"
+        sock.sendall(body)
+        rest = b"".join(iter(lambda: sock.recv(65536), b""))
+    ((status, _, payload),) = answers(rest)
+    assert status == "HTTP/1.1 200 OK" and json.loads(payload)["result"]
+
+
+@pytest.mark.parametrize("blank", [b"\r\n", b"\n"])
+def test_one_empty_line_before_the_request_line_is_ignored(edge_port: int, blank: bytes) -> None:
+    # RFC 9112 2.2: "SHOULD ignore at least one empty line (CRLF) received prior to the
+    # request-line" (a client may end a POST body with an extra CRLF).
+    request = blank + f"GET {FAQ_PATH} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n".encode()
+    ((status, _, body),) = answers(talk(edge_port, request))
+    assert status == "HTTP/1.1 200 OK" and body == get(edge_port, FAQ_PATH)[2]
+
+
+def test_a_chunked_body_to_a_static_path_is_not_read_as_the_next_request(
+    edge_port: int,
+) -> None:
+    # The chunk "3\r\nabc" would otherwise be parsed as a request line (a 400 answer).
+    stream = (
+        f"GET {FAQ_PATH} HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+        "3\r\nabc\r\n0\r\n\r\n"
+        f"GET {FAQ_PATH} HTTP/1.1\r\nHost: x\r\n\r\n"
+    ).encode()
+    got = answers(talk(edge_port, stream))
+    assert [status for status, _, _ in got] == ["HTTP/1.1 200 OK"]
+
+
+def test_the_date_follows_the_clock_across_a_second(monkeypatch: pytest.MonkeyPatch) -> None:
+    from agent_edge import serve
+
+    now = [1_700_000_000.2]
+    monkeypatch.setattr(serve.time, "time", lambda: now[0])
+    first = serve._http_date()
+    now[0] += 0.5  # the same second
+    assert serve._http_date() == first == formatdate(1_700_000_000, usegmt=True)
+    now[0] += 0.5  # the next one
+    assert serve._http_date() == formatdate(1_700_000_001, usegmt=True)
+
+
+def test_an_mcp_body_cut_by_the_client_is_not_answered(edge_port: int) -> None:
+    body = _mcp_initialize()
+    data = talk(edge_port, _mcp_head(edge_port, len(body)) + body[: len(body) // 2], shut=True)
+    assert data == b""
+
+
+def test_the_request_line_limit_on_the_wire(edge_port: int) -> None:
+    """414 past 65,536 bytes of request line (its CRLF counted), as http.server."""
+
+    def line(size: int) -> bytes:
+        start, end = b"GET /", b" HTTP/1.1\r\n"
+        return start + b"a" * (size - len(start) - len(end)) + end
+
+    at_limit = line(http1.MAX_LINE)
+    assert len(at_limit) == 65_536
+    data = talk(edge_port, at_limit + b"Host: x\r\nConnection: close\r\n\r\n")
+    assert answers(data)[0][0] == "HTTP/1.1 404 Not Found"
+    check_refused(talk(edge_port, line(http1.MAX_LINE + 1)), 414, "URI Too Long")
+
+
+@pytest.mark.parametrize("target", [paths.LLMS_TXT, "/mcp"])
+def test_a_client_sending_a_large_unread_body_still_reads_its_answer(
+    edge_port: int, target: str
+) -> None:
+    """http.client sends the whole body before it reads. Closed with the body unread,
+    the connection was reset: the client's send failed and it never saw the answer."""
+    from agent_edge.serve import MAX_MCP_BODY
+
+    conn = http.client.HTTPConnection(f"{HOST}:{edge_port}", timeout=10)
+    try:
+        conn.request("POST" if target == "/mcp" else "GET", target, body=b" " * (MAX_MCP_BODY + 1))
+        response = conn.getresponse()
+        assert response.status == (413 if target == "/mcp" else 200)
+        assert response.will_close and response.read()
+    finally:
+        conn.close()
