@@ -1,5 +1,5 @@
-"""Independent work in two halves, one in a forked child process: the build's one use of
-a second core.
+"""Independent work in two halves, one in a forked child process, and work handed to a
+spare process forked while the build is still small: the build's use of a second core.
 
 Rendering 20,000 entries is independent work once the lock is resolved (9 s of a cold
 10,000-entry build, all Python, so threads would share one core). A forked child renders
@@ -244,8 +244,15 @@ class Spare:
                 code = 0
             finally:
                 os._exit(code)  # never the parent's atexit handlers, buffers or finally blocks
-        os.close(read_end)
-        return cls(pid, write_end, spill)
+        try:
+            os.close(read_end)
+            return cls(pid, write_end, spill)
+        except BaseException:  # an interrupt before the spare is known to its caller
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+            os.close(write_end)
+            spill.close()
+            raise
 
     def give(self, work: Callable[..., R], *args: Any) -> Ahead[R]:
         """`work(*args)` started in the spare (once: a spare does one piece of work);
@@ -254,13 +261,15 @@ class Spare:
         if pipe is None or pid is None:
             raise RuntimeError("a spare does one piece of work")
         self._work_pipe = self._pid = None
+        # Known before the work is sent: an interrupt while sending it (~0.25 s for the
+        # search index's terms at 10,000 entries) leaves `close` a spare to stop.
+        self._given = Ahead(lambda: work(*args), self._spill, pid)
         try:
             with os.fdopen(pipe, "wb") as work_pipe:  # closed after: the spare sees the end
                 pickle.dump((work, args), work_pipe, pickle.HIGHEST_PROTOCOL)
-        except (OSError, pickle.PicklingError, TypeError, AttributeError):
+        except Exception:  # whatever a __reduce__ raises: the work runs here instead
             pass  # the spare gone (a broken pipe) or the work not picklable: the spare
-            # fails or has failed, and the work runs here when asked for
-        self._given = Ahead(lambda: work(*args), self._spill, pid)
+            # fails on a cut pickle, and the work runs here when asked for
         return self._given
 
     def close(self) -> None:
@@ -281,8 +290,9 @@ class Spare:
 def spare_process(worth_it: bool = True) -> Iterator[Spare | None]:
     """A `Spare` for the length of the block (None when not worth it or not safe),
     stopped when the block is left."""
-    found = Spare.start() if worth_it else None
+    found: Spare | None = None
     try:
+        found = Spare.start() if worth_it else None
         yield found
     finally:
         if found is not None:

@@ -308,3 +308,34 @@ def test_a_refused_fork_means_no_spare(monkeypatch: pytest.MonkeyPatch) -> None:
         assert spare is None, "the work runs here, the build goes on"
     if before is not None:
         assert len(os.listdir("/proc/self/fd")) == before, "no pipe or file left open"
+
+
+class _Unpicklable:
+    def __init__(self, error: BaseException) -> None:
+        self.error = error
+
+    def __reduce__(self) -> tuple[object, ...]:
+        raise self.error
+
+
+def _identity(value: object) -> int:
+    return os.getpid()
+
+
+@pytest.mark.usefixtures("forking")
+def test_work_whose_arguments_fail_to_pickle_runs_here_and_leaves_no_zombie() -> None:
+    with halves.spare_process() as spare:
+        assert spare is not None
+        result = spare.give(_identity, _Unpicklable(ValueError("no pickle for this")))
+        assert result() == os.getpid(), "run here"
+    with pytest.raises(ChildProcessError):
+        os.waitpid(-1, os.WNOHANG)  # the spare reaped
+
+
+@pytest.mark.usefixtures("forking")
+def test_an_interrupt_while_the_work_is_sent_leaves_no_spare_behind() -> None:
+    with pytest.raises(KeyboardInterrupt), halves.spare_process() as spare:
+        assert spare is not None
+        spare.give(_identity, _Unpicklable(KeyboardInterrupt()))
+    with pytest.raises(ChildProcessError):
+        os.waitpid(-1, os.WNOHANG)  # killed and reaped: no zombie, no orphan
