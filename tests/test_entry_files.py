@@ -7,14 +7,16 @@ file to the writer; a failed build leaves nothing behind."""
 from __future__ import annotations
 
 import os
+import signal
 from pathlib import Path
 
 import pytest
 
+from agent_contract import paths
 from agent_contract.artifacts import Artifact
 from content_builder import build as pipeline
 from content_builder import cache as build_cache
-from content_builder import early, writer
+from content_builder import early, halves, writer
 from content_builder.errors import SiteDataError
 from content_builder.render import entries
 from tests.conftest import TEST_BASE_URL, force_halves, tree_digest
@@ -35,10 +37,17 @@ def entry_files(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
     def logging(path: str, body: bytes) -> None:
         real(path, body)
         with open(log, "a") as record:  # one short append per line: whole lines
-            record.write(f"{os.getpid()} {Path(path).name}\n")
+            record.write(f"{os.getpid()} {_key(path)}\n")
 
     monkeypatch.setattr(early, "write_new_file", logging)
     return log
+
+
+def _key(path: str) -> str:
+    """A file's key: its path under the staging folder (`.dist.new-<pid>-<random>`)."""
+    parts = Path(path).parts
+    staging = next(i for i, part in enumerate(parts) if part.startswith(".dist.new-"))
+    return "/".join(parts[staging + 1 :])
 
 
 def _plain_build(site: Path, out: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
@@ -53,17 +62,17 @@ def _written_by_the_writer(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     real = writer.write_new_file
 
     def counting(path: str, body: bytes) -> None:
-        written.append(Path(path).name)
+        written.append(_key(path))
         real(path, body)
 
     monkeypatch.setattr(writer, "write_new_file", counting)
     return written
 
 
-def _entry_file_names(artifacts: list[Artifact], count: int) -> set[str]:
-    """The names of the entries' own files: render_catalog puts the JSON files first,
-    then the Markdown mirrors, `count` of each."""
-    return {Path(a.key).name for a in [*artifacts[:count], *artifacts[count : 2 * count]]}
+def _entry_keys(artifacts: list[Artifact], count: int) -> set[str]:
+    """The keys of the entries' own files: render_catalog puts the JSON files first, then
+    the Markdown mirrors, `count` of each."""
+    return {a.key for a in artifacts[: 2 * count]}
 
 
 def test_each_half_writes_the_files_it_rendered(
@@ -74,7 +83,7 @@ def test_each_half_writes_the_files_it_rendered(
     result, _ = pipeline.build(site_copy, tmp_path / "dist", TEST_BASE_URL)
     assert tree_digest(tmp_path / "dist") == expected
     count = len(result.site.documents) + len(result.site.faqs)
-    own = _entry_file_names(result.artifacts, count)
+    own = _entry_keys(result.artifacts, count)
     writes = [line.split() for line in entry_files.read_text().splitlines()]
     by_pid: dict[str, set[str]] = {}
     for pid, name in writes:
@@ -184,3 +193,98 @@ def test_an_existing_output_is_not_written_as_rendered(
     entry_files.unlink()
     pipeline.build(site_copy, tmp_path / "dist", TEST_BASE_URL)
     assert not entry_files.exists(), "the writer reuses or replaces an existing output"
+
+
+def _written_once(log: Path) -> dict[str, str]:
+    """Each file's name -> the pid that wrote it, asserting none was written twice."""
+    writer_of: dict[str, str] = {}
+    for line in log.read_text().splitlines():
+        pid, name = line.split()
+        assert name not in writer_of, f"{name} written twice ({writer_of[name]}, {pid})"
+        writer_of[name] = pid
+    return writer_of
+
+
+def test_a_first_build_writes_each_file_once_and_keeps_a_whole_twin(
+    entry_files: Path, site_copy: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The whole cold path: entries' files as rendered, the rest while the spare chooses
+    the keywords (which seems busy as long as asked), the search index by the writer;
+    every file linked into the twin as written."""
+    expected = _plain_build(site_copy, tmp_path / "plain", monkeypatch)
+    monkeypatch.setattr(pipeline, "MINIMUM_ITEMS", 1)  # the spare gets the keywords
+    monkeypatch.setattr(halves.Ahead, "running", lambda self: True)
+    monkeypatch.setenv(build_cache.CACHE_ENV, str(tmp_path / "cache"))
+    by_writer = _written_by_the_writer(monkeypatch)
+    result, _ = pipeline.build(site_copy, tmp_path / "dist", TEST_BASE_URL)
+    assert tree_digest(tmp_path / "dist") == expected
+    writer_of = _written_once(entry_files)
+    assert len(writer_of) == len(result.artifacts) - 1, "all but the search index early"
+    assert by_writer == [paths.SEARCH_INDEX.lstrip("/")], "the writer wrote the search index"
+    spare = tmp_path / ".dist.spare" / "dist"
+    for artifact in result.artifacts:
+        if artifact.path == paths.SEARCH_INDEX:
+            continue
+        assert (spare / artifact.key).stat().st_ino == (
+            tmp_path / "dist" / artifact.key
+        ).stat().st_ino, f"{artifact.key}: linked into the twin"
+
+
+def test_the_early_child_links_only_what_is_left_into_a_twin_made_up_front(
+    entry_files: Path, site_copy: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    expected = _plain_build(site_copy, tmp_path / "plain", monkeypatch)
+    monkeypatch.setattr(early, "MINIMUM_FILES", 1)  # what is left goes to an early child
+    monkeypatch.setenv(build_cache.CACHE_ENV, str(tmp_path / "cache"))
+    result, _ = pipeline.build(site_copy, tmp_path / "dist", TEST_BASE_URL)
+    assert tree_digest(tmp_path / "dist") == expected
+    spare = tmp_path / ".dist.spare" / "dist"
+    assert spare.is_dir(), "the twin is whole: kept as the spare"
+    for artifact in result.artifacts:
+        assert (spare / artifact.key).stat().st_ino == (
+            tmp_path / "dist" / artifact.key
+        ).stat().st_ino, artifact.key
+
+
+def test_a_write_that_fails_in_the_child_only_leaves_every_file_to_the_writer(
+    entry_files: Path, site_copy: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    expected = _plain_build(site_copy, tmp_path / "plain", monkeypatch)
+    parent, real = os.getpid(), early.write_new_file
+
+    def full_disk_in_the_child(path: str, body: bytes) -> None:
+        if os.getpid() != parent:
+            Path(path).write_bytes(body[:1])  # half-written
+            raise OSError(28, "No space left on device")
+        real(path, body)
+
+    monkeypatch.setattr(early, "write_new_file", full_disk_in_the_child)
+    by_writer = _written_by_the_writer(monkeypatch)
+    result, _ = pipeline.build(site_copy, tmp_path / "dist", TEST_BASE_URL)
+    assert tree_digest(tmp_path / "dist") == expected
+    assert len(by_writer) == len(result.artifacts), "every file written by the writer"
+
+
+def test_a_child_killed_mid_write_changes_nothing_but_the_time(
+    entry_files: Path, site_copy: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Its half rendered again here (halves.py) and written here; the file it left
+    half-written is written again."""
+    expected = _plain_build(site_copy, tmp_path / "plain", monkeypatch)
+    parent, real = os.getpid(), early.write_new_file
+
+    def killed_in_the_child(path: str, body: bytes) -> None:
+        if os.getpid() != parent:
+            Path(path).write_bytes(body[:1])
+            os.kill(os.getpid(), signal.SIGKILL)
+        real(path, body)
+
+    monkeypatch.setattr(early, "write_new_file", killed_in_the_child)
+    pipeline.build(site_copy, tmp_path / "dist", TEST_BASE_URL)
+    assert tree_digest(tmp_path / "dist") == expected
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "dist",
+        "plain",
+        "site_data",
+        "writes.log",
+    ], "no staging folder left"

@@ -339,3 +339,21 @@ def test_an_interrupt_while_the_work_is_sent_leaves_no_spare_behind() -> None:
         spare.give(_identity, _Unpicklable(KeyboardInterrupt()))
     with pytest.raises(ChildProcessError):
         os.waitpid(-1, os.WNOHANG)  # killed and reaped: no zombie, no orphan
+
+
+@pytest.mark.usefixtures("forking")
+def test_an_idle_spare_is_stopped_even_while_another_process_holds_its_pipe() -> None:
+    """A child forked after the spare (a half, the early files) holds the pipe's write
+    end too, so the spare would not see its end: `close` kills it rather than waits."""
+    spare = halves.Spare.start()
+    assert spare is not None
+    held = os.dup(spare._work_pipe)  # type: ignore[arg-type]  # as a forked child would
+    closing = threading.Thread(target=spare.close, daemon=True)
+    closing.start()
+    closing.join(10)
+    stuck = closing.is_alive()
+    os.close(held)  # a spare left alive now sees the end and exits: the test ends either way
+    closing.join(10)
+    assert not stuck, "close waited for the pipe's end instead of stopping the spare"
+    with pytest.raises(ChildProcessError):
+        os.waitpid(-1, os.WNOHANG)
