@@ -37,6 +37,7 @@ def _parser() -> argparse.ArgumentParser:
     build_cmd.add_argument(
         "--frozen", action="store_true", help="fail instead of updating content.lock.json"
     )
+    build_cmd.add_argument("--verbose", action="store_true", help="list the unchanged files too")
 
     check_cmd = commands.add_parser("check", help="validate site data without writing anything")
     check_cmd.add_argument("--site", type=Path, default=DEFAULT_SITE, help="site data folder")
@@ -87,12 +88,19 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def format_report(rows: list[FileReport]) -> str:
-    width = max(len(row.path) for row in rows)
-    lines = [f"{'file':<{width}}  {'bytes':>8}  status"]
-    lines += [f"{row.path:<{width}}  {row.size:>8}  {row.status}" for row in rows]
+def format_report(rows: list[FileReport], every: bool = False) -> str:
+    """The files a build wrote or removed (with `every`, the unchanged ones too), then a
+    count. Not every file by default: after one edit of a 10,000-entry site, 40,000 lines
+    of which 6 say something (and ~0.05 s of the edit's build printing them)."""
+    listed = rows if every else [row for row in rows if row.status != "unchanged"]
     changed = sum(row.status != "unchanged" for row in rows)
-    lines.append(f"{len([r for r in rows if r.status != 'removed'])} files, {changed} changed")
+    summary = f"{len([r for r in rows if r.status != 'removed'])} files, {changed} changed"
+    if not listed:
+        return summary
+    width = max(len(row.path) for row in listed)
+    lines = [f"{'file':<{width}}  {'bytes':>8}  status"]
+    lines += [f"{row.path:<{width}}  {row.size:>8}  {row.status}" for row in listed]
+    lines.append(summary)
     return "\n".join(lines)
 
 
@@ -119,7 +127,7 @@ def _terminated_as_exit() -> Iterator[None]:
 def run_build(args: argparse.Namespace) -> int:
     with _terminated_as_exit():
         result, rows = build(args.site, args.out, args.base_url, args.frozen)
-    print(format_report(rows))
+    print(format_report(rows, args.verbose))
     for change in result.lock_changes:
         print(f"lock: {change.id}: {change.reason}")
     print(f"wrote {args.out} for {result.site.base_url}")
