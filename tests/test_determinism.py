@@ -57,7 +57,10 @@ def test_rebuild_reports_nothing_changed(site_copy: Path, tmp_path: Path) -> Non
     assert "41 files, 41 changed" in first
     second = build(site_copy, tmp_path / "dist")
     assert "41 files, 0 changed" in second
-    assert "/api/v1/faq/q03-protection.json" in second and " new" not in second
+    assert "/api/v1/faq/q03-protection.json" not in second, "an unchanged file: not listed"
+    listed = build(site_copy, tmp_path / "dist", "--verbose")
+    assert "41 files, 0 changed" in listed
+    assert "/api/v1/faq/q03-protection.json" in listed and " new" not in listed
 
 
 def test_committed_lock_is_fresh_and_production_urls_do_not_touch_it(
