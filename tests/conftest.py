@@ -172,3 +172,34 @@ def counted_forks(monkeypatch: pytest.MonkeyPatch) -> list[int]:
 
     monkeypatch.setattr(os, "fork", counting_fork)
     return forks
+
+
+def plain_build(site: Path, out: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
+    """A build with nothing written early (content_builder/early.py: the writer writes
+    every file), as `tree_digest`: what any early path must publish too."""
+    from content_builder import build as pipeline
+    from content_builder import early
+
+    with monkeypatch.context() as plain:
+        plain.setattr(early.EarlyFiles, "begin", classmethod(lambda cls, out_dir: None))
+        pipeline.build(site, out, TEST_BASE_URL)
+    return tree_digest(out)
+
+
+def full_disk_when(monkeypatch: pytest.MonkeyPatch, fails: Callable[[int], bool]) -> list[str]:
+    """early.write_new_file failing as a full disk does (a byte written, then ENOSPC) on
+    the writes `fails` picks by their number in this process (from 1); every path it was
+    given, in order."""
+    from content_builder import early
+
+    real, calls = early.write_new_file, []
+
+    def write(path: str, body: bytes) -> None:
+        calls.append(path)
+        if fails(len(calls)):
+            Path(path).write_bytes(body[:1])
+            raise OSError(28, "No space left on device")
+        real(path, body)
+
+    monkeypatch.setattr(early, "write_new_file", write)
+    return calls

@@ -19,7 +19,14 @@ from content_builder import build as pipeline
 from content_builder import cache as build_cache
 from content_builder import early, halves, writer
 from content_builder.errors import SiteDataError
-from tests.conftest import REPO, TEST_BASE_URL, counted_forks, tree_digest
+from tests.conftest import (
+    REPO,
+    TEST_BASE_URL,
+    counted_forks,
+    full_disk_when,
+    plain_build,
+    tree_digest,
+)
 
 
 @pytest.fixture
@@ -45,13 +52,6 @@ def _written_here(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     return written
 
 
-def _plain_build(site: Path, out: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
-    with monkeypatch.context() as plain:
-        plain.setattr(early.EarlyFiles, "begin", classmethod(lambda cls, out_dir: None))
-        pipeline.build(site, out, TEST_BASE_URL)
-    return tree_digest(out)
-
-
 def _capturing_start(monkeypatch: pytest.MonkeyPatch) -> list[object]:
     """EarlyFiles.start as it is, each call's files and result kept."""
     calls: list[object] = []
@@ -70,7 +70,7 @@ def _capturing_start(monkeypatch: pytest.MonkeyPatch) -> list[object]:
 def test_the_output_is_that_of_a_plain_write(
     site_copy: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    expected = _plain_build(site_copy, tmp_path / "plain", monkeypatch)
+    expected = plain_build(site_copy, tmp_path / "plain", monkeypatch)
     calls = _capturing_start(monkeypatch)
     written = _written_here(monkeypatch)
     result, _ = pipeline.build(site_copy, tmp_path / "dist", TEST_BASE_URL)
@@ -114,7 +114,7 @@ def test_a_build_that_fails_after_the_child_started_leaves_nothing(
 def test_a_child_that_fails_changes_nothing_but_the_time(
     site_copy: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    expected = _plain_build(site_copy, tmp_path / "plain", monkeypatch)
+    expected = plain_build(site_copy, tmp_path / "plain", monkeypatch)
 
     def failing_files(folder: str, files: dict[str, bytes]) -> None:
         Path(folder, "stray").write_text("half-written")  # what a dying child leaves
@@ -169,7 +169,7 @@ def waiting_for_the_search_index(forking: None, monkeypatch: pytest.MonkeyPatch)
 def test_files_written_while_the_search_index_renders_are_those_of_a_plain_write(
     site_copy: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    expected = _plain_build(site_copy, tmp_path / "plain", monkeypatch)
+    expected = plain_build(site_copy, tmp_path / "plain", monkeypatch)
     written = _written_here(monkeypatch)
     forks = counted_forks(monkeypatch)
     pipeline.build(site_copy, tmp_path / "dist", TEST_BASE_URL)
@@ -185,16 +185,8 @@ def test_files_written_while_the_search_index_renders_are_those_of_a_plain_write
 def test_a_write_that_fails_while_waiting_leaves_every_file_to_the_writer(
     site_copy: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    expected = _plain_build(site_copy, tmp_path / "plain", monkeypatch)
-    real, calls = early.write_new_file, []
-
-    def full_disk_on_the_third(path: str, body: bytes) -> None:
-        calls.append(path)
-        if len(calls) == 3:
-            raise OSError(28, "No space left on device")
-        real(path, body)
-
-    monkeypatch.setattr(early, "write_new_file", full_disk_on_the_third)
+    expected = plain_build(site_copy, tmp_path / "plain", monkeypatch)
+    calls = full_disk_when(monkeypatch, lambda count: count == 3)
     written = _written_here(monkeypatch)
     result, _ = pipeline.build(site_copy, tmp_path / "dist", TEST_BASE_URL)
     assert len(calls) == 3, "writing stopped at the failure"
@@ -320,7 +312,7 @@ def test_the_build_after_a_first_one_updates_the_spare_the_child_linked(
     _edit(site_copy)
     pipeline.build(site_copy, tmp_path / "dist", TEST_BASE_URL)
     assert staged == [], "the spare was updated in place"
-    expected = _plain_build(site_copy, tmp_path / "plain", monkeypatch)
+    expected = plain_build(site_copy, tmp_path / "plain", monkeypatch)
     assert tree_digest(tmp_path / "dist") == expected
 
 
@@ -336,13 +328,11 @@ def test_a_child_that_fails_to_link_leaves_no_spare_and_its_files_used(
     pipeline.build(site_copy, tmp_path / "dist", TEST_BASE_URL)
     assert written == [], "the files the child wrote are used"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["dist", "site_data"]
-    expected = _plain_build(site_copy, tmp_path / "plain", monkeypatch)
+    expected = plain_build(site_copy, tmp_path / "plain", monkeypatch)
     assert tree_digest(tmp_path / "dist") == expected
     _edit(site_copy)
     pipeline.build(site_copy, tmp_path / "dist", TEST_BASE_URL)
-    assert tree_digest(tmp_path / "dist") == _plain_build(
-        site_copy, tmp_path / "plain", monkeypatch
-    )
+    assert tree_digest(tmp_path / "dist") == plain_build(site_copy, tmp_path / "plain", monkeypatch)
 
 
 @pytest.mark.usefixtures("forking")

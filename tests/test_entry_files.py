@@ -19,7 +19,13 @@ from content_builder import cache as build_cache
 from content_builder import early, halves, writer
 from content_builder.errors import SiteDataError
 from content_builder.render import entries
-from tests.conftest import TEST_BASE_URL, force_halves, tree_digest
+from tests.conftest import (
+    TEST_BASE_URL,
+    force_halves,
+    full_disk_when,
+    plain_build,
+    tree_digest,
+)
 
 
 @pytest.fixture
@@ -50,13 +56,6 @@ def _key(path: str) -> str:
     return "/".join(parts[staging + 1 :])
 
 
-def _plain_build(site: Path, out: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
-    with monkeypatch.context() as plain:
-        plain.setattr(early.EarlyFiles, "begin", classmethod(lambda cls, out_dir: None))
-        pipeline.build(site, out, TEST_BASE_URL)
-    return tree_digest(out)
-
-
 def _written_by_the_writer(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     written: list[str] = []
     real = writer.write_new_file
@@ -78,7 +77,7 @@ def _entry_keys(artifacts: list[Artifact], count: int) -> set[str]:
 def test_each_half_writes_the_files_it_rendered(
     entry_files: Path, site_copy: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    expected = _plain_build(site_copy, tmp_path / "plain", monkeypatch)
+    expected = plain_build(site_copy, tmp_path / "plain", monkeypatch)
     by_writer = _written_by_the_writer(monkeypatch)
     result, _ = pipeline.build(site_copy, tmp_path / "dist", TEST_BASE_URL)
     assert tree_digest(tmp_path / "dist") == expected
@@ -98,16 +97,8 @@ def test_each_half_writes_the_files_it_rendered(
 def test_a_write_that_fails_leaves_every_file_to_the_writer(
     entry_files: Path, site_copy: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    expected = _plain_build(site_copy, tmp_path / "plain", monkeypatch)
-    real, calls = early.write_new_file, []
-
-    def full_disk_on_the_third(path: str, body: bytes) -> None:
-        calls.append(path)
-        if len(calls) == 3:
-            raise OSError(28, "No space left on device")
-        real(path, body)
-
-    monkeypatch.setattr(early, "write_new_file", full_disk_on_the_third)
+    expected = plain_build(site_copy, tmp_path / "plain", monkeypatch)
+    full_disk_when(monkeypatch, lambda count: count == 3)
     by_writer = _written_by_the_writer(monkeypatch)
     result, _ = pipeline.build(site_copy, tmp_path / "dist", TEST_BASE_URL)
     assert tree_digest(tmp_path / "dist") == expected
@@ -153,7 +144,7 @@ def test_the_twin_holds_every_file_written_early_and_the_next_build_uses_it(
     faq = next((site_copy / "faq").glob("*.yaml"))
     faq.write_text(faq.read_text().replace("answer: |\n  ", "answer: |\n  Edited. ", 1))
     edited, _ = pipeline.build(site_copy, tmp_path / "dist", TEST_BASE_URL)
-    assert tree_digest(tmp_path / "dist") == _plain_build(
+    assert tree_digest(tmp_path / "dist") == plain_build(
         site_copy, tmp_path / "plain", monkeypatch
     ), "the next build, from the spare, publishes what a plain build does"
     assert any(b"Edited." in a.body for a in edited.artifacts if a.key.startswith("api/"))
@@ -162,7 +153,7 @@ def test_the_twin_holds_every_file_written_early_and_the_next_build_uses_it(
 def test_a_link_that_fails_leaves_no_twin(
     entry_files: Path, site_copy: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    expected = _plain_build(site_copy, tmp_path / "plain", monkeypatch)  # cache off
+    expected = plain_build(site_copy, tmp_path / "plain", monkeypatch)  # cache off
     monkeypatch.setenv(build_cache.CACHE_ENV, str(tmp_path / "cache"))
     real_link, links = os.link, []
 
@@ -211,7 +202,7 @@ def test_a_first_build_writes_each_file_once_and_keeps_a_whole_twin(
     """The whole cold path: entries' files as rendered, the rest while the spare chooses
     the keywords (which seems busy as long as asked), the search index by the writer;
     every file linked into the twin as written."""
-    expected = _plain_build(site_copy, tmp_path / "plain", monkeypatch)
+    expected = plain_build(site_copy, tmp_path / "plain", monkeypatch)
     monkeypatch.setattr(pipeline, "MINIMUM_ITEMS", 1)  # the spare gets the keywords
     monkeypatch.setattr(halves.Ahead, "running", lambda self: True)
     monkeypatch.setenv(build_cache.CACHE_ENV, str(tmp_path / "cache"))
@@ -233,7 +224,7 @@ def test_a_first_build_writes_each_file_once_and_keeps_a_whole_twin(
 def test_the_early_child_links_only_what_is_left_into_a_twin_made_up_front(
     entry_files: Path, site_copy: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    expected = _plain_build(site_copy, tmp_path / "plain", monkeypatch)
+    expected = plain_build(site_copy, tmp_path / "plain", monkeypatch)
     monkeypatch.setattr(early, "MINIMUM_FILES", 1)  # what is left goes to an early child
     monkeypatch.setenv(build_cache.CACHE_ENV, str(tmp_path / "cache"))
     result, _ = pipeline.build(site_copy, tmp_path / "dist", TEST_BASE_URL)
@@ -249,16 +240,9 @@ def test_the_early_child_links_only_what_is_left_into_a_twin_made_up_front(
 def test_a_write_that_fails_in_the_child_only_leaves_every_file_to_the_writer(
     entry_files: Path, site_copy: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    expected = _plain_build(site_copy, tmp_path / "plain", monkeypatch)
-    parent, real = os.getpid(), early.write_new_file
-
-    def full_disk_in_the_child(path: str, body: bytes) -> None:
-        if os.getpid() != parent:
-            Path(path).write_bytes(body[:1])  # half-written
-            raise OSError(28, "No space left on device")
-        real(path, body)
-
-    monkeypatch.setattr(early, "write_new_file", full_disk_in_the_child)
+    expected = plain_build(site_copy, tmp_path / "plain", monkeypatch)
+    parent = os.getpid()
+    full_disk_when(monkeypatch, lambda count: os.getpid() != parent)
     by_writer = _written_by_the_writer(monkeypatch)
     result, _ = pipeline.build(site_copy, tmp_path / "dist", TEST_BASE_URL)
     assert tree_digest(tmp_path / "dist") == expected
@@ -270,7 +254,7 @@ def test_a_child_killed_mid_write_changes_nothing_but_the_time(
 ) -> None:
     """Its half rendered again here (halves.py) and written here; the file it left
     half-written is written again."""
-    expected = _plain_build(site_copy, tmp_path / "plain", monkeypatch)
+    expected = plain_build(site_copy, tmp_path / "plain", monkeypatch)
     parent, real = os.getpid(), early.write_new_file
 
     def killed_in_the_child(path: str, body: bytes) -> None:
