@@ -79,16 +79,18 @@ def _target(folder: str, key: str, made: set[str]) -> str:
     return target
 
 
-def write_files(folder: str, files: dict[str, bytes]) -> None:
-    """Each key's body under `folder`, its folders made once each."""
-    made: set[str] = set()
+def write_files(folder: str, files: dict[str, bytes], made: set[str] | None = None) -> None:
+    """Each key's body under `folder`, its folders made once each (those in `made`, which
+    a caller writing in several calls keeps, are not made again)."""
+    made = set() if made is None else made
     for key, body in files.items():
         write_new_file(_target(folder, key, made), body)
 
 
-def link_files(folder: str, twin: str, keys: Iterable[str]) -> None:
-    """A hard link in `twin` of each key's file in `folder`, its folders made once each."""
-    made: set[str] = set()
+def link_files(folder: str, twin: str, keys: Iterable[str], made: set[str] | None = None) -> None:
+    """A hard link in `twin` of each key's file in `folder`, its folders made once each
+    (as for `write_files`)."""
+    made = set() if made is None else made
     for key in keys:
         os.link(os.path.join(folder, key), _target(twin, key, made))
 
@@ -119,16 +121,14 @@ class EntryFiles:
         if self._failed:
             return NOT_WRITTEN
         try:
-            for key, body in files:
-                write_new_file(_target(self.folder, key, self._made), body)
+            write_files(self.folder, dict(files), self._made)
         except Exception:
             self._failed = True  # a half-written file: the writer writes it again
             return NOT_WRITTEN
         if self.twin is None or self._unlinked:
             return WRITTEN
         try:
-            for key, _ in files:
-                os.link(os.path.join(self.folder, key), _target(self.twin, key, self._twin_made))
+            link_files(self.folder, self.twin, (key for key, _ in files), self._twin_made)
         except Exception:
             self._unlinked = True
             return WRITTEN
@@ -196,7 +196,7 @@ class EarlyFiles:
             # made is removed with the build's other early files (`discard`)
         return EntryFiles(self, str(self.folder), str(self.twin) if self.twin is not None else None)
 
-    def recorded(self, files: Iterable[tuple[str, bytes]], done: int) -> None:
+    def recorded(self, files: list[tuple[str, bytes]], done: int) -> None:
         """What an `EntryFiles` call returned (`done`) for these files, in any process: the
         files written are known here by the very bytes objects the build publishes."""
         if done == NOT_WRITTEN:
@@ -213,7 +213,7 @@ class EarlyFiles:
         if self.twin is None or self._twin_broken or self.folder is None:
             return
         try:
-            os.link(os.path.join(self.folder, key), _target(str(self.twin), key, made))
+            link_files(str(self.folder), str(self.twin), [key], made)
         except OSError:
             self._twin_broken = True
 
