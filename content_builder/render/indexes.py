@@ -300,9 +300,11 @@ class KeywordChoice:
     # the number of entries is len(identities)
 
 
-def _full_choice(
+def fresh_keyword_choice(
     entries: list[_EntryTerms], identities: list[Identity], fixed_bytes: int
 ) -> KeywordChoice:
+    """The keywords `_keyword_json` chooses (the same bytes, always), without a previous
+    choice to start from: what another process can choose given only plain data."""
     frequency = _frequency(entries)
     ranking = _Ranking(frequency, len(entries))
     title_costs = _title_costs(entries)
@@ -339,7 +341,7 @@ def _keyword_json(
         or not previous.identities
         or len(set(identities)) != len(identities)
     ):
-        return _full_choice(entries, identities or [], fixed_bytes)
+        return fresh_keyword_choice(entries, identities or [], fixed_bytes)
     position = dict(zip(previous.identities, range(len(previous.identities)), strict=True))
     matched = list(map(position.get, identities))
     new = [index for index, old in enumerate(matched) if old is None]
@@ -350,7 +352,7 @@ def _keyword_json(
         if old not in staying:  # left (removed, or edited into a new identity)
             gone = terms_of(identity)
             if gone is None:
-                return _full_choice(entries, identities, fixed_bytes)
+                return fresh_keyword_choice(entries, identities, fixed_bytes)
             left.update(chain.from_iterable(_ALL_GROUPS(gone)))
     for index in new:
         came.update(chain.from_iterable(_ALL_GROUPS(entries[index])))
@@ -532,14 +534,6 @@ def keyword_work(site: Site, catalog: Catalog) -> tuple[list[_EntryTerms], list[
     heads = list(map(attrgetter("search_head"), catalog.entries))
     terms = list(map(attrgetter("terms"), catalog.entries))
     return terms, _identities(site, catalog) or [], _fixed_bytes(head, tail, heads)
-
-
-def fresh_keyword_choice(
-    entries: list[_EntryTerms], identities: list[Identity], fixed_bytes: int
-) -> KeywordChoice:
-    """The keywords `_keyword_json` chooses (the same bytes, always), without a previous
-    choice to start from: what another process can choose given only plain data."""
-    return _full_choice(entries, identities, fixed_bytes)
 
 
 #: The build cache's name for the last build's KeywordChoice (`put_latest`).
