@@ -261,7 +261,8 @@ def plan(
     frozen: bool = False,
     mcp_endpoint: str | None = None,  # a live MCP server's URL, named by the discovery doc
     rendered: Callable[[list[Artifact]], None] | None = None,  # told the files, before checks
-    # Told the files but the search index while a child renders it, and whether it still does.
+    # Told the files but the search index while the spare chooses its keywords, and whether
+    # it still does.
     waiting: Callable[[list[Artifact], Callable[[], bool]], None] | None = None,
     sink: EntryFileSink | None = None,  # given each entry's own files as it is rendered
 ) -> Plan:
@@ -389,8 +390,8 @@ def build(
         sink = files.entry_files()
 
     def write_while_waiting(artifacts: list[Artifact], busy: Callable[[], bool]) -> None:
-        # This process has nothing else to do until the child that renders the search
-        # index is done: the files it writes there, the writer or an early child need not.
+        # This process has nothing else to do until the spare has chosen the search
+        # index's keywords: the files it writes there, the writer or an early child need not.
         if not early:
             files = EarlyFiles.begin(out_dir)
             if files is None:

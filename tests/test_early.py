@@ -177,7 +177,7 @@ def test_files_written_while_the_search_index_renders_are_those_of_a_plain_write
     assert [Path(path).name for path in written] == [Path(paths.SEARCH_INDEX).name], (
         "the writer wrote only the search index: every other file was written meanwhile"
     )
-    assert len(forks) == 1, "the search index's child, no early child"
+    assert len(forks) == 1, "the spare (the search index's keywords), no early child"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["dist", "plain", "site_data"]
 
 
