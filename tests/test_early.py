@@ -156,7 +156,7 @@ def test_a_key_published_again_later_is_written_by_the_writer(tmp_path: Path) ->
 
 @pytest.fixture
 def waiting_for_the_search_index(forking: None, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The search index rendered in a child (every entry rendered: no build cache), which
+    """The search index's keywords chosen by the spare (every entry rendered: no cache), which
     seems to work as long as asked (so every file is written while waiting for it), and
     no early child after (its threshold out of reach)."""
     monkeypatch.setenv(build_cache.CACHE_ENV, "off")
