@@ -213,7 +213,6 @@ class Spare:
         """A spare, or None when forking is not safe here (`can_fork`)."""
         if not can_fork():
             return None
-        parent = os.getpid()
         try:
             spill = tempfile.TemporaryFile()  # noqa: SIM115 (closed by close())
         except OSError:
@@ -223,27 +222,22 @@ class Spare:
         except OSError:
             spill.close()
             return None
+
+        def given_work() -> object:  # in the spare: waits for its work, then does it
+            os.close(write_end)
+            with os.fdopen(read_end, "rb") as work_pipe:
+                # The end of the pipe before a whole pickle (closed unused, or the work
+                # could not be pickled) fails here: nothing in the spill to read.
+                work, args = pickle.load(work_pipe)
+            return work(*args)
+
         try:
-            pid = os.fork()
+            pid = _forked_into(spill, given_work)
         except OSError:  # no memory or no process left for it: the work runs here
             os.close(read_end)
             os.close(write_end)
             spill.close()
             return None
-        if pid == 0:
-            code = 1
-            try:
-                die_with_parent(parent)
-                os.close(write_end)
-                with os.fdopen(read_end, "rb") as work_pipe:
-                    # The end of the pipe before a whole pickle (closed unused, or the work
-                    # could not be pickled) fails here: nothing in the spill to read.
-                    work, args = pickle.load(work_pipe)
-                pickle.dump(work(*args), spill, pickle.HIGHEST_PROTOCOL)
-                spill.flush()
-                code = 0
-            finally:
-                os._exit(code)  # never the parent's atexit handlers, buffers or finally blocks
         try:
             os.close(read_end)
             return cls(pid, write_end, spill)
