@@ -107,5 +107,12 @@ mcp-layer: | $(BIN)/python
 		--only-binary=:all: 'mcp>=2.3,<3' 'pydantic>=2.6,<3'
 
 # .dist.spare: the writer's spare output (content_builder/writer.py), beside dist.
+# The build cache (content_builder/cache.py) lives outside the repository; only its own
+# files are removed, never the folder a user pointed AGENT_ACCESS_CACHE_DIR at.
 clean:
-	rm -rf $(VENV) $(AWSCLI_VENV) dist .dist.spare .pytest_cache .ruff_cache .hypothesis
+	rm -rf $(VENV) $(AWSCLI_VENV) dist .dist.spare .dist.staging-* .pytest_cache .ruff_cache .hypothesis
+	@cache="$${AGENT_ACCESS_CACHE_DIR:-$${XDG_CACHE_HOME:-$$HOME/.cache}/agent-access}"; \
+	if [ "$$cache" != off ] && [ -d "$$cache" ]; then \
+	  rm -f "$$cache"/build-*.pickle "$$cache"/build-*.pickle.latest "$$cache"/.build-* "$$cache"/.lock; \
+	  rmdir "$$cache" 2>/dev/null || true; \
+	fi

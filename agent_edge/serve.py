@@ -9,7 +9,6 @@ neither dist/ nor the lock.
 from __future__ import annotations
 
 import errno
-import gc
 import os
 import socket
 import sys
@@ -432,9 +431,6 @@ def watch(
             seen = current
             server.edge = load_edge(site_dir, base_url)
             report("rebuilt: serving the new content")
-            # The build froze what was alive (content_builder.build.collector_paused):
-            # the last build, now replaced, goes back to the collector.
-            gc.unfreeze()
         except SiteDataError as error:
             report(f"rebuild failed, still serving the last good build:\n{error}")
         except Exception as error:  # a bug or an unforeseen input: report it, keep watching

@@ -20,10 +20,15 @@ asked for.
 Where it lives: $AGENT_ACCESS_CACHE_DIR, else $XDG_CACHE_HOME/agent-access, else
 ~/.cache/agent-access: never in the repository. One file per site folder and settings
 (about 380 MB for 10,000 documents and 10,000 FAQ entries: mostly the entries' own
-files and llms-full.txt blocks). Clear it with
-`rm -rf ~/.cache/agent-access` (or the folder above); AGENT_ACCESS_CACHE_DIR=off turns it
-off. A cache that is missing, corrupt, from another version or for other settings is
-ignored and rewritten: it can make a build faster, never different.
+files and llms-full.txt blocks). Bounded: past AGENT_ACCESS_CACHE_MAX_MB (default
+2048) in all, the least recently used files go (`prune`). `make clean` clears it;
+AGENT_ACCESS_CACHE_DIR=off turns it off. Builds that run at once write it one at a time
+(an advisory lock), and every frame is checked before it is read: a cache that is
+missing, corrupt, from another version or for other settings is ignored and rewritten:
+it can make a build faster, never different.
+
+It also keeps, beside the records, what the last build that passed every check proved
+(`Proven`), so that the next build checks only what changed.
 """
 
 from __future__ import annotations
@@ -35,13 +40,26 @@ import pickle
 import re
 import sys
 import tempfile
-import threading
 import zlib
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 from typing import Any, BinaryIO
 
+try:
+    import fcntl
+except ImportError:  # Windows: builds that run at once are not serialized
+    fcntl = None  # type: ignore[assignment]
+
+from agent_contract.artifacts import Artifact
+
 CACHE_ENV = "AGENT_ACCESS_CACHE_DIR"
+#: The cache's bound in megabytes (MB = 10**6 bytes) over every site's files.
+CACHE_MAX_ENV = "AGENT_ACCESS_CACHE_MAX_MB"
+#: The default bound: five 10,000-entry sites' caches (~380 MB each), or a `build` and a
+#: `serve` cache of two such sites with room to spare.
+DEFAULT_MAX_MB = 2048
 # v2: every frame carries its length and a checksum, checked before it is unpickled (v1
 # frames had none, so a flipped byte inside a string was published as content).
 # v3: the checksum is CRC-32, not SHA-256: it catches every burst of damage up to 32 bits
@@ -88,19 +106,31 @@ def entry_key(name: str, data: bytes) -> str:
     return name + "\0" + hashlib.sha256(data).hexdigest()
 
 
-#: The last records this process read or wrote, by cache file: a `serve --watch` rebuild
-#: does not read its own cache back from disk. Records are keyed by content, so one
-#: stored by a build that later failed is still right.
-_MEMO: dict[Path, tuple[tuple[int, int], bytes, dict[str, dict[str, Any]]]] = {}
+def max_bytes() -> int:
+    chosen = os.environ.get(CACHE_MAX_ENV, "")
+    try:
+        megabytes = int(chosen) if chosen else DEFAULT_MAX_MB
+    except ValueError:
+        megabytes = DEFAULT_MAX_MB
+    return max(megabytes, 0) * 1_000_000
 
 
 class EntryCache:
     """Records by entry key. A build appends the records it added to the file; when most
     of the file is records no build uses any more (removed or edited entries), the next
-    save rewrites it with the used ones only."""
+    save rewrites it with the used ones only.
+
+    A series of builds of one site (`serve --watch`) passes each build the cache the last
+    one used (`open(..., last=)`): its records are taken from memory while the file is
+    the one it wrote, not read back from disk."""
 
     def __init__(
-        self, file: Path | None, header: bytes, records: dict[str, dict[str, Any]], appendable: bool
+        self,
+        file: Path | None,
+        header: bytes,
+        records: dict[str, dict[str, Any]],
+        appendable: bool,
+        latest: dict[str, Any] | None = None,
     ):
         self.file = file
         self.header = header
@@ -108,6 +138,8 @@ class EntryCache:
         self.appendable = appendable  # the file holds this header: new records can follow
         self.used: set[str] = set()
         self.added: dict[str, dict[str, Any]] = {}
+        self.signature = _signature(file) if file is not None else (-1, -1)
+        self._latest = latest  # the values `put_latest` kept, read when first asked
         self._latest_put: dict[str, Any] = {}  # put_latest, written by save
 
     @classmethod
@@ -115,7 +147,7 @@ class EntryCache:
         return cls(None, b"", {}, False)
 
     @classmethod
-    def open(cls, site_root: Path, settings: bytes) -> EntryCache:
+    def open(cls, site_root: Path, settings: bytes, last: EntryCache | None = None) -> EntryCache:
         folder = cache_dir()
         if folder is None:
             return cls.disabled()
@@ -127,17 +159,19 @@ class EntryCache:
         site = hashlib.sha256(root.encode()).hexdigest()[:12]
         where = hashlib.sha256(root.encode() + b"\0" + settings).hexdigest()[:12]
         file = folder / f"build-{site}-{where}.pickle"
-        for other in [name for name in _MEMO if name.name.startswith(f"build-{site}-")]:
-            if other != file:  # a long `serve --watch` holds one site's records once
-                del _MEMO[other]
         header = (
             hashlib.sha256(
                 code_fingerprint().encode() + b"\0" + root.encode() + b"\0" + settings
             ).hexdigest()
         ).encode() + b"\n"
-        memo = _MEMO.get(file)
-        if memo is not None and memo[0] == _signature(file) and memo[1] == header:
-            return cls(file, header, memo[2], True)
+        _touch(file)  # used now: the least recently used files are pruned first
+        if (
+            last is not None
+            and last.file == file
+            and last.header == header
+            and last.signature == _signature(file)
+        ):
+            return cls(file, header, last.records, True, last._latest)
         records, whole = _read_records(file, header)
         return cls(file, header, records, whole and bool(records))
 
@@ -162,62 +196,127 @@ class EntryCache:
 
     def save(self) -> None:
         """Append the new records (or rewrite the file), atomically for a rewrite; a cache
-        that cannot be written is only a slower next build, never a failed one."""
+        that cannot be written is only a slower next build, never a failed one. One build
+        at a time writes (`_locked`): two appending at once would interleave frames."""
         if self.file is None:
             return
-        self._save_latest()
         stale = len(self.records) - len(self.used)
         rewrite = not self.appendable or stale > max(len(self.used), 1000)
-        if not rewrite and not self.added:
+        if not rewrite and not self.added and not self._latest_put:
             return
         try:
             self.file.parent.mkdir(parents=True, exist_ok=True)
-            if rewrite:
-                kept = {key: self.records[key] for key in self.used}
-                _write_new(self.file, _MAGIC + self.header, kept)
-                self.records = kept
-            else:
-                with self.file.open("ab") as stream:
-                    _write_frame(stream, self.added)
-            _MEMO[self.file] = (_signature(self.file), self.header, self.records)
-            _prune(self.file)
+            with _locked(self.file.parent):
+                self._save_latest()
+                if rewrite:
+                    kept = {key: self.records[key] for key in self.used}
+                    _write_new(self.file, _MAGIC + self.header, kept)
+                    self.records = kept
+                elif self.added:
+                    with self.file.open("ab") as stream:
+                        _write_frame(stream, self.added)
+                self.signature = _signature(self.file)
+                prune(self.file.parent, max_bytes(), keep=self.file)
         except OSError:
             return
         self.added = {}
         self.appendable = True
 
-    # Results about the whole site, not one entry (the search keywords' ranking state):
-    # each build replaces the value, so it is kept beside the records, in a small file of
-    # its own rewritten whole (appended to the records, every build would add a copy).
+    # Results about the whole site, not one entry (the search keywords' ranking state,
+    # what the last passing build proved): each build replaces the value, so it is kept
+    # beside the records, in a small file of its own rewritten whole (appended to the
+    # records, every build would add a copy).
     def get_latest(self, name: str) -> Any | None:
         """The value the last build that saved put under `name`, if any."""
         if self.file is None:
             return None
-        return _read_latest(_latest_file(self.file), self.header).get(name)
+        if self._latest is None:
+            self._latest = _read_latest(_latest_file(self.file), self.header)
+        return self._latest.get(name)
 
     def put_latest(self, name: str, value: Any) -> None:
         """`name`'s value from now on, written by `save` (a failed build changes nothing)."""
         if self.file is not None:
             self._latest_put[name] = value
 
-    def latest_put(self) -> dict[str, Any]:
-        """What `put_latest` was given since the last save: work done in a forked child
-        (content_builder.halves) hands it back for the parent to put, or it is lost."""
-        return dict(self._latest_put)
-
     def _save_latest(self) -> None:
         if self.file is None or not self._latest_put:
             return
         side = _latest_file(self.file)
+        # Read again under the lock: another build may have saved its values meanwhile.
         values = {**_read_latest(side, self.header), **self._latest_put}
-        try:
-            self.file.parent.mkdir(parents=True, exist_ok=True)
-            _write_new(side, _MAGIC + self.header, values)
-        except OSError:
-            return
-        _LATEST_MEMO.clear()  # one site's values in memory at a time
-        _LATEST_MEMO[side] = (_signature(side), self.header, values)
+        _write_new(side, _MAGIC + self.header, values)
+        self._latest = values
         self._latest_put = {}
+
+    # What the last build that passed every check proved (`Proven`).
+    def proven(self, published: frozenset[str]) -> Proven | None:
+        """What the last build that passed proved, if its links still hold (no path gone)."""
+        found = self.get_latest(_PROVEN)
+        return found if isinstance(found, Proven) and found.links_hold(published) else None
+
+    def record_proof(
+        self,
+        published: frozenset[str],
+        identities: Sequence[str | None],
+        other_files: Iterable[Artifact],
+        coverage: tuple[str, str],
+    ) -> None:
+        """What this build proved, for the next: called only once every check has passed."""
+        if not self.enabled or None in identities:
+            return  # the cache off, or an entry without a key: nothing to keep it or name it by
+        proof = Proven(
+            published,
+            frozenset(identities),  # type: ignore[arg-type]
+            frozenset(artifact.sha256 for artifact in other_files),
+            coverage,
+        )
+        if self.get_latest(_PROVEN) != proof:  # the same proof again: nothing to write
+            self.put_latest(_PROVEN, proof)
+
+
+_PROVEN = "proven"  # its name among the values kept beside the records
+
+
+@dataclass(frozen=True)
+class Proven:
+    """What a build that passed every check proved, so that the next proves only what
+    changed. The cross-checks (validate.py) ask that every link in every published file
+    name a published file, and that the discovery document and the OpenAPI description
+    cover every published path. An entry's links depend only on its identity (its cache
+    key, which holds its bytes, under the settings and code the cache is keyed by, and
+    its lock stamp); any other file's on its bytes (its sha256); whether a link resolves
+    only on the set of published paths. So when a build publishes every path the last
+    passing one published, the links of an entry of the same identity or a file of the
+    same sha256 resolve again (at 10,000 entries after one edit: one entry's links, not
+    about a million); when it publishes exactly those paths, coverage by the same
+    discovery and OpenAPI bytes holds again."""
+
+    published: frozenset[str]  # the build's published paths
+    entries: frozenset[str]  # entry_identity of every entry, whose links all resolved
+    files: frozenset[str]  # sha256 of every other file, whose links all resolved
+    coverage: tuple[str, str]  # sha256 of the discovery document and the OpenAPI description
+
+    def links_hold(self, published: frozenset[str]) -> bool:
+        """A link that named a published path still does when no path was taken away
+        (`links.resolves` asks for membership, or for a template, one member)."""
+        return published.issuperset(self.published)
+
+    def coverage_holds(self, published: frozenset[str], coverage: tuple[str, str]) -> bool:
+        """The same discovery and OpenAPI bytes cover the same paths, and only those: a
+        path added is one they may not cover."""
+        return coverage == self.coverage and published == self.published
+
+    def settled(self, identities: Sequence[str | None]) -> list[bool]:
+        """Per entry, whether its links are proven (an entry without a cache key never is)."""
+        return [identity is not None and identity in self.entries for identity in identities]
+
+
+def entry_identity(cache_key: str, stamp: tuple[str, str]) -> str:
+    """An entry's identity: the key its rendered pieces are cached by (which ends in the
+    64 hex digits of its bytes' SHA-256) and their lock stamp (a timestamp and a version,
+    whose patterns hold no NUL), joined by NUL: no two differ and join alike."""
+    return "\0".join((cache_key, *stamp))
 
 
 #: Cache files kept per site folder: the settings of `build` and of `serve` (their base
@@ -225,33 +324,70 @@ class EntryCache:
 KEEP_PER_SITE = 2
 # The names before the site folder was part of them (`build-<24 hex>.pickle`).
 _OLD_NAME = re.compile(r"build-[0-9a-f]{24}\.pickle")
+_LOCK_NAME = ".lock"
 
 
-def _prune(current: Path) -> None:
-    """Remove this site folder's cache files beyond the KEEP_PER_SITE most recently
-    written (the current one always kept), and files named the old way."""
-    site = current.name.split("-")[1]
-    mine = sorted(
-        (path for path in current.parent.glob(f"build-{site}-*.pickle") if path != current),
-        key=lambda path: _signature(path)[0],
-        reverse=True,
-    )
-    stale = mine[KEEP_PER_SITE - 1 :] + [
-        path for path in current.parent.glob("build-*.pickle") if _OLD_NAME.fullmatch(path.name)
-    ]
-    for path in stale:
-        path.unlink(missing_ok=True)
-    kept = {_latest_file(path) for path in [current, *mine[: KEEP_PER_SITE - 1]]}
-    for side in current.parent.glob(f"build-{site}-*.pickle{_LATEST_SUFFIX}"):
+def prune(folder: Path, limit: int, keep: Path | None = None) -> None:
+    """Bring the cache folder within its bound: at most KEEP_PER_SITE files per site
+    folder, none named the old way, and then, least recently used first (by mtime:
+    `open` touches the file it uses), whole files removed until the rest takes at most
+    `limit` bytes. `keep` (the file just written) is never removed."""
+    files: list[tuple[int, int, Path]] = []  # (mtime, bytes with its side file, file)
+    for path in folder.glob("build-*.pickle"):
+        if _OLD_NAME.fullmatch(path.name):
+            _remove(path)
+            continue
+        try:
+            stat = path.stat()
+        except OSError:
+            continue
+        side = _latest_file(path)
+        size = stat.st_size + (side.stat().st_size if side.exists() else 0)
+        files.append((stat.st_mtime_ns, size, path))
+    files.sort(key=lambda found: (found[0], found[2].name), reverse=True)  # newest first
+    per_site: dict[str, int] = {}
+    total = 0
+    for _, size, path in files:
+        site = path.name.split("-")[1]
+        per_site[site] = per_site.get(site, 0) + 1
+        if path != keep and (per_site[site] > KEEP_PER_SITE or total + size > limit):
+            _remove(path)
+            continue
+        total += size
+    kept = {_latest_file(path) for _, _, path in files if path.exists()}
+    for side in folder.glob(f"build-*.pickle{_LATEST_SUFFIX}"):
         if side not in kept:  # its records' file was removed
             side.unlink(missing_ok=True)
+
+
+def _remove(path: Path) -> None:
+    path.unlink(missing_ok=True)
+    _latest_file(path).unlink(missing_ok=True)
+
+
+def _touch(file: Path) -> None:
+    with contextlib.suppress(OSError):
+        os.utime(file)
+
+
+@contextlib.contextmanager
+def _locked(folder: Path) -> Iterator[None]:
+    """An exclusive advisory lock (flock) on the cache folder's lock file while a build
+    writes: one writer at a time, whatever the number of builds."""
+    if fcntl is None:
+        yield
+        return
+    handle = os.open(folder / _LOCK_NAME, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0))
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(handle)
 
 
 #: The file of a cache file's `put_latest` values, pruned with it (`*.pickle` globs
 #: above do not match it).
 _LATEST_SUFFIX = ".latest"
-#: The last `put_latest` values read or written, by file (`serve --watch` rebuilds).
-_LATEST_MEMO: dict[Path, tuple[tuple[int, int], bytes, dict[str, Any]]] = {}
 
 
 def _latest_file(file: Path) -> Path:
@@ -260,10 +396,6 @@ def _latest_file(file: Path) -> Path:
 
 def _read_latest(side: Path, header: bytes) -> dict[str, Any]:
     """The values of a `put_latest` file: {} if missing, damaged or for other settings."""
-    memo = _LATEST_MEMO.get(side)
-    if memo is not None and memo[0] == _signature(side) and memo[1] == header:
-        return memo[2]
-    signature = _signature(side)  # before reading: a file replaced meanwhile is read again
     try:
         store = _Store.open(side)
         with store.stream() as stream:
@@ -272,11 +404,7 @@ def _read_latest(side: Path, header: bytes) -> dict[str, Any]:
             values = _read_frame(stream, store)
     except Exception:  # missing, truncated, corrupt: nothing is known
         return {}
-    if not isinstance(values, dict):
-        return {}
-    _LATEST_MEMO.clear()
-    _LATEST_MEMO[side] = (signature, header, values)
-    return values
+    return values if isinstance(values, dict) else {}
 
 
 def _signature(file: Path) -> tuple[int, int]:
@@ -349,8 +477,8 @@ class Blob:
     """Bytes a record holds that most builds never look at (an entry's own files, half of a
     10,000-entry site's cache): written after the frame's pickle as raw bytes, checked with
     the frame when the cache is read (CRC-32), and read from the file only when asked for,
-    so a cached build neither unpickles nor holds them. Pickled anywhere else (a forked
-    child's results), a blob is its bytes."""
+    so a cached build neither unpickles nor holds them. Pickled anywhere else, a blob is
+    its bytes."""
 
     __slots__ = ("_at", "_data", "size")
 
@@ -368,10 +496,7 @@ class Blob:
         return store.read(offset, self.size)
 
     def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
-        region: _Region | None = getattr(_framing, "region", None)
-        if region is None:
-            return (Blob, (self.value(),))
-        return (_stored_blob, (region.place(self), self.size))
+        return (Blob, (self.value(),))  # outside a cache frame (`_FramePickler`): its bytes
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Blob) and self.value() == other.value()
@@ -398,20 +523,34 @@ class _Region:
         return offset
 
 
-#: The region a frame being written places its blobs in (`region`), or the blobs of a
-#: frame being read, whose region is not reached yet (`loading`): per thread, since a
-#: `serve --watch` rebuild and an MCP server may build in threads of one process.
-_framing = threading.local()
+class _FramePickler(pickle.Pickler):
+    """Pickles a frame's records with each blob as a reference to its place in the
+    frame's region (pickle's persistent IDs), not as its bytes."""
+
+    def __init__(self, stream: Any, region: _Region) -> None:
+        super().__init__(stream, protocol=pickle.HIGHEST_PROTOCOL)
+        self.region = region
+
+    def persistent_id(self, obj: Any) -> Any:
+        if type(obj) is Blob:
+            return (self.region.place(obj), obj.size)
+        return None
 
 
-def _stored_blob(offset: int, size: int) -> Blob:
-    loading: list[Blob] | None = getattr(_framing, "loading", None)
-    if loading is None:
-        raise ValueError("a cache blob outside a cache frame")
-    blob = Blob.__new__(Blob)
-    blob._data, blob._at, blob.size = None, (None, offset), size
-    loading.append(blob)
-    return blob
+class _FrameUnpickler(pickle.Unpickler):
+    """Reads a frame's records back, each blob placed by offset in the frame's region
+    (its file and absolute offset set once the region is checked, `_read_frame`)."""
+
+    def __init__(self, stream: Any) -> None:
+        super().__init__(stream)
+        self.blobs: list[Blob] = []
+
+    def persistent_load(self, pid: Any) -> Blob:
+        offset, size = pid
+        blob = Blob.__new__(Blob)
+        blob._data, blob._at, blob.size = None, (None, offset), size
+        self.blobs.append(blob)
+        return blob
 
 
 class _Counted:
@@ -457,11 +596,7 @@ def _write_frame(stream: BinaryIO, records: Any) -> tuple[_Region, int]:
     length, their bytes, its CRC-32. Returns the region and where its bytes start."""
     counted = _Counted(stream)
     region = _Region()
-    _framing.region = region
-    try:
-        pickle.dump(records, counted, protocol=pickle.HIGHEST_PROTOCOL)
-    finally:
-        _framing.region = None
+    _FramePickler(counted, region).dump(records)
     stream.write(counted.trailer())
     stream.write(region.size.to_bytes(_LENGTH, "big"))
     start = stream.tell()
@@ -485,14 +620,12 @@ def _read_frame(stream: BinaryIO, store: _Store | None = None) -> Any:
     if not stream.peek(1)[:1]:  # type: ignore[attr-defined]
         raise EOFError
     counted = _Counted(stream)
-    loading: list[Blob] = []
-    _framing.loading = loading
+    unpickler = _FrameUnpickler(counted)
     try:
-        records = pickle.load(counted)
+        records = unpickler.load()
     except Exception as error:  # damaged bytes can fail in any way while unpickling
         raise ValueError("a cache frame cut short or damaged") from error
-    finally:
-        _framing.loading = None
+    loading = unpickler.blobs
     if stream.read(_LENGTH + _DIGEST) != counted.trailer():
         raise ValueError("a cache frame cut short or damaged")
     size = int.from_bytes(stream.read(_LENGTH).ljust(_LENGTH, b"\xff"), "big")

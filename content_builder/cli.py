@@ -6,11 +6,8 @@ server); each subcommand is one handler in `HANDLERS`."""
 from __future__ import annotations
 
 import argparse
-import signal
 import sys
-import threading
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from agent_contract import paths
@@ -104,29 +101,8 @@ def format_report(rows: list[FileReport], every: bool = False) -> str:
     return "\n".join(lines)
 
 
-@contextmanager
-def _terminated_as_exit() -> Iterator[None]:
-    """SIGTERM (a CI job cancelled, `kill`) as SystemExit while a build runs, so that its
-    cleanup runs: Python's default ends the process with no `except` or `finally`, which
-    left a full-size staging folder beside the output (and its writing child orphaned).
-    Only the main thread may set a handler; elsewhere the default stays."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def exit_now(signum: int, frame: object) -> None:
-        raise SystemExit(128 + signum)
-
-    previous = signal.signal(signal.SIGTERM, exit_now)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
-
-
 def run_build(args: argparse.Namespace) -> int:
-    with _terminated_as_exit():
-        result, rows = build(args.site, args.out, args.base_url, args.frozen)
+    result, rows = build(args.site, args.out, args.base_url, args.frozen)
     print(format_report(rows, args.verbose))
     for change in result.lock_changes:
         print(f"lock: {change.id}: {change.reason}")

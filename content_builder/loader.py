@@ -24,7 +24,6 @@ from agent_contract import links, paths
 from agent_contract.models import ArchitectureDocument, OnSiteAgentStatus
 from content_builder.cache import EntryCache, entry_key
 from content_builder.errors import Problem, SiteDataError
-from content_builder.halves import in_halves
 from content_builder.source import (
     CONTENT_SHAPES,
     DocumentSource,
@@ -153,6 +152,8 @@ class Site:
     on_site_agent_file: str
     #: What earlier builds derived from unchanged entries; not part of the site's value.
     cache: EntryCache = field(default_factory=EntryCache.disabled, compare=False, repr=False)
+    #: This build's memo of the API path each URL names (validate.py), by URL.
+    api_paths: dict[str, str | None] = field(default_factory=dict, compare=False, repr=False)
 
     def display(self, name: str) -> str:
         return display_path(self.root / name)
@@ -195,7 +196,8 @@ def normalize_base_url(value: str) -> str:
     return value
 
 
-def load_site(root: Path, base_url: str | None = None) -> Site:
+def load_site(root: Path, base_url: str | None = None, last: EntryCache | None = None) -> Site:
+    """site_data/ validated; `last`: the build cache the previous build of a series used."""
     problems: list[Problem] = []
     site_display = display_path(root / SITE_FILE)
     if not root.is_dir():
@@ -213,7 +215,7 @@ def load_site(root: Path, base_url: str | None = None) -> Site:
     settings = b"\0".join(
         [_bytes_or_empty(root / SITE_FILE), effective_base.encode(), os.getcwd().encode()]
     )
-    cache = EntryCache.open(root, settings)
+    cache = EntryCache.open(root, settings, last)
 
     def prepare(path: Path, raw: dict[str, Any]) -> Prepared:
         """The tokens substituted in a file's data, and the problems of its links."""
@@ -298,7 +300,7 @@ class Prepared:
     problems: list[Problem]
 
 
-#: A file's YAML parsed ahead (content_builder.halves): its data, tokens substituted and
+#: A file's YAML parsed ahead: its data, tokens substituted and
 #: links checked (`Prepared`), or the problems that refused it.
 Parsed = Prepared | list[Problem] | None
 Reader = Callable[[Path, bytes | None, Parsed], dict[str, Any] | None]
@@ -332,11 +334,8 @@ def _cached_entries(
     hashed, and its key is the truth.
 
     Those files are read, hashed and, unless the cache knows their key, parsed, their
-    tokens substituted and their links checked (`prepare`) in two halves when there are
-    many (content_builder.halves): that is most of loading a new site (at 10,000
-    entries, 0.5 s of reading and hashing and 0.5 s of substituting and checking, besides
-    the parsing, came off the parent's serial work; what comes back is the size of what
-    was parsed). Bytes come back only for a file not parsed ahead."""
+    tokens substituted and their links checked (`prepare`). Bytes come back only for a
+    file not parsed."""
     names = _yaml_files(folder, problems, required)
     started = time.time_ns()
     # Every file is `folder / name` (_yaml_files): its display path is the folder's, once,
@@ -381,7 +380,7 @@ def _cached_entries(
             return key, None, error.problems
         return key, None, prepare(path, raw)
 
-    read = dict(zip((entry[0] for entry in unread), in_halves(unread, read_ahead), strict=True))
+    read = {entry[0]: read_ahead(entry) for entry in unread}
     for path, display, stat, _, _ in unread:
         key = read[path][0]
         if key and max(stat.st_mtime_ns, stat.st_ctime_ns) < started - RACY_NS:  # type: ignore[union-attr]

@@ -160,8 +160,8 @@ def read_lock(path: Path, display: str, raw: bytes | None = None) -> Lock:
         raise SiteDataError.single(display, None, f"cannot read the lock file ({error})") from error
     sides = _conflict_sides(text)
     if sides is None:
-        return _parse(text, display)
-    ours, theirs = (_parse(side, display, "the conflicted ") for side in sides)
+        return _parse_text(text, display, "")
+    ours, theirs = (_parse_text(side, display, "the conflicted ") for side in sides)
     merged = MergedLock(ours)
     for entry_id, entry in theirs.items():
         if entry_id not in merged or _newer(entry, merged[entry_id]):
@@ -216,7 +216,12 @@ class LockFile:
         return read_history(self.path, self.display, self._raw)
 
     def remember(
-        self, read: Lock, old_history: History, written: Lock | None, history: History
+        self,
+        read: Lock,
+        old_history: History,
+        written: Lock | None,
+        history: History,
+        written_body: bytes | None = None,  # lock_body(written, history), when made already
     ) -> None:
         """Put the parsed form of the lock read (if it had no merge conflict) and of the
         lock this build writes (`written`, None if none), by their bytes, for the next build:
@@ -239,7 +244,8 @@ class LockFile:
                 for entry_id, entry in written.items()
             ):
                 ordered = dict(sorted(written.items()))  # the order lock_body writes
-                digest = hashlib.sha256(lock_body(written, history)).hexdigest()
+                body = written_body or lock_body(written, history)
+                digest = hashlib.sha256(body).hexdigest()
                 known[digest] = _encode(ordered, history)
         if known != self.recalled:
             self.cache.put_latest(PARSED_LOCKS, known)
@@ -318,20 +324,6 @@ def _conflict_sides(text: str) -> tuple[str, str] | None:
             if state in ("both", "theirs"):
                 theirs.append(line)
     return "".join(ours), "".join(theirs)
-
-
-#: The last lock text parsed and its entries: `serve --watch` rebuilds with the same lock
-#: after every edit (it never writes the lock), 20,000 entries checked again each time.
-_last_parsed: tuple[tuple[str, str, str], Lock] | None = None
-
-
-def _parse(text: str, display: str, which: str = "") -> Lock:
-    global _last_parsed
-    if _last_parsed is not None and _last_parsed[0] == (text, display, which):
-        return dict(_last_parsed[1])  # a copy: the caller may change its own
-    lock = _parse_text(text, display, which)
-    _last_parsed = ((text, display, which), dict(lock))
-    return lock
 
 
 def _parse_text(text: str, display: str, which: str) -> Lock:
@@ -423,24 +415,7 @@ def _entry_valid(entry: LockEntry) -> bool:
     return True
 
 
-#: The last body lock_body made and what it was made of: `plan` makes the body of the
-#: lock it will write (LockFile.remember), `build` writes it (0.1 s at 20,000 entries).
-#: Compared by items, not by identity: a dict can change after its body was made.
-_last_body: tuple[tuple[tuple[str, LockEntry], ...], History | None, bytes] | None = None
-
-
 def lock_body(lock: Lock, history: History | None = None) -> bytes:
-    global _last_body
-    items = tuple(lock.items())
-    last = _last_body  # once: a build in another thread may replace it meanwhile
-    if last is not None and last[0] == items and last[1] == history:
-        return last[2]
-    body = _lock_body(lock, history)
-    _last_body = (items, history, body)
-    return body
-
-
-def _lock_body(lock: Lock, history: History | None) -> bytes:
     history = history or History()
     data = {
         "format": LOCK_FORMAT,

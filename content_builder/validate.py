@@ -9,8 +9,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Container, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from itertools import repeat
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -32,7 +31,7 @@ ApiLink = tuple[str, str, str]
 
 def _api_links(site: Site, data: Any) -> list[ApiLink]:
     """Every URL in `data` that points into the API, with its location and path."""
-    api_path = _api_path_memo(site.base_url)
+    api_path = _api_path_memo(site)
     return [
         (location, url, path)
         for location, text in located_strings_containing(data, "://")
@@ -41,24 +40,13 @@ def _api_links(site: Site, data: Any) -> list[ApiLink]:
     ]
 
 
-#: The last base URL's memo of `links.api_path`: one dict look-up per link, where the
-#: build checks ~1 M links (N = 10,000) into ~40,000 distinct URLs.
-_memo: tuple[str, dict[str, str | None]] = ("", {})
-_MEMO_LIMIT = 1 << 18  # distinct URLs; a long `serve --watch` starts over past it
-
-
 _UNSEEN: Any = object()
 
 
-def _known_api_paths(base_url: str) -> dict[str, str | None]:
-    global _memo
-    if _memo[0] != base_url or len(_memo[1]) > _MEMO_LIMIT:
-        _memo = (base_url, {})
-    return _memo[1]
-
-
-def _api_path_memo(base_url: str) -> Callable[[str], str | None]:
-    known = _known_api_paths(base_url)
+def _api_path_memo(site: Site) -> Callable[[str], str | None]:
+    # The build's memo of `links.api_path` (Site.api_paths): one dict look-up per link,
+    # where the build checks ~1 M links (N = 10,000) into ~40,000 distinct URLs.
+    known, base_url = site.api_paths, site.base_url
 
     def api_path(url: str) -> str | None:
         path = known.get(url, _UNSEEN)
@@ -78,7 +66,7 @@ def check_authored_links(
     site: Site,
     catalog: Catalog,
     published: frozenset[str],
-    settled: Sequence[bool] | None = None,  # per entry: its links are proven (proven.py)
+    settled: Sequence[bool] | None = None,  # per entry: its links are proven (cache.py)
 ) -> None:
     problems: list[Problem] = []
     entries = zip([*site.documents, *site.faqs], catalog.entries, strict=True)
@@ -108,7 +96,7 @@ def check_authored_links(
 def body_links(site: Site, body: bytes) -> list[tuple[str, str]]:
     """(URL, path) of every link into the API in a published file."""
     urls = links.urls(body.decode("utf-8"))
-    known = _known_api_paths(site.base_url)
+    known = site.api_paths
     # Hundreds of thousands of links into a few thousand distinct URLs: looked up in bulk.
     api_paths = list(map(known.get, urls, repeat(_UNSEEN)))
     if _UNSEEN in api_paths:
@@ -118,73 +106,17 @@ def body_links(site: Site, body: bytes) -> list[tuple[str, str]]:
     return [(url, path) for url, path in zip(urls, api_paths, strict=True) if path is not None]
 
 
-@dataclass
-class ReadAhead:
-    """What `check_artifacts` reads of some files, read before it runs (while a child
-    renders the search index, build.py): by path, the body read and what was read of
-    it, used only for an artifact with that very body."""
-
-    links: dict[str, tuple[bytes, list[tuple[str, str]]]] = field(default_factory=dict)
-    parsed: dict[str, tuple[bytes, Any]] = field(default_factory=dict)
-    # The coverage problems for these published paths and OpenAPI and discovery bodies.
-    coverage: tuple[frozenset[str], bytes, bytes, list[Problem]] | None = None
-
-
-def read_ahead(
-    site: Site,
-    artifacts: Iterable[Artifact],
-    known: Container[str],
-    published: frozenset[str] | None = None,
-) -> ReadAhead:
-    """The links of each file whose path is not in `known` (the files `check_artifacts`
-    would scan) and the JSON of the files it parses; with the paths the build will
-    publish, the problems of the OpenAPI description's and the discovery document's
-    coverage of them. A file that cannot be read so is left to `check_artifacts`, which
-    reads it again and reports it in its order."""
-    ahead = ReadAhead()
-    parsed = {paths.MCP_MANIFEST, paths.CONTENT_INDEX, paths.OPENAPI}
-    parsed.add(paths.discovery(site.config.brand))
-    for artifact in artifacts:
-        try:
-            if artifact.path in parsed:
-                ahead.parsed[artifact.path] = (artifact.body, json.loads(artifact.body))
-            if artifact.path not in known:
-                ahead.links[artifact.path] = (artifact.body, body_links(site, artifact.body))
-        except Exception:  # read again, and reported in its order, by check_artifacts
-            continue
-    openapi = ahead.parsed.get(paths.OPENAPI)
-    discovery = ahead.parsed.get(paths.discovery(site.config.brand))
-    if published is not None and openapi is not None and discovery is not None:
-        try:
-            found = _openapi_coverage(openapi[1]["paths"], published)
-            found += _discovery_coverage(site, discovery[1], published)
-        except Exception:  # found again, and reported in its order, by check_artifacts
-            return ahead
-        ahead.coverage = (published, openapi[0], discovery[0], found)
-    return ahead
-
-
-def _read(
-    ahead: Mapping[str, tuple[bytes, Any]], artifact: Artifact, read: Callable[[bytes], Any]
-) -> Any:
-    found = ahead.get(artifact.path)
-    return found[1] if found is not None and found[0] is artifact.body else read(artifact.body)
-
-
 def check_artifacts(
     site: Site,
     artifacts: list[Artifact],
     known_links: Mapping[str, list[tuple[str, str]]] | None = None,
     coverage_proven: bool = False,
-    ahead: ReadAhead | None = None,
 ) -> None:
     """`known_links`: the links still to check of files whose links were found when they
     were rendered (an entry's own files, kept by the build cache with them) or proven by
-    the last build that passed (content_builder/proven.py), by path; `coverage_proven`:
-    that build published the same paths with the same discovery and OpenAPI bytes;
-    `ahead`: what was read of some files already (`read_ahead`)."""
+    the last build that passed (cache.py `Proven`), by path; `coverage_proven`:
+    that build published the same paths with the same discovery and OpenAPI bytes."""
     known_links = known_links or {}
-    ahead = ahead or ReadAhead()
     problems: list[Problem] = []
     by_path: dict[str, Artifact] = {}
     for artifact in artifacts:
@@ -197,7 +129,7 @@ def check_artifacts(
     for artifact in artifacts:
         found = known_links.get(artifact.path)
         if found is None:
-            found = _read(ahead.links, artifact, lambda body: body_links(site, body))
+            found = body_links(site, artifact.body)
         answers = [resolved.get(path) for _, path in found]
         if all(answers):
             continue
@@ -215,7 +147,7 @@ def check_artifacts(
             ]
 
     def load(path: str) -> Any:
-        return _read(ahead.parsed, by_path[path], json.loads)
+        return json.loads(by_path[path].body)
 
     document_ids = [d.id for d in site.documents]
     faq_ids = [f.id for f in site.faqs]
@@ -243,16 +175,8 @@ def check_artifacts(
             problems.append(Problem(path, None, f"covers {ids}, expected {expected_ids}"))
 
     if not coverage_proven:
-        openapi, discovery = by_path[paths.OPENAPI], by_path[paths.discovery(site.config.brand)]
-        if ahead.coverage is not None and ahead.coverage[:3] == (
-            published,
-            openapi.body,
-            discovery.body,
-        ):
-            problems += ahead.coverage[3]
-        else:
-            problems += _openapi_coverage(load(openapi.path)["paths"], published)
-            problems += _discovery_coverage(site, load(discovery.path), published)
+        problems += _openapi_coverage(load(paths.OPENAPI)["paths"], published)
+        problems += _discovery_coverage(site, load(paths.discovery(site.config.brand)), published)
     if problems:
         raise SiteDataError(problems)
 

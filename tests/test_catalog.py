@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from agent_contract.models import FAQEntry
-from content_builder.build import known_links, render_catalog
+from content_builder.build import known_links, render
 from content_builder.loader import LOCK_FILE, load_site
 from content_builder.lock import advance, read_history, read_lock, resolve
 from content_builder.render.catalog import JOINED, around, around_value
@@ -35,7 +35,7 @@ def test_links_known_from_the_pieces_are_the_links_in_the_published_files(
     lock, changes = resolve(read_lock(site.root / LOCK_FILE, display), tracked(site, data))
     history = advance(read_history(site.root / LOCK_FILE, display), changes)
     catalog = build_catalog(site, lock, history, data)
-    artifacts = {artifact.path: artifact for artifact in render_catalog(site, catalog)}
+    artifacts = {artifact.path: artifact for artifact in render(site, catalog)}
     known = known_links(site, catalog, list(artifacts.values()))
     assert len(known) == 2 * len(catalog.entries) + len(JOINED), "every leaf and aggregate"
     for path, links in known.items():

@@ -7,7 +7,6 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +29,7 @@ def test_a_failure_while_writing_leaves_the_previous_output(
     )
 
     written: list[str] = []
-    real_write = writer.write_new_file
+    real_write = writer._write_new_file
 
     def failing_write(path: str, data: bytes) -> None:
         if len(written) == 5:
@@ -38,7 +37,7 @@ def test_a_failure_while_writing_leaves_the_previous_output(
         written.append(path)
         real_write(path, data)
 
-    monkeypatch.setattr(writer, "write_new_file", failing_write)
+    monkeypatch.setattr(writer, "_write_new_file", failing_write)
     with pytest.raises(OSError, match="No space left"):
         run_cli("build", "--site", site_copy, "--out", out, "--base-url", TEST_BASE_URL)
     monkeypatch.undo()
@@ -92,20 +91,17 @@ def test_a_first_build_whose_swap_fails_leaves_no_staging_folder(
 def test_a_staging_folder_a_killed_build_left_is_removed_by_the_next(
     site_copy: Path, tmp_path: Path
 ) -> None:
-    """SIGKILL leaves a build no cleanup: the next build into the same output removes the
-    staging folders whose process is gone, never one whose process is alive."""
-    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
-                          capture_output=True, text=True, check=True).stdout.strip()  # fmt: skip
-    abandoned = tmp_path / f".dist.new-{dead}-abc123"
-    running = tmp_path / f".dist.new-{os.getpid()}-def456"
-    older = tmp_path / ".dist.new-ghi789"  # no pid in its name: not known to be dead
-    other = tmp_path / f".other.new-{dead}-jkl000"  # another output's
-    for folder in (abandoned, running, older, other):
+    """SIGKILL (or SIGTERM: no handler) leaves a build no cleanup: the next build into the
+    same output removes its staging folders (under the writer's lock, every one found is
+    abandoned), never another output's."""
+    abandoned = tmp_path / ".dist.staging-abc123"
+    other = tmp_path / ".other.staging-jkl000"  # another output's
+    for folder in (abandoned, other):
         (folder / "api").mkdir(parents=True)
         (folder / "api" / "file.json").write_text("{}")
     assert run_cli("build", "--site", site_copy, "--out", tmp_path / "dist").code == 0
     assert not abandoned.exists()
-    assert running.exists() and older.exists() and other.exists()
+    assert other.exists()
 
 
 def test_refuses_to_replace_a_folder_it_did_not_write(site_copy: Path, tmp_path: Path) -> None:
@@ -214,7 +210,7 @@ def test_manifest_body_is_what_json_dumps_writes(base_url: str) -> None:
     assert manifest_body(manifest) == (json.dumps(manifest, indent=2) + "\n").encode()
 
 
-# --- The spare: the output before the last, updated in place and exchanged ------------
+# --- A sequence of builds into one output ----------------------------------------------
 
 
 def _edit(site: Path, n: int) -> None:
@@ -247,44 +243,6 @@ def _replace_by_hand(target: Path) -> None:
     os.utime(target, ns=(stat.st_atime_ns, stat.st_mtime_ns))
 
 
-def test_the_spare_is_updated_in_place_and_swapped_in(
-    site_copy: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    out = tmp_path / "dist"
-    spare = writer.spare_folder(out)
-    assert spare == tmp_path / ".dist.spare" / "dist"
-    _build(site_copy, out)  # first build: nothing to keep
-    assert not spare.exists()
-    _edit(site_copy, 1)
-    _build(site_copy, out)  # the output it replaced is kept as the spare
-    assert (spare / writer.SPARE_RECORD).is_file()
-    _edit(site_copy, 2)
-    links: list[object] = []
-    writes: list[Path] = []
-    real_link, real_write_bytes = os.link, Path.write_bytes
-
-    def counting_link(*args: object, **kwargs: object) -> None:
-        links.append(args)
-        real_link(*args, **kwargs)  # type: ignore[arg-type]
-
-    def counting_write(self: Path, data: bytes) -> int:
-        writes.append(self)
-        return real_write_bytes(self, data)
-
-    monkeypatch.setattr(os, "link", counting_link)
-    monkeypatch.setattr(Path, "write_bytes", counting_write)
-    result = run_cli("build", "--site", site_copy, "--out", out)
-    monkeypatch.undo()
-    assert result.code == 0, result.err
-    assert links == [], "the spare is updated, not a new folder linked"
-    files = sum(1 for path in out.rglob("*") if path.is_file())
-    assert 1 < len(writes) < files / 2, "only what differs from the spare is written"
-    assert all(spare in path.parents for path in writes if path.name != writer.SPARE_RECORD)
-    assert tree_digest(out) == _clean_build(site_copy, tmp_path / "clean")
-    assert not (out / writer.SPARE_RECORD).exists()
-    assert (spare / writer.SPARE_RECORD).is_file()
-
-
 def test_every_build_of_a_sequence_equals_a_clean_build(site_copy: Path, tmp_path: Path) -> None:
     """Edits, an edit undone, a build with no change, a file added and one removed by
     hand in the output: after each build the output is what a clean build writes."""
@@ -309,66 +267,12 @@ def test_every_build_of_a_sequence_equals_a_clean_build(site_copy: Path, tmp_pat
         assert tree_digest(out) == expected, f"step {number}"
 
 
-@pytest.mark.parametrize("failure", ["listing the spare", "first write", "second write"])
-def test_a_failure_while_updating_the_spare_leaves_the_output_and_the_next_build_right(
-    site_copy: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, failure: str
-) -> None:
-    out = tmp_path / "dist"
-    _build(site_copy, out)
-    _edit(site_copy, 1)
-    _build(site_copy, out)
-    spare = writer.spare_folder(out)
-    assert (spare / writer.SPARE_RECORD).is_file()
-    before = tree_digest(out)
-    _edit(site_copy, 2)
-    written: list[Path] = []
-    real_write_bytes, real_scandir = Path.write_bytes, os.scandir
-
-    def failing_write_bytes(self: Path, data: bytes) -> int:
-        if len(written) == ["first write", "second write"].index(failure):
-            raise OSError(28, "No space left on device")
-        written.append(self)
-        return real_write_bytes(self, data)
-
-    def failing_scandir(path: Any = ".") -> Any:
-        if isinstance(path, int):  # the writer lists the spare by descriptor
-            raise OSError(28, "No space left on device")
-        return real_scandir(path)
-
-    if failure == "listing the spare":
-        monkeypatch.setattr(os, "scandir", failing_scandir)
-    else:
-        monkeypatch.setattr(Path, "write_bytes", failing_write_bytes)
-    with pytest.raises(OSError, match="No space left"):
-        run_cli("build", "--site", site_copy, "--out", out)
-    monkeypatch.undo()
-    assert all(spare in path.parents for path in written), "it failed in the spare"
-    assert tree_digest(out) == before
-    assert not (spare / writer.SPARE_RECORD).exists(), "a half-updated spare is not trusted"
-    _build(site_copy, out)
-    assert tree_digest(out) == _clean_build(site_copy, tmp_path / "clean")
-    assert (spare / writer.SPARE_RECORD).is_file(), "a new spare was made"
-
-
-def test_a_file_of_the_spare_changed_by_hand_is_not_trusted(
-    site_copy: Path, tmp_path: Path
-) -> None:
-    out = tmp_path / "dist"
-    _build(site_copy, out)
-    _edit(site_copy, 1)
-    _build(site_copy, out)
-    _replace_by_hand(writer.spare_folder(out) / "api/v1/faq/q02-endpoints.json")
-    _build(site_copy, out)  # the spare goes live
-    assert tree_digest(out) == _clean_build(site_copy, tmp_path / "clean")
-
-
 @pytest.mark.parametrize("how", ["replaced", "in place"])
-def test_a_live_file_changed_by_hand_is_not_trusted_once_it_is_the_spare(
+def test_a_live_file_changed_by_hand_is_not_trusted(
     site_copy: Path, tmp_path: Path, how: str
 ) -> None:
-    """The output a build replaces becomes the spare; its manifest's time still vouches
-    only for what it held then (a file changed in place also changes the spare's copy,
-    which shares its inode through a hard link)."""
+    """The manifest's time vouches only for what the output held when it was written (a
+    file changed in place, mtime put back, moved its ctime)."""
     out = tmp_path / "dist"
     _build(site_copy, out)
     _edit(site_copy, 1)
@@ -380,73 +284,9 @@ def test_a_live_file_changed_by_hand_is_not_trusted_once_it_is_the_spare(
         stat, body = target.stat(), target.read_bytes()
         target.write_bytes(body.replace(b"a", b"b", 1))
         os.utime(target, ns=(stat.st_atime_ns, stat.st_mtime_ns))
-    _build(site_copy, out)  # the spare goes live, the changed output becomes the spare
-    _build(site_copy, out)  # and goes live again
-    assert tree_digest(out) == _clean_build(site_copy, tmp_path / "clean")
-
-
-def test_unchanged_files_of_the_spare_are_not_read(
-    site_copy: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    out = tmp_path / "dist"
-    for number in range(3):  # the third build is the first from the spare
-        _edit(site_copy, number)
-        _build(site_copy, out)
-    _edit(site_copy, 3)
-    # The record's time one second later (a coarse clock may give a file the very tick
-    # of the manifest, and equal times are read, not trusted).
-    record_file = writer.spare_folder(out) / writer.SPARE_RECORD
-    record = json.loads(record_file.read_text())
-    record["stamp"] += 10**9
-    record_file.write_text(json.dumps(record))
-    read: list[Path] = []
-    real_read_bytes = Path.read_bytes
-
-    def counting(self: Path) -> bytes:
-        if tmp_path in self.parents and "site_data" not in self.parts:
-            read.append(self)
-        return real_read_bytes(self)
-
-    monkeypatch.setattr(Path, "read_bytes", counting)
     _build(site_copy, out)
-    monkeypatch.undo()
-    assert [path.name for path in read] == [writer.SPARE_RECORD]
-    assert tree_digest(out) == _clean_build(site_copy, tmp_path / "clean")
-
-
-def test_a_spare_whose_record_does_not_match_the_output_is_not_used(
-    site_copy: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Another version of the tool (or a hand) rewrote the output since: the record
-    describes the spare against a manifest that is gone."""
-    out = tmp_path / "dist"
     _build(site_copy, out)
-    _edit(site_copy, 1)
-    _build(site_copy, out)
-    os.utime(out / writer.MANIFEST_NAME)
-    links: list[object] = []
-    real_link = os.link
-    monkeypatch.setattr(os, "link", lambda *a, **k: (links.append(a), real_link(*a, **k)))
-    _build(site_copy, out)
-    monkeypatch.undo()
-    assert links, "the output was made from links to the live one, not from the spare"
     assert tree_digest(out) == _clean_build(site_copy, tmp_path / "clean")
-
-
-def test_a_folder_in_the_spares_place_that_is_not_ours_is_left_alone(
-    site_copy: Path, tmp_path: Path
-) -> None:
-    out = tmp_path / "dist"
-    theirs = writer.spare_folder(out)
-    theirs.mkdir(parents=True)
-    (theirs / "notes.txt").write_text("keep me")
-    for number in range(3):
-        _edit(site_copy, number)
-        _build(site_copy, out)
-    assert tree_digest(out) == _clean_build(site_copy, tmp_path / "clean")
-    assert list(theirs.iterdir()) == [theirs / "notes.txt"]
-    assert sorted(p.name for p in tmp_path.iterdir()) == [".dist.spare", "clean", "dist",
-                                                          "site_data"]  # fmt: skip
 
 
 @pytest.mark.parametrize("exchange", ["missing", "refused by the filesystem"])
@@ -465,10 +305,8 @@ def test_without_an_atomic_exchange_three_renames_do(
     for number in range(4):
         _edit(site_copy, number)
         _build(site_copy, out)
-        assert (writer.spare_folder(out) / writer.SPARE_RECORD).exists() == (number > 0)
     assert tree_digest(out) == _clean_build(site_copy, tmp_path / "clean")
-    assert sorted(p.name for p in tmp_path.iterdir()) == [".dist.spare", "clean", "dist",
-                                                          "site_data"]  # fmt: skip
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["clean", "dist", "site_data"]
 
 
 @pytest.mark.skipif(writer._renameat2() is None, reason="renameat2 is Linux (glibc 2.28+) only")
@@ -490,50 +328,30 @@ def test_the_output_is_exchanged_in_one_step_where_the_os_can(
     assert tree_digest(out) == _clean_build(site_copy, tmp_path / "clean")
 
 
-@pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
-@pytest.mark.parametrize("ignore", ["this repository's", "only dist/"])
-def test_the_spare_does_not_show_in_git_status(
-    site_copy: Path, tmp_path: Path, ignore: str
-) -> None:
-    """A user whose .gitignore lists only `dist/` must not see the spare: it is a folder
-    named like the output, inside `.dist.spare`."""
-    repository = tmp_path / "repository"
-    repository.mkdir()
-    subprocess.run(["git", "init", "-q", str(repository)], check=True)
-    gitignore = (REPO / ".gitignore").read_text() if ignore == "this repository's" else "dist/\n"
-    (repository / ".gitignore").write_text(gitignore)
-    out = repository / "dist"
-    for number in range(2):
-        _edit(site_copy, number)
-        _build(site_copy, out)
-    assert (writer.spare_folder(out) / writer.MANIFEST_NAME).is_file()
-    status = subprocess.run(
-        ["git", "status", "--porcelain", "--untracked-files=all"],
-        cwd=repository, capture_output=True, text=True, check=True,
-    ).stdout  # fmt: skip
-    assert status.splitlines() == ["?? .gitignore"]
-
-
 @pytest.mark.skipif(shutil.which("make") is None, reason="needs make")
-def test_make_clean_removes_the_spare(site_copy: Path, tmp_path: Path) -> None:
+def test_make_clean_removes_the_output_and_the_build_cache(
+    site_copy: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     project = tmp_path / "project"
     project.mkdir()
     shutil.copy(REPO / "Makefile", project / "Makefile")
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("AGENT_ACCESS_CACHE_DIR", str(cache))
     out = project / "dist"
-    for number in range(2):
-        _edit(site_copy, number)
-        _build(site_copy, out)
-    assert writer.spare_folder(out).is_dir()
+    _build(site_copy, out)
+    assert any(cache.glob("build-*.pickle")), "the build filled the cache"
     subprocess.run(["make", "-s", "clean"], cwd=project, check=True, capture_output=True)
     assert sorted(path.name for path in project.iterdir()) == ["Makefile"]
+    assert not cache.exists() or not any(cache.iterdir())
 
 
 @pytest.mark.skipif(writer.fcntl is None, reason="flock is POSIX only")
 def test_two_builds_into_one_output_take_turns(
     site_copy: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Two builds updating one spare at once would swap in a mixture: the second waits
-    until the first has swapped its output in and written the spare's record."""
+    """Two builds staging beside one output at once: the second waits until the first
+    has swapped its output in (it would otherwise remove the first's staging folder as
+    abandoned, or link from an output being replaced)."""
     import threading
 
     from content_builder.build import plan
@@ -548,20 +366,21 @@ def test_two_builds_into_one_output_take_turns(
     second = plan(site_copy)
     inside, release = threading.Event(), threading.Event()
     events: list[str] = []
-    real_update, real_read_manifest = writer._update, writer.read_manifest
+    real_stage, real_read_manifest = writer._stage, writer.read_manifest
 
-    def slow_update(*args: Any) -> None:
+    def slow_stage(*args: Any) -> Path:
         if not inside.is_set():
             inside.set()
             assert release.wait(10)
-        real_update(*args)
-        events.append(f"{threading.current_thread().name} updated")
+        staged = real_stage(*args)
+        events.append(f"{threading.current_thread().name} staged")
+        return staged
 
     def recording_read_manifest(folder: Path) -> Any:
         events.append(f"{threading.current_thread().name} read")
         return real_read_manifest(folder)
 
-    monkeypatch.setattr(writer, "_update", slow_update)
+    monkeypatch.setattr(writer, "_stage", slow_stage)
     monkeypatch.setattr(writer, "read_manifest", recording_read_manifest)
     base_url = first.site.base_url
     one = threading.Thread(name="one", target=writer.write_output,
@@ -580,6 +399,6 @@ def test_two_builds_into_one_output_take_turns(
         if two.is_alive() or two.ident is not None:
             two.join(10)
         monkeypatch.undo()
-    assert events == ["one read", "one updated", "two read", "two updated"]
+    assert events == ["one read", "one staged", "two read", "two staged"]
     writer.write_output(second.artifacts, tmp_path / "clean", base_url)
     assert tree_digest(out) == tree_digest(tmp_path / "clean")

@@ -134,7 +134,7 @@ def entry_file(path: str, body: bytes | Blob, sha256: str, source: str | None) -
 
 class _KeptArtifact(Artifact):
     """An Artifact whose body stays in the build cache until read (then kept, so that it
-    is the same object at each read, as early.py's hand-over compares with `is`); its
+    is the same object at each read); its
     size and sha256 are known without it, which is all a build asks of a file that did not
     change (the writer's manifest and comparisons, the budgets of small files)."""
 
@@ -192,13 +192,8 @@ class Catalog:
     faqs: tuple[EntryRender, ...]
     lock: Lock
     history: History = field(default_factory=History)  # the change feed's generation
-    rendered_now: int = 0  # how many entries this build rendered (the rest: the build cache)
-    # Per entry, whether every link found in it when this build rendered it (in its files,
-    # its pieces and what its author wrote) names a path of `resolved_in`, paths this
-    # build publishes whatever its entries say (render/entries.py `surely_published`);
-    # False for an entry taken from the cache. Empty: nothing known.
-    links_resolved: tuple[bool, ...] = ()
-    resolved_in: frozenset[str] = frozenset()
+    #: What renderers derive from the catalog once per build (llms.txt's parts), by name.
+    derived: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
     @property
     def entries(self) -> tuple[EntryRender, ...]:

@@ -19,7 +19,6 @@ from agent_contract.models import (
     PageContent,
     Section,
 )
-from content_builder.halves import in_halves
 from content_builder.loader import BASE_URL_TOKEN, LoadedDocument, LoadedFaq, Site
 from content_builder.lock import LockEntry, Tracked
 from content_builder.source import FeatureContentSource
@@ -107,28 +106,16 @@ class DocumentData:
 def tracked(site: Site, data: DocumentData | None = None) -> list[Tracked]:
     """Everything the lock records, documents first, in publication order.
 
-    The source hashes the build cache does not hold are made in two halves when there
-    are many (content_builder.halves; 1.1 s on one core for a new 20,000-entry site).
-    An entry whose hash fails is hashed again here, in order, so the first failure in
-    publication order raises, exactly as in a plain loop."""
+    The source hashes the build cache does not hold are made here, in order, so the
+    first failure in publication order raises."""
     data = data or DocumentData(site)
     entries: list[LoadedDocument | LoadedFaq] = [*site.documents, *site.faqs]
     hashes = [site.cache.get(e.cache_key, "source_hash") if e.cache_key else None for e in entries]
     missing = [index for index, found in enumerate(hashes) if found is None]
 
-    def attempt(index: int) -> tuple[str, str | None] | None:
-        try:
-            return _source_hash(site, data, entries[index])
-        except Exception:  # raised again below, in order, by this process
-            return None
-
-    # The child hashes the even items, whose data dies with it; the odd ones' data stays
-    # here, for the child that renders the odd items (render/entries.py) to inherit:
-    # each half of that pass then makes half of the data again.
-    hashed = in_halves(missing, attempt, child_takes_first=True)
-    for index, found in zip(missing, hashed, strict=True):
+    for index in missing:
         loaded = entries[index]
-        source, content = found or _source_hash(site, data, loaded)
+        source, content = _source_hash(site, data, loaded)
         hashes[index] = source
         if content is not None and isinstance(loaded, LoadedDocument):
             data.content_hash_known(loaded, content)

@@ -19,7 +19,7 @@ from content_builder.render.catalog import Catalog, entry_file
 from content_builder.render.discovery import discovery_document
 from content_builder.render.errors import not_found
 from content_builder.render.extensions import api_catalog, change_feed, robots_txt, sitemap_xml
-from content_builder.render.indexes import KeywordChoice, content_index, search_index
+from content_builder.render.indexes import content_index, search_index
 from content_builder.render.llms import llms_full_txt, llms_parts, llms_txt
 from content_builder.render.mcp import mcp_manifest
 from content_builder.render.openapi import openapi_document
@@ -30,8 +30,6 @@ class RenderContext:
     site: Site
     catalog: Catalog
     mcp_endpoint: str | None  # a live MCP server's URL, named by the discovery document
-    # The search index's keywords, when chosen elsewhere meanwhile (render/indexes.py).
-    keywords: Callable[[], KeywordChoice] | None = None
 
     @cached_property
     def mcp_manifest(self) -> bytes:
@@ -63,7 +61,7 @@ RENDERERS: dict[str, Renderer] = {
     ),
     "not_found": Renderer(lambda c: json_body(not_found(c.site))),
     "content_index": Renderer(lambda c: content_index(c.site, c.catalog)),
-    "search_index": Renderer(lambda c: search_index(c.site, c.catalog, c.keywords)),
+    "search_index": Renderer(lambda c: search_index(c.site, c.catalog)),
     "llms_full_txt": Renderer(lambda c: llms_full_txt(c.site, c.catalog)),
     "mcp_manifest": Renderer(lambda c: c.mcp_manifest),
     "mcp_well_known": Renderer(lambda c: c.mcp_manifest),

@@ -304,7 +304,7 @@ def fresh_keyword_choice(
     entries: list[_EntryTerms], identities: list[Identity], fixed_bytes: int
 ) -> KeywordChoice:
     """The keywords `_keyword_json` chooses (the same bytes, always), without a previous
-    choice to start from: what another process can choose given only plain data."""
+    choice to start from."""
     frequency = _frequency(entries)
     ranking = _Ranking(frequency, len(entries))
     title_costs = _title_costs(entries)
@@ -488,29 +488,20 @@ def search_tokenizer() -> search_terms.Tokenizer:
     return search_terms.Tokenizer(drop=_URL)
 
 
-def search_index(
-    site: Site, catalog: Catalog, chosen: Callable[[], KeywordChoice] | None = None
-) -> bytes:
+def search_index(site: Site, catalog: Catalog) -> bytes:
     """search-index.json: the entries' pieces around the keywords chosen for the whole
-    site (each entry's share of the index's byte budget depends on every other entry).
-
-    `chosen`, when given, returns the choice `fresh_keyword_choice` made of
-    `keyword_work`'s arguments elsewhere (a spare process: content_builder/halves.py):
-    the same keywords as here, chosen afresh rather than from the last build's choice."""
+    site (each entry's share of the index's byte budget depends on every other entry)."""
     entries = catalog.entries
     head, tail = around(SearchIndex(version=site.config.api_version, entries=[]), "entries")
     heads = list(map(attrgetter("search_head"), entries))
-    if chosen is not None:
-        previous, choice = None, chosen()
-    else:
-        previous = _previous_choice(site)
-        choice = _keyword_json(
-            list(map(attrgetter("terms"), entries)),
-            _identities(site, catalog),
-            _fixed_bytes(head, tail, heads),
-            previous,
-            lambda identity: _cached_terms(site, identity),
-        )
+    previous = _previous_choice(site)
+    choice = _keyword_json(
+        list(map(attrgetter("terms"), entries)),
+        _identities(site, catalog),
+        _fixed_bytes(head, tail, heads),
+        previous,
+        lambda identity: _cached_terms(site, identity),
+    )
     if choice is not previous and choice.identities:
         site.cache.put_latest(_CHOICE, choice)
     # before + keywords + after for each entry, joined with ",": in C.
@@ -526,14 +517,6 @@ def _fixed_bytes(head: bytes, tail: bytes, heads: list[tuple[bytes, bytes]]) -> 
         len(head) + len(tail) + separators + 1  # the trailing newline
         + sum(map(len, chain.from_iterable(heads))) + empty_list * len(heads)
     )  # fmt: skip
-
-
-def keyword_work(site: Site, catalog: Catalog) -> tuple[list[_EntryTerms], list[Identity], int]:
-    """The arguments of `fresh_keyword_choice` for this site: plain data, picklable."""
-    head, tail = around(SearchIndex(version=site.config.api_version, entries=[]), "entries")
-    heads = list(map(attrgetter("search_head"), catalog.entries))
-    terms = list(map(attrgetter("terms"), catalog.entries))
-    return terms, _identities(site, catalog) or [], _fixed_bytes(head, tail, heads)
 
 
 #: The build cache's name for the last build's KeywordChoice (`put_latest`).

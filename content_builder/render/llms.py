@@ -8,8 +8,6 @@ notes may not span lines, or the parser silently mangles them.
 
 from __future__ import annotations
 
-import weakref
-
 from agent_contract import paths
 from agent_contract.endpoints import Endpoint, llms_section
 from agent_contract.models import ContentDocument, FAQEntry, FeatureContent
@@ -92,27 +90,24 @@ def _chunks(site: Site, section: str, lines: list[str]) -> list[list[str]]:
     return chunks if lines else []
 
 
-#: The last catalog's parts: llms.txt, the parts themselves and OpenAPI's enum all need
-#: them (6 renders took 1.9 s of a 10,000-entry build). Weak references, so the cache
-#: never keeps a build's catalog or site alive.
-_last_parts: (
-    tuple[weakref.ref[Catalog], weakref.ref[Site], tuple[tuple[str, str, str], ...]] | None
-) = None
-
-
 def _parts(site: Site, catalog: Catalog) -> tuple[tuple[str, str, str], ...]:
-    """(part name, section, text) of every part, in order."""
-    global _last_parts
-    if _last_parts is not None and _last_parts[0]() is catalog and _last_parts[1]() is site:
-        return _last_parts[2]
+    """(part name, section, text) of every part, in order. Found once per catalog:
+    llms.txt, the parts themselves and OpenAPI's enum all need them (6 renders took 1.9 s
+    of a 10,000-entry build)."""
+    known = catalog.derived.get(_PARTS)
+    if known is not None:
+        return known  # type: ignore[no-any-return]
     found: list[tuple[str, str, str]] = []
     for section, lines in _entry_links(catalog).items():
         chunks = _chunks(site, section, lines)
         for number, chunk in enumerate(chunks, 1):
             text = _part_text(site, section, number, len(chunks), chunk)
             found.append((f"{section.lower()}-{number}", section, text))
-    _last_parts = (weakref.ref(catalog), weakref.ref(site), tuple(found))
-    return _last_parts[2]
+    catalog.derived[_PARTS] = parts = tuple(found)
+    return parts
+
+
+_PARTS = "llms_parts"
 
 
 def llms_parts(site: Site, catalog: Catalog) -> list[tuple[str, str]]:
