@@ -136,8 +136,7 @@ def worker_build(site: Path, out: Path) -> dict[str, Any]:
         "seconds": seconds,
         "phases": phases,
         "peak_rss_kb": peak_rss_kb(),
-        # The build renders half its entries in a forked child (content_builder.halves):
-        # its CPU and its peak (pages shared with this process counted in both) too.
+        # Children's CPU and peak counted too (a process pool, if the build ever uses one).
         "cpu_seconds": cpu,
         "child_peak_rss_kb": child_peak_rss_kb,
         # The judged peak: Pss of this process and its descendants, summed, sampled
@@ -215,11 +214,8 @@ def worker_floor(dist: Path, out: Path) -> dict[str, Any]:
 def _settle(*folders: Path) -> None:
     """Remove earlier outputs and flush dirty pages, so that one run's disk writes are not
     paid by the next one."""
-    from content_builder.writer import spare_folder
-
     for folder in folders:
         shutil.rmtree(folder, ignore_errors=True)
-        shutil.rmtree(spare_folder(folder).parent, ignore_errors=True)  # the writer's spare
     os.sync()
 
 

@@ -161,7 +161,7 @@ def known_links(
     site: Site,
     catalog: Catalog,
     artifacts: list[Artifact],
-    settled: list[bool],
+    settled: list[bool] | None = None,  # per entry: its links proven (none: all unproven)
     proven_files: frozenset[str] = frozenset(),
 ) -> dict[str, list[tuple[str, str]]]:
     """The links still to check, by published path: those of every entry's own files and
@@ -169,6 +169,7 @@ def known_links(
     the build cache with it), so a build does not scan 110 MB of aggregates for links at
     10,000 entries; none for a settled entry or a file whose sha256 is in `proven_files`.
     Files not named here are scanned."""
+    settled = settled or [False] * len(catalog.entries)
     unsettled = [entry for entry, done in zip(catalog.entries, settled, strict=True) if not done]
     found: dict[str, list[tuple[str, str]]] = (
         {artifact.path: [] for artifact in artifacts if artifact.sha256 in proven_files}

@@ -20,6 +20,7 @@ import os
 import shutil
 import sys
 import tempfile
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -150,8 +151,26 @@ def write_output(artifacts: list[Artifact], out_dir: Path, base_url: str) -> lis
             # Last: removing the retired output moved the ctime of every file it shared
             # an inode with; the manifest's time is the line the next build trusts
             # files behind.
-            os.utime(out_dir / MANIFEST_NAME)
+            _stamp_after_now(out_dir / MANIFEST_NAME)
         return report
+
+
+def _stamp_after_now(manifest: Path) -> None:
+    """Touch `manifest` until its mtime is later than a change made just before: file
+    times come from a coarse clock (one tick is 1-10 ms on Linux), so a touch in the tick
+    of the last ctime it must vouch against would equal it, and equal times are not
+    trusted (`_reuse`). One tick at most."""
+    probe = manifest.parent.with_name(f".{manifest.parent.name}.clock")  # beside the output
+    probe.write_bytes(b"")
+    try:
+        changed = probe.stat().st_ctime_ns
+    finally:
+        probe.unlink()
+    for _ in range(1000):
+        os.utime(manifest)
+        if manifest.stat().st_mtime_ns > changed:
+            return
+        time.sleep(0.001)
 
 
 def _swap_in(staging: Path, out_dir: Path) -> bool:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import io
-import os
 import shutil
 import threading
 from collections.abc import Callable, Iterator
@@ -109,23 +108,6 @@ def running_server(site_dir: Path = SPEC_SITE) -> Iterator[EdgeServer]:
         thread.join(timeout=5)
 
 
-def force_halves(monkeypatch: pytest.MonkeyPatch, *callers: object) -> None:
-    """The fork path of `content_builder.halves.in_halves` on a small site (two items are
-    enough), in each module in `callers` that calls it; skipped without os.fork or a
-    second CPU. Whatever threads other tests left behind in this process are ignored (the
-    work forked takes no lock another thread could hold)."""
-    import functools
-    import os
-
-    from content_builder import halves
-
-    if not hasattr(os, "fork") or (os.cpu_count() or 1) < 2:
-        pytest.skip("needs os.fork and two CPUs")
-    monkeypatch.setattr(halves.threading, "active_count", lambda: 1)
-    for module in callers:
-        monkeypatch.setattr(module, "in_halves", functools.partial(halves.in_halves, minimum=2))
-
-
 def build_errors(site: Path, out: Path) -> list[str]:
     """The problems, as printed, of a build of `site` that must fail."""
     from content_builder import build as pipeline
@@ -157,49 +139,3 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object | 
             return _SCHEDULED_TOGETHER if nodeid.startswith(_SCHEDULED_TOGETHER) else nodeid
 
     return _BenchmarksTogether(config, log)  # type: ignore[arg-type]
-
-
-def counted_forks(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """The pids of the children this process forks from now on."""
-    forks: list[int] = []
-    real_fork = os.fork
-
-    def counting_fork() -> int:
-        pid = real_fork()
-        if pid:
-            forks.append(pid)
-        return pid
-
-    monkeypatch.setattr(os, "fork", counting_fork)
-    return forks
-
-
-def plain_build(site: Path, out: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
-    """A build with nothing written early (content_builder/early.py: the writer writes
-    every file), as `tree_digest`: what any early path must publish too."""
-    from content_builder import build as pipeline
-    from content_builder import early
-
-    with monkeypatch.context() as plain:
-        plain.setattr(early.EarlyFiles, "begin", classmethod(lambda cls, out_dir: None))
-        pipeline.build(site, out, TEST_BASE_URL)
-    return tree_digest(out)
-
-
-def full_disk_when(monkeypatch: pytest.MonkeyPatch, fails: Callable[[int], bool]) -> list[str]:
-    """early.write_new_file failing as a full disk does (a byte written, then ENOSPC) on
-    the writes `fails` picks by their number in this process (from 1); every path it was
-    given, in order."""
-    from content_builder import early
-
-    real, calls = early.write_new_file, []
-
-    def write(path: str, body: bytes) -> None:
-        calls.append(path)
-        if fails(len(calls)):
-            Path(path).write_bytes(body[:1])
-            raise OSError(28, "No space left on device")
-        real(path, body)
-
-    monkeypatch.setattr(early, "write_new_file", write)
-    return calls

@@ -183,7 +183,6 @@ def test_a_cache_cut_short_while_appending_keeps_its_whole_frames(
     _build(site_copy, tmp_path / "out")  # appends the edited entry's records
     [file] = cache_dir.glob("build-*.pickle")
     file.write_bytes(file.read_bytes()[:-7])
-    build_cache._MEMO.clear()  # as a new process would: read the file
     _add(site_copy)
     assert _build(site_copy, tmp_path / "out") == _cold(site_copy, tmp_path, monkeypatch)
     _remove(site_copy)
@@ -202,7 +201,6 @@ def test_a_flipped_byte_inside_a_record_is_never_published(
     word = next(w for w in text.split() if len(w) >= 9 and w.isalpha() and w.encode() in data)
     damaged = word[:-1] + ("z" if word[-1] != "z" else "y")
     file.write_bytes(data.replace(word.encode(), damaged.encode()))
-    build_cache._MEMO.clear()  # as a new process would: read the file
     out = _build(site_copy, tmp_path / "out")
     assert out == _cold(site_copy, tmp_path, monkeypatch)
     assert damaged not in (tmp_path / "out" / "llms-full.txt").read_text(encoding="utf-8")
@@ -261,7 +259,6 @@ def test_a_file_unchanged_since_it_was_read_is_not_read_again(
 ) -> None:
     monkeypatch.setattr("content_builder.loader.RACY_NS", 0)  # files older than the build
     _build(site_copy, tmp_path / "out")
-    build_cache._MEMO.clear()  # as a new process would: read the file
     _edit(site_copy)
     with monkeypatch.context() as patch:
         opened = _reads_of_entries(site_copy, patch)
@@ -285,7 +282,6 @@ def test_an_edit_that_keeps_the_size_and_the_mtime_is_still_seen(
     path.write_text(text.replace("sitemap", "sitemaq"))
     os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
     assert (path.stat().st_size, path.stat().st_mtime_ns) == (before.st_size, before.st_mtime_ns)
-    build_cache._MEMO.clear()
     warm = _build(site_copy, tmp_path / "out")
     assert "sitemaq" in (tmp_path / "out" / "api/v1/faq/q01-difference.json").read_text()
     assert warm == _cold(site_copy, tmp_path, monkeypatch)
@@ -297,18 +293,17 @@ def test_a_file_changed_just_before_a_build_is_read_again_by_the_next(
     """Within RACY_NS of the build that read it, a file could change again in the same
     clock tick without its stat showing it: its stat is not remembered."""
     _build(site_copy, tmp_path / "out")  # every file of site_copy was just written
-    build_cache._MEMO.clear()
     with monkeypatch.context() as patch:
         opened = _reads_of_entries(site_copy, patch)
         _build(site_copy, tmp_path / "out")
     assert "faq/q01-difference.yaml" in opened
 
 
-def test_a_site_keeps_at_most_two_cache_files_and_one_memo(
+def test_a_site_keeps_at_most_two_cache_files(
     site_copy: Path, tmp_path: Path, cache_dir: Path
 ) -> None:
     """Every site.yaml edit or new --base-url starts a cache file (~380 MB at 10k entries):
-    the older ones of the same site folder are removed, and a long process holds one."""
+    the older ones of the same site folder are removed."""
     _build(site_copy, tmp_path / "out")
     [first] = cache_dir.glob("build-*.pickle")
     mine = first.name.split("-")[1]
@@ -331,5 +326,3 @@ def test_a_site_keeps_at_most_two_cache_files_and_one_memo(
     assert beside and beside <= {file.name for file in files}, "values go with their file"
     assert not orphan.exists()
     assert not (cache_dir / "build-0123456789abcdef01234567.pickle").exists()
-    site_memos = [name for name in build_cache._MEMO if name.parent == cache_dir]
-    assert len(site_memos) == 2  # one per site folder

@@ -22,7 +22,6 @@ from tests.conftest import run_cli, tree_digest
 def cache_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     folder = tmp_path / "cache"
     monkeypatch.setenv(build_cache.CACHE_ENV, str(folder))
-    build_cache._MEMO.clear()
     return folder
 
 
@@ -67,7 +66,6 @@ def test_blobs_come_back_from_the_file_and_survive_its_rewrite(
     cache.put("a", "body", build_cache.Blob(b"first body"))
     cache.put("b", "body", (build_cache.Blob(b"second"), b"inline"))
     cache.save()
-    build_cache._MEMO.clear()  # as a new process would: read the file
     seen = _reads(monkeypatch)
     again = _open(site)
     assert seen == [], "opening the cache reads no blob"
@@ -112,7 +110,6 @@ def test_a_damaged_blob_region_drops_its_frame(
         file.write_bytes(data[:at] + b"S" + data[at + 1 :])
     else:
         file.write_bytes(data[: at + 3])
-    build_cache._MEMO.clear()
     again = _open(site)
     assert again.get("b", "body") is None, "the damaged frame is dropped"
     assert again.get("a", "body").value() == b"kept whole"
@@ -132,7 +129,6 @@ def test_a_flipped_byte_inside_an_entry_file_is_never_published(
     assert data.count(body) == 1
     at = data.index(body) + body.index(b'"question"') + 3
     file.write_bytes(data[:at] + bytes([data[at] ^ 0x20]) + data[at + 1 :])
-    build_cache._MEMO.clear()
     shutil.rmtree(out)  # every file is written: the cached ones from their blobs
     assert _build(site_copy, out) == _cold(site_copy, tmp_path, monkeypatch)
 
@@ -142,8 +138,7 @@ def test_a_cached_build_reads_only_the_blobs_it_writes(
 ) -> None:
     out = tmp_path / "out"
     _build(site_copy, out)
-    _build(site_copy, out)  # the output it replaces is kept as the writer's spare
-    build_cache._MEMO.clear()
+    _build(site_copy, out)
     seen = _reads(monkeypatch)
     _build(site_copy, out)
     assert seen == [], "nothing changed: no entry's file is read from the cache"
@@ -151,15 +146,14 @@ def test_a_cached_build_reads_only_the_blobs_it_writes(
     path.write_text(path.read_text().replace("sitemap", "site map"))
     _build(site_copy, out)  # the edited entry is rendered: its files are not read
     assert seen == []
-    build_cache._MEMO.clear()
-    _build(site_copy, out)  # the spare lacks the edit: its two files come from the cache
-    assert len(seen) == 2
+    _build(site_copy, out)  # the edit is in the output: every file linked, none read
+    assert seen == []
     assert tree_digest(out) == _cold(site_copy, tmp_path, monkeypatch)
     # A new output folder: every file is written, those of cached entries from the cache.
     fresh = tmp_path / "fresh"
     _build(site_copy, fresh)
     assert len(seen) > 10
-    # The first build after it has no spare: the output is staged from hard links of
+    # The build after it: the output is staged from hard links of
     # the live one, its files trusted by their times and linked, none read.
     seen.clear()
     path.write_text(path.read_text().replace("site map", "sitemap"))

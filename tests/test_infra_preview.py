@@ -137,7 +137,7 @@ def test_a_second_program_run_reuses_the_build_cache(tmp_path: Path) -> None:
     (cache_file,) = cache.glob("build-*.pickle")  # beside it, its `.latest` values
 
     def cache_files() -> dict[str, tuple[bytes, int]]:
-        return {path.name: (path.read_bytes(), path.stat().st_mtime_ns) for path in cache.iterdir()}
+        return {path.name: (path.read_bytes(), path.stat().st_ino) for path in cache.iterdir()}
 
     stored = cache_files()
     second = program_run()

@@ -267,14 +267,12 @@ def test_a_departed_entry_whose_terms_the_cache_lost_means_a_full_choice(
 
 def test_put_latest_is_kept_only_by_a_save(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(build_cache.CACHE_ENV, str(tmp_path / "cache"))
-    build_cache._LATEST_MEMO.clear()
     cache = build_cache.EntryCache.open(tmp_path / "site", b"settings")
     assert cache.get_latest("choice") is None
     cache.put_latest("choice", [1, 2])
     # A build that fails never saves: the next one does not see what it put.
     assert build_cache.EntryCache.open(tmp_path / "site", b"settings").get_latest("choice") is None
     cache.save()
-    build_cache._LATEST_MEMO.clear()  # read back from the file, as a new process does
     reopened = build_cache.EntryCache.open(tmp_path / "site", b"settings")
     assert reopened.get_latest("choice") == [1, 2]
     assert build_cache.EntryCache.open(tmp_path / "site", b"other").get_latest("choice") is None
@@ -297,7 +295,6 @@ def test_a_damaged_latest_file_is_ignored(
         side.write_bytes(data[:middle] + bytes([data[middle] ^ 1]) + data[middle + 1 :])
     else:
         side.write_bytes(data[: data.index(b"\n", len(build_cache._MAGIC)) + 1] + pickle.dumps({}))
-    build_cache._LATEST_MEMO.clear()
     assert build_cache.EntryCache.open(tmp_path / "site", b"settings").get_latest("choice") is None
 
 

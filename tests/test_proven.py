@@ -1,4 +1,4 @@
-"""What the last passing build proved (content_builder/proven.py) spares the next build
+"""What the last passing build proved (content_builder/cache.py `Proven`) spares the next build
 only checks whose answer cannot have changed: a proof never hides a problem."""
 
 from __future__ import annotations
@@ -15,9 +15,9 @@ import pytest
 from agent_contract.artifacts import Artifact
 from content_builder import build as pipeline
 from content_builder import cache as build_cache
-from content_builder import proven
+from content_builder import cache as proven
 from content_builder.errors import SiteDataError
-from content_builder.render import endpoints, entries
+from content_builder.render import endpoints
 from content_builder.render.catalog import EntryLinks
 from tests.conftest import run_cli
 
@@ -90,10 +90,8 @@ def test_every_step_fails_or_passes_as_it_does_without_the_cache(
 
 
 def _spied(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
-    """The arguments each build passes to check_artifacts, with no entry's links found
-    resolved where it was rendered (tests/test_links_resolved.py): what these tests
-    follow is what the checks are left to prove, by what the last build proved."""
-    monkeypatch.setattr(entries, "_links_resolve", lambda *args: False)
+    """The arguments each build passes to check_artifacts: what these tests follow is
+    what the checks are left to prove, by what the last build proved."""
     seen: list[dict[str, Any]] = []
     real = pipeline.check_artifacts
 
@@ -186,12 +184,12 @@ def _discovery_leaves_a_path_out(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def _a_stray_file_published(monkeypatch: pytest.MonkeyPatch) -> None:
     """A path more (nothing taken away: links still hold), which nothing covers."""
-    real = pipeline.render_catalog
+    real = pipeline.render
 
-    def render_catalog(*args: Any, **kwargs: Any) -> list[Artifact]:
+    def render(*args: Any, **kwargs: Any) -> list[Artifact]:
         return [*real(*args, **kwargs), Artifact("/api/v1/stray.json", b"{}\n")]
 
-    monkeypatch.setattr(pipeline, "render_catalog", render_catalog)
+    monkeypatch.setattr(pipeline, "render", render)
 
 
 @pytest.mark.parametrize(
@@ -242,9 +240,9 @@ def test_a_damaged_or_foreign_note_proves_nothing(
     else:  # a note that would prove the same entries for other paths
         magic, header, frame = body.split(b"\n", 2)
         values = pickle.loads(frame[:-12])
-        found: proven.Proven = values[proven.NAME]
+        found: proven.Proven = values[proven._PROVEN]
         gone = frozenset(sorted(found.published)[1:])  # a path this build publishes
-        values[proven.NAME] = proven.Proven(
+        values[proven._PROVEN] = proven.Proven(
             found.published | {"/elsewhere.json"} - gone, found.entries, found.files, found.coverage
         )
         with note.open("wb") as stream:

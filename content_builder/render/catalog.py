@@ -192,6 +192,7 @@ class Catalog:
     faqs: tuple[EntryRender, ...]
     lock: Lock
     history: History = field(default_factory=History)  # the change feed's generation
+    rendered_now: int = 0  # how many entries this build rendered (the rest: the build cache)
     #: What renderers derive from the catalog once per build (llms.txt's parts), by name.
     derived: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 

@@ -73,6 +73,7 @@ def build_catalog(
         faqs,  # type: ignore[arg-type]
         lock,
         history or History(),
+        len(missing),
     )
 
 
