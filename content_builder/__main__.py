@@ -1,5 +1,8 @@
+"""`python -m content_builder ...`, as before: the front door (agent_access.cli) under its
+old name. The only module of the build that imports above it (tests/test_layout.py)."""
+
 import sys
 
-from content_builder.cli import main
+from agent_access.cli import main
 
 sys.exit(main())

@@ -60,21 +60,48 @@ LOCK_FILE = "content.lock.json"
 M = TypeVar("M", bound=BaseModel)
 
 
+#: How a loader parses one entry's file: (path, bytes, problems found) -> its models.
+Parse = Callable[[Path, bytes, list[Problem]], tuple[Any, ...] | None]
+
+
 class _Lazy:
     """The validated models of one entry, parsed now (a new or edited file) or on first use
     (an entry the build cache already knows: its file is read again and checked against
-    its key, so a build never pays for parsing what it only copies from the cache)."""
+    its key, so a build never pays for parsing what it only copies from the cache).
+    Plain fields, no closure per entry: 20,000 entries' closures and their cells were
+    80,000 more objects for the garbage collector to walk at every full collection."""
 
-    __slots__ = ("_models", "_reload")
+    __slots__ = ("_key", "_models", "_named", "_parse")
 
-    def __init__(self, models: tuple[Any, ...] | None, reload: Callable[[], tuple[Any, ...]]):
+    def __init__(
+        self, models: tuple[Any, ...] | None, named: Path | str, key: str, parse: Parse
+    ) -> None:
         self._models = models
-        self._reload = reload
+        self._named, self._key, self._parse = named, key, parse
 
     def models(self) -> tuple[Any, ...]:
         if self._models is None:
             self._models = self._reload()
         return self._models
+
+    def _reload(self) -> tuple[Any, ...]:
+        """Parse a cached entry's file again when its models are needed after all."""
+        path = Path(self._named)
+        problems: list[Problem] = []
+        try:
+            data = path.read_bytes()
+        except OSError as error:
+            raise SiteDataError.single(display_path(path), None, f"cannot read: {error}") from error
+        models = (
+            self._parse(path, data, problems)
+            if entry_key(display_path(path), data) == self._key
+            else None
+        )
+        if models is None or problems:
+            raise SiteDataError.single(
+                display_path(path), None, "changed while the build was running; run it again"
+            )
+        return models
 
     def release(self) -> None:
         """Drop the models once rendered (the build's peak memory); they reload on use."""
@@ -507,30 +534,6 @@ def _snippet(text: str, match: re.Match[str]) -> str:
     return text[match.start() : end]
 
 
-def _reloader(
-    named: Path | str,
-    key: str,
-    parse: Callable[[Path, bytes, list[Problem]], tuple[Any, ...] | None],
-) -> Callable[[], tuple[Any, ...]]:
-    """Parse a cached entry's file again when its models are needed after all."""
-
-    def reload() -> tuple[Any, ...]:
-        path = Path(named)
-        problems: list[Problem] = []
-        try:
-            data = path.read_bytes()
-        except OSError as error:
-            raise SiteDataError.single(display_path(path), None, f"cannot read: {error}") from error
-        models = parse(path, data, problems) if entry_key(display_path(path), data) == key else None
-        if models is None or problems:
-            raise SiteDataError.single(
-                display_path(path), None, "changed while the build was running; run it again"
-            )
-        return models
-
-    return reload
-
-
 def _load_documents(
     root: Path, read: Reader, problems: list[Problem], cache: EntryCache, prepare: Preparer
 ) -> list[LoadedDocument]:
@@ -554,7 +557,7 @@ def _load_documents(
     ):
         if isinstance(hit, tuple) and len(hit) == 3:  # (id, order, version) of a clean file
             entry_id, order, version = hit
-            lazy = _Lazy(None, _reloader(path, key, parse))
+            lazy = _Lazy(None, path, key, parse)
             loaded.append(LoadedDocument(entry_id, display, key, order, version, lazy))
             continue
         path = Path(path)
@@ -563,7 +566,7 @@ def _load_documents(
         if models is None:
             continue
         document = models[0]
-        lazy = _Lazy(models, _reloader(path, key, parse))
+        lazy = _Lazy(models, path, key, parse)
         loaded.append(
             LoadedDocument(document.id, display, key, document.order, document.version, lazy)
         )
@@ -588,7 +591,7 @@ def _load_faqs(
         root / FAQ_DIR, problems, cache, False, prepare
     ):
         if isinstance(hit, tuple) and len(hit) == 1:  # (id,) of a clean file
-            lazy = _Lazy(None, _reloader(path, key, parse))
+            lazy = _Lazy(None, path, key, parse)
             loaded.append(LoadedFaq(hit[0], display, key, lazy))
             continue
         path = Path(path)
@@ -596,9 +599,7 @@ def _load_faqs(
         models = parse(path, data, problems, parsed)
         if models is None:
             continue
-        loaded.append(
-            LoadedFaq(models[0].id, display, key, _Lazy(models, _reloader(path, key, parse)))
-        )
+        loaded.append(LoadedFaq(models[0].id, display, key, _Lazy(models, path, key, parse)))
         if key and len(problems) == before:
             cache.put(key, "loaded", (models[0].id,))
     return loaded

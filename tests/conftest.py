@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
+from agent_access.cli import main
 from agent_edge.serve import EdgeServer, load_edge
 from content_builder.cache import CACHE_ENV
-from content_builder.cli import main
 
 REPO = Path(__file__).resolve().parents[1]
 #: The site owner's content: only properties that hold for any site are tested on it.

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from content_builder import cli
+from agent_access import cli
 from tests.conftest import TEST_BASE_URL, run_cli
 
 #: The least each subcommand needs to parse.
@@ -64,7 +64,7 @@ def test_the_command_line_imports_no_other_party_before_a_subcommand_needs_it() 
     from tests.conftest import REPO
 
     probe = (
-        "import sys, content_builder.cli, content_builder.build; "
+        "import sys, agent_access.cli, content_builder.build; "
         "print(sorted(m for m in sys.modules if m.startswith(('agent_client', 'agent_edge'))))"
     )
     completed = subprocess.run(

@@ -19,7 +19,15 @@ import pytest
 
 from tests.conftest import REPO
 
-PROJECT = ("agent_contract", "content_builder", "agent_edge", "agent_client", "agent_mcp", "infra")
+PROJECT = (
+    "agent_access",
+    "agent_contract",
+    "content_builder",
+    "agent_edge",
+    "agent_client",
+    "agent_mcp",
+    "infra",
+)
 AWS = ("boto3", "botocore", "pulumi", "pulumi_aws")
 
 
@@ -100,7 +108,8 @@ class Rule:
 
 
 def _under(name: str, prefixes: Iterable[str]) -> bool:
-    return any(name == prefix or name.startswith(prefix + ".") for prefix in prefixes)
+    """Whether `name` is one of `prefixes` or under one ("" is every module)."""
+    return any(not prefix or name == prefix or name.startswith(prefix + ".") for prefix in prefixes)
 
 
 RULES = (
@@ -136,12 +145,19 @@ RULES = (
     ),
     Rule(
         "the build knows no other party's insides (only the client's ranking, for the "
-        "search evaluation; the command line fronts every party)",
+        "search evaluation)",
         "content_builder",
         ("agent_edge", "agent_client", "agent_mcp", "infra"),
+        exempt=("content_builder.__main__",),
         allowed=("agent_client.client",),
         transitive=False,
-        exempt=("content_builder.cli",),
+    ),
+    Rule(
+        "no party imports the front door above them all (but `python -m content_builder`, "
+        "its old name)",
+        "",
+        ("agent_access",),
+        exempt=("agent_access", "content_builder.__main__"),
     ),
     Rule(
         "the local edge knows the build only by its public plan() and its errors",

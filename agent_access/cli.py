@@ -1,7 +1,8 @@
-"""Command line: `python -m content_builder build|check|serve|verify|mcp|search-eval`.
+"""Command line: `agent-access build|check|serve|verify|mcp|search-eval` (also
+`python -m agent_access ...` and, as before, `python -m content_builder ...`).
 
-One entry point for every party (the build, the local edge, the agent side, the MCP
-server); each subcommand is one handler in `HANDLERS`."""
+One entry point above every party (the build, the local edge, the agent side, the MCP
+server), which import nothing of it; each subcommand is one handler in `HANDLERS`."""
 
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ DEFAULT_OUT = Path("dist")
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="python -m content_builder",
+        prog="agent-access",
         description="Render a website's content as a static agent-access API.",
     )
     commands = parser.add_subparsers(dest="command", required=True)

@@ -1,0 +1,5 @@
+import sys
+
+from agent_access.cli import main
+
+sys.exit(main())

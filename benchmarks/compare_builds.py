@@ -1,0 +1,215 @@
+"""Two builders side by side in one run: the previous main against this checkout (issue 22).
+
+    python -m benchmarks.compare_builds OLD_CHECKOUT [--sizes sample,100,1000,10000]
+                                        [--repeats 3] [--work DIR]
+
+For each site (the sample site_data, and generated sites of N documents and N FAQ
+entries, benchmarks/sitegen.py), each builder runs `python -m content_builder build` as
+a user does (start-up included), alternating old and new so that a busy moment of the
+machine falls on both: a cold build (empty output, empty build cache), then one edit
+(one FAQ sentence added) built again. Medians of `--repeats` rounds. Peak memory is the
+Pss of the build process and all its descendants, summed, sampled every 20 ms from
+outside (/proc/<pid>/smaps_rollup): what the machine holds for the build, forks
+included. Prints one JSON object; `--markdown` prints the table benchmarks/README.md keeps.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _children(pid: int) -> list[int]:
+    found = []
+    try:
+        for task in os.listdir(f"/proc/{pid}/task"):
+            with open(f"/proc/{pid}/task/{task}/children") as stream:
+                found += [int(child) for child in stream.read().split()]
+    except OSError:
+        pass
+    return found
+
+
+def _pss_kb(pid: int) -> int:
+    try:
+        with open(f"/proc/{pid}/smaps_rollup") as stream:
+            for line in stream:
+                if line.startswith("Pss:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
+def _tree_pss_kb(root: int) -> int:
+    total, pending = 0, [root]
+    while pending:
+        pid = pending.pop()
+        total += _pss_kb(pid)
+        pending += _children(pid)
+    return total
+
+
+def timed_build(checkout: Path, site: Path, out: Path, cache: Path) -> tuple[float, int]:
+    """Wall seconds and peak tree Pss (kB) of one `build`, run from `checkout`."""
+    env = {**os.environ, "AGENT_ACCESS_CACHE_DIR": str(cache), "PYTHONHASHSEED": "0"}
+    command = [sys.executable, "-m", "content_builder", "build", "--site", str(site)]
+    start = time.perf_counter()
+    process = subprocess.Popen(
+        [*command, "--out", str(out)],
+        cwd=checkout,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    peak = 0
+    done = threading.Event()
+
+    def sample() -> None:
+        nonlocal peak
+        while not done.is_set():
+            peak = max(peak, _tree_pss_kb(process.pid))
+            done.wait(0.02)
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    _, err = process.communicate()
+    seconds = time.perf_counter() - start
+    done.set()
+    sampler.join()
+    if process.returncode != 0:
+        raise RuntimeError(f"build failed in {checkout}:\n{err.decode()[-2000:]}")
+    return seconds, peak
+
+
+def _edit(site: Path, number: int) -> None:
+    faq = sorted((site / "faq").glob("*.yaml"))[number % 7]
+    text = faq.read_text()
+    marker = "answer: "
+    at = text.index(marker) + len(marker)
+    if text[at] in "|>":  # a block scalar: add a sentence on its first line
+        line_end = text.index("\n", at)
+        following = text.index("\n", line_end + 1)
+        indent = len(text[line_end + 1 : following]) - len(text[line_end + 1 : following].lstrip())
+        addition = " " * indent + f"Edited sentence number {number}.\n"
+        text = text[: line_end + 1] + addition + text[line_end + 1 :]
+    else:
+        text = text[:at] + f"Edited sentence number {number}. " + text[at:]
+    faq.write_text(text)
+
+
+def _site(kind: str, work: Path) -> Path:
+    folder = work / f"site-{kind}"
+    if folder.exists():
+        return folder
+    if kind == "sample":
+        shutil.copytree(REPO / "site_data", folder)
+    else:
+        subprocess.run(
+            [sys.executable, "-m", "benchmarks.sitegen", str(folder), "--n", kind],
+            cwd=REPO,
+            check=True,
+            stdout=subprocess.DEVNULL,
+        )
+    return folder
+
+
+def compare(old: Path, sizes: list[str], repeats: int, work: Path) -> dict[str, Any]:
+    builders = {"old": old.resolve(), "new": REPO}
+    results: dict[str, Any] = {}
+    for size in sizes:
+        master = _site(size, work)
+        runs: dict[str, dict[str, list[float]]] = {
+            name: {"cold": [], "edit": [], "peak_mb": []} for name in builders
+        }
+        for round_number in range(repeats):
+            order = list(builders) if round_number % 2 == 0 else list(reversed(builders))
+            for name in order:
+                site = work / f"run-{size}-{name}" / "site_data"
+                shutil.rmtree(site.parent, ignore_errors=True)
+                shutil.copytree(master, site)
+                out, cache = site.parent / "dist", site.parent / "cache"
+                # The lock written by a first build: an edit then dates one entry.
+                subprocess.run(
+                    [sys.executable, "-m", "content_builder", "build", "--site", str(site),
+                     "--out", str(site.parent / "first")],
+                    cwd=builders[name], env={**os.environ, "AGENT_ACCESS_CACHE_DIR": "off"},
+                    check=True, stdout=subprocess.DEVNULL,
+                )  # fmt: skip
+                shutil.rmtree(site.parent / "first")
+                os.sync()
+                seconds, peak = timed_build(builders[name], site, out, cache)
+                runs[name]["cold"].append(seconds)
+                runs[name]["peak_mb"].append(peak / 1024)
+                _edit(site, round_number)
+                seconds, _ = timed_build(builders[name], site, out, cache)
+                runs[name]["edit"].append(seconds)
+                shutil.rmtree(site.parent, ignore_errors=True)
+        results[size] = {
+            name: {
+                "cold_s": statistics.median(found["cold"]),
+                "edit_s": statistics.median(found["edit"]),
+                "peak_mb": max(found["peak_mb"]),
+                "runs": found,
+            }
+            for name, found in runs.items()
+        }
+    return {
+        "machine": f"{platform.machine()}, {os.cpu_count()} CPUs, "
+        f"Python {platform.python_version()}",
+        "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+        "old": str(old),
+        "repeats": repeats,
+        "sizes": results,
+    }
+
+
+def markdown(result: dict[str, Any]) -> str:
+    lines = [
+        f"Measured {result['date']} on {result['machine']}, medians of {result['repeats']} "
+        "alternated rounds (`python -m benchmarks.compare_builds`).",
+        "",
+        "| site | cold old -> new | edit old -> new "
+        "| peak memory old -> new (Pss, all processes) |",
+        "|---|---|---|---|",
+    ]
+    for size, found in result["sizes"].items():
+        old, new = found["old"], found["new"]
+        label = "sample (site_data)" if size == "sample" else f"N = {int(size):,}"
+        lines.append(
+            f"| {label} | {old['cold_s']:.2f} -> {new['cold_s']:.2f} s "
+            f"({new['cold_s'] / old['cold_s']:.2f}x) | {old['edit_s']:.2f} -> "
+            f"{new['edit_s']:.2f} s ({new['edit_s'] / old['edit_s']:.2f}x) | "
+            f"{old['peak_mb']:.0f} -> {new['peak_mb']:.0f} MB |"
+        )
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("old", type=Path, help="a checkout of the previous main")
+    parser.add_argument("--sizes", default="sample,100,1000,10000")
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--work", type=Path, default=Path("/tmp/compare-builds"))
+    parser.add_argument("--markdown", action="store_true")
+    args = parser.parse_args(argv)
+    args.work.mkdir(parents=True, exist_ok=True)
+    result = compare(args.old, args.sizes.split(","), args.repeats, args.work)
+    print(markdown(result) if args.markdown else json.dumps(result, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
