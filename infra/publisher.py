@@ -72,6 +72,10 @@ class PublishError(Exception):
     pass
 
 
+class BucketMissing(PublishError):
+    """The bucket itself is gone (a refresh then drops the resource from the state)."""
+
+
 def publish_summary(last: Mapping[str, Any] | None) -> dict[str, Any]:
     """The last publish in counts (its lists stay in the resource's state)."""
     last = last or {}
@@ -205,6 +209,10 @@ class Publisher:
     log: list[str] = field(default_factory=list)
     #: Keys per ListObjectsV2 page; None is S3's own maximum, 1,000 (tests page smaller).
     list_page_size: int | None = None
+    #: path -> ETag of each file as the last `publish` or `read_state` found it in the
+    #: bucket (PutObject's answer, or the listing's): kept in the resource's state, so a
+    #: refresh sees an edit that keeps an object's size.
+    etags: dict[str, str] = field(default_factory=dict)
 
     # --- S3 --------------------------------------------------------------------------
 
@@ -221,8 +229,9 @@ class Publisher:
             )
         return body
 
-    def upload(self, path: str, entry: Mapping[str, Any]) -> None:
-        self.clients.s3.put_object(
+    def upload(self, path: str, entry: Mapping[str, Any]) -> str:
+        """PUT the built file with its headers; its ETag, as S3 answers it."""
+        response = self.clients.s3.put_object(
             Bucket=self.bucket,
             Key=key_of(path),
             Body=self._read_body(path, entry),
@@ -230,10 +239,12 @@ class Publisher:
             CacheControl=entry["cache_control"],
             Metadata={SHA256_METADATA: entry["sha256"]},
         )
+        return str((response or {}).get("ETag") or "").strip('"')
 
-    def upload_tier(self, paths: tuple[str, ...], files: Files) -> None:
+    def upload_tier(self, paths: tuple[str, ...], files: Files) -> dict[str, str]:
+        """Upload one tier on UPLOAD_WORKERS threads; path -> ETag of each upload."""
         if not paths:
-            return
+            return {}
         with ThreadPoolExecutor(max_workers=min(UPLOAD_WORKERS, len(paths))) as pool:
             futures = {path: pool.submit(self.upload, path, files[path]) for path in paths}
         failures = {path: f.exception() for path, f in futures.items() if f.exception()}
@@ -243,6 +254,7 @@ class Publisher:
                 f"upload failed for {len(failures)} file(s), first {first_path}: {first_error}; "
                 "nothing that links to them was published and nothing was deleted"
             ) from first_error
+        return {path: future.result() for path, future in futures.items()}
 
     def delete(self, paths: Iterable[str]) -> None:
         keys = [key_of(path) for path in paths]
@@ -292,14 +304,23 @@ class Publisher:
     def publish(self, plan: PublishPlan, reference: str) -> dict[str, Any]:
         """Upload, delete and invalidate what `plan` says, and repair on the way every
         file of the manifest the bucket lost or altered since it was published."""
-        plan = plan.with_repairs(self.drifted(plan))
+        uploading = set(plan.upload_paths)
+        # A first publish uploads every file: nothing in the bucket to compare with.
+        stored = self.inventory() if any(p not in uploading for p in plan.files) else {}
+        plan = plan.with_repairs(self.drifted(plan, stored))
         if plan.repaired:
             # The reference must name the paths it invalidates: an engine retry of this
             # update, finding nothing left to repair, then asks for another batch
             # instead of colliding with this one (InvalidationBatchAlreadyExists).
             reference = f"{reference}-r{_digest(plan.repaired)}"
+        # What every file of the manifest holds once this publish is done: the listing's
+        # ETag for a file left alone (drifted() found it equal to the build's MD5), the
+        # PUT's answer for a file uploaded.
+        self.etags = {
+            path: stored[key_of(path)].etag for path in plan.files if key_of(path) in stored
+        }
         for tier_paths in plan.uploads:
-            self.upload_tier(tier_paths, plan.files)
+            self.etags.update(self.upload_tier(tier_paths, plan.files))
         if plan.deletions:
             self.delete(plan.deletions)
         paths = invalidation_paths(plan.changed_paths)
@@ -321,18 +342,26 @@ class Publisher:
         continuation token to the last. 40,000 files are 40 requests, where a HEAD per
         file would be 40,000.
         """
+        from botocore.exceptions import ClientError
+
         paginator = self.clients.s3.get_paginator("list_objects_v2")
         config = {"PageSize": self.list_page_size} if self.list_page_size else {}
         stored: dict[str, Stored] = {}
-        for page in paginator.paginate(Bucket=self.bucket, PaginationConfig=config):
-            for item in page.get("Contents") or []:
-                stored[item["Key"]] = Stored(int(item["Size"]), str(item["ETag"]).strip('"'))
+        try:
+            for page in paginator.paginate(Bucket=self.bucket, PaginationConfig=config):
+                for item in page.get("Contents") or []:
+                    etag = str(item["ETag"]).strip('"')
+                    stored[item["Key"]] = Stored(int(item["Size"]), etag)
+        except ClientError as error:
+            if error.response.get("Error", {}).get("Code") == "NoSuchBucket":
+                raise BucketMissing(f"bucket {self.bucket} does not exist") from error
+            raise
         return stored
 
-    def drifted(self, plan: PublishPlan) -> list[str]:
-        """The manifest's files this publish would not upload whose object is missing or
-        holds other bytes than the built file: another size, or an ETag that is not the
-        built file's MD5.
+    def drifted(self, plan: PublishPlan, stored: Mapping[str, Stored]) -> list[str]:
+        """The manifest's files this publish would not upload whose object is missing from
+        `stored` (the inventory) or holds other bytes than the built file: another size,
+        or an ETag that is not the built file's MD5.
 
         The ETag of an object written by a single PutObject to a bucket encrypted with
         SSE-S3 is the MD5 of its bytes (the bucket's encryption is pinned to SSE-S3 by
@@ -341,16 +370,15 @@ class Publisher:
         at worst a PUT too many.
         """
         uploading = set(plan.upload_paths)
-        rest = [path for path in plan.files if path not in uploading]
-        if not rest:
-            return []  # a first publish uploads everything: nothing to list
-        stored = self.inventory()
         return [
             path
-            for path in rest
-            if (item := stored.get(key_of(path))) is None
-            or item.size != plan.files[path]["size"]
-            or item.etag != self._md5(path)  # the file is read only when the size agrees
+            for path in plan.files
+            if path not in uploading
+            and (
+                (item := stored.get(key_of(path))) is None
+                or item.size != plan.files[path]["size"]
+                or item.etag != self._md5(path)  # the file is read only when the size agrees
+            )
         ]
 
     def _md5(self, path: str) -> str:
@@ -362,24 +390,14 @@ class Publisher:
         except OSError:
             return ""  # no built file to compare: the upload names the problem
 
-    def bucket_exists(self) -> bool:
-        from botocore.exceptions import ClientError
-
-        try:
-            self.clients.s3.head_bucket(Bucket=self.bucket)
-        except ClientError as error:
-            if error.response.get("Error", {}).get("Code") in ("404", "NoSuchBucket", "NotFound"):
-                return False
-            raise
-        return True
-
     def read_state(
         self, files: Files, etags: Mapping[str, str] | None = None
     ) -> dict[str, dict[str, Any]]:
-        """What the bucket holds for `files`, from one listing: a missing object is left
-        out; an object of another size, or whose ETag differs from the one recorded when
-        it was published (`etags`, when the state has them), is reported with sha256
-        UNKNOWN_SHA256, so the engine's diff shows it and the update uploads it again.
+        """What the bucket holds for `files`, from one listing (BucketMissing when the
+        bucket itself is gone). A missing object is left out; an object of another size,
+        or whose ETag differs from the one recorded when it was published (`etags`, when
+        the state has them), is reported with sha256 UNKNOWN_SHA256, so the engine's
+        diff shows it and the update uploads it again. `self.etags` becomes the listing's.
 
         A listing carries no headers: an object whose Content-Type or Cache-Control alone
         was edited in place is reported as published. `verify --expect-from dist`, after
@@ -388,10 +406,12 @@ class Publisher:
         stored = self.inventory()
         etags = etags or {}
         observed: dict[str, dict[str, Any]] = {}
+        self.etags = {}
         for path, entry in sorted(files.items()):
             item = stored.get(key_of(path))
             if item is None:
                 continue
+            self.etags[path] = item.etag
             recorded = etags.get(path)
             if item.size != entry["size"] or (recorded and recorded != item.etag):
                 observed[path] = {**entry, "sha256": UNKNOWN_SHA256, "size": item.size}

@@ -437,23 +437,60 @@ def test_up_refresh_on_an_unchanged_manifest_puts_a_deleted_object_back(world: W
     assert world.provider.diff(outs["__id"], {**again.outs}, world.props).changes is False
 
 
+def _overwrite_keeping_size_and_headers(world: World, props: dict[str, Any], key: str) -> None:
+    """Other bytes of the same size under the key, with our headers and sha256 metadata
+    copied on: only the ETag (the MD5 of the bytes) tells."""
+    body = (Path(props["source_dir"]) / key).read_bytes()
+    entry = decode_input(props["files"])["/" + key]
+    world.s3.put_object(
+        Bucket=world.bucket, Key=key, Body=body.replace(b"agent", b"AGENT", 1),
+        ContentType=entry["media_type"], CacheControl=entry["cache_control"],
+        Metadata={"sha256": entry["sha256"]},
+    )  # fmt: skip
+    assert len(world.body(key)) == len(body) and world.body(key) != body
+
+
+def test_up_refresh_puts_back_bytes_changed_in_place_at_the_same_size(world: World) -> None:
+    """The ETag each object had when published is in the resource's state: refresh
+    compares the listing's ETags with it, so an edit that keeps the size is seen too."""
+    outs = create(world)
+    key = "api/v1/faq/q01-difference.json"
+    _overwrite_keeping_size_and_headers(world, world.props, key)
+    world.recorder.reset()
+    read = world.provider.read(outs["__id"], outs)
+    assert world.recorder.requests == Counter({"ListObjectsV2": 1})
+    observed = decode_input(read.outs["files"])["/" + key]
+    assert observed["sha256"] == publisher.UNKNOWN_SHA256
+    refreshed = {**read.outs, "__id": outs["__id"]}
+    assert world.provider.diff(outs["__id"], refreshed, world.props).changes is True
+    world.recorder.reset()
+    updated = update(world, refreshed, world.props)
+    assert world.recorder.of("put") == [key]
+    _assert_published_as_built(world, world.props, key)
+    again = world.provider.read(outs["__id"], updated)
+    assert world.provider.diff(outs["__id"], again.outs, world.props).changes is False
+
+
+def test_state_without_recorded_etags_is_read_by_size(world: World) -> None:
+    """A stack published before issue 24 has no ETags in its state: refresh still finds
+    missing and resized objects; the next publish compares ETags with the build."""
+    outs = create(world)
+    legacy = {name: value for name, value in outs.items() if name != "etags"}
+    world.s3.delete_object(Bucket=world.bucket, Key=LINKED)
+    read = world.provider.read(outs["__id"], legacy)
+    assert "/" + LINKED not in decode_input(read.outs["files"])
+    assert len(decode_input(read.outs["files"])) == len(decode_input(outs["files"])) - 1
+
+
 def test_a_publish_repairs_what_went_missing_or_changed_behind_its_back(world: World) -> None:
     """No refresh: the engine hands update the state it believes. The publish still puts
     back a deleted object, one of another size, and one of the same size whose bytes
     differ (only its ETag tells), with one listing and no HEAD."""
     olds = create(world)
-    source = Path(world.props["source_dir"])
     resized, same_size = "api/v1/faq/q02-endpoints.json", "api/v1/faq/q01-difference.json"
     world.s3.delete_object(Bucket=world.bucket, Key=LINKED)
     world.s3.put_object(Bucket=world.bucket, Key=resized, Body=b"{}")
-    body = (source / same_size).read_bytes()
-    entry = decode_input(olds["files"])["/" + same_size]
-    world.s3.put_object(  # our headers and sha256 copied onto other bytes of the same size
-        Bucket=world.bucket, Key=same_size, Body=body.replace(b"agent", b"AGENT", 1),
-        ContentType=entry["media_type"], CacheControl=entry["cache_control"],
-        Metadata={"sha256": entry["sha256"]},
-    )  # fmt: skip
-    assert len(world.body(same_size)) == len(body) and world.body(same_size) != body
+    _overwrite_keeping_size_and_headers(world, world.props, same_size)
 
     edit_faq(world.site, "q03-protection", "Every deploy is logged in the stack history.")
     build(world.site, world.tmp / "lock-refresh", BASE_URL)
