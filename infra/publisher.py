@@ -397,7 +397,9 @@ class Publisher:
         bucket itself is gone). A missing object is left out; an object of another size,
         or whose ETag differs from the one recorded when it was published (`etags`, when
         the state has them), is reported with sha256 UNKNOWN_SHA256, so the engine's
-        diff shows it and the update uploads it again. `self.etags` becomes the listing's.
+        diff shows it and the update uploads it again. `self.etags` becomes the listing's
+        ETag of each file that had one recorded: an ETag nobody compared with the build
+        (a state from before issue 24) is not written down as the published one.
 
         A listing carries no headers: an object whose Content-Type or Cache-Control alone
         was edited in place is reported as published. `verify --expect-from dist`, after
@@ -411,8 +413,9 @@ class Publisher:
             item = stored.get(key_of(path))
             if item is None:
                 continue
-            self.etags[path] = item.etag
             recorded = etags.get(path)
+            if recorded:
+                self.etags[path] = item.etag
             if item.size != entry["size"] or (recorded and recorded != item.etag):
                 observed[path] = {**entry, "sha256": UNKNOWN_SHA256, "size": item.size}
             else:

@@ -27,7 +27,7 @@ from content_builder.build import build
 from content_builder.writer import manifest
 from infra import publisher
 from infra.config import SiteConfig
-from infra.site_content import decode_input, encode_input, input_entries
+from infra.site_content import decode_etags, decode_input, encode_input, input_entries
 from tests.conftest import SPEC_SITE as SITE_DATA  # pins the spec's files and brand
 from tests.pulumi_harness import (
     DISTRIBUTION_DOMAIN,
@@ -478,8 +478,12 @@ def test_state_without_recorded_etags_is_read_by_size(world: World) -> None:
     legacy = {name: value for name, value in outs.items() if name != "etags"}
     world.s3.delete_object(Bucket=world.bucket, Key=LINKED)
     read = world.provider.read(outs["__id"], legacy)
-    assert "/" + LINKED not in decode_input(read.outs["files"])
-    assert len(decode_input(read.outs["files"])) == len(decode_input(outs["files"])) - 1
+    files = decode_input(read.outs["files"])
+    assert "/" + LINKED not in files
+    assert len(files) == len(decode_input(outs["files"])) - 1
+    # An ETag nobody compared with the build is not written down as the published one.
+    assert decode_etags(read.outs["etags"], files) == {}
+    assert decode_etags(outs["etags"], decode_input(outs["files"]))  # a publish records them
 
 
 def test_a_publish_repairs_what_went_missing_or_changed_behind_its_back(world: World) -> None:
