@@ -21,6 +21,9 @@ CACHE_POLICY = "aws:cloudfront/cachePolicy:CachePolicy"
 FUNCTION = "aws:cloudfront/function:Function"
 HEADERS_POLICY = "aws:cloudfront/responseHeadersPolicy:ResponseHeadersPolicy"
 BUCKET_CORS = "aws:s3/bucketCorsConfiguration:BucketCorsConfiguration"
+BUCKET_ENCRYPTION = (
+    "aws:s3/bucketServerSideEncryptionConfiguration:BucketServerSideEncryptionConfiguration"
+)
 CERTIFICATE = "aws:acm/certificate:Certificate"
 AWS_PROVIDER = "pulumi:providers:aws"
 
@@ -491,6 +494,36 @@ def s3_cors_rules(resources: Sequence[Declared]) -> list[Violation]:
     return found
 
 
+# The publisher repairs drift by comparing each object's ETag, from one listing, with the
+# MD5 of the built file (infra/publisher.py, Publisher.drifted; issue 24). "Objects created
+# by the PUT Object, POST Object, or Copy operation, or through the AWS Management Console,
+# and are encrypted by SSE-S3 or plaintext, have ETags that are an MD5 digest of their
+# object data"; with SSE-C or SSE-KMS they do not:
+# https://docs.aws.amazon.com/AmazonS3/latest/API/API_Object.html (ETag). A KMS default
+# would not fail a deploy: every publish would upload every file again, silently. So the
+# bucket's default encryption stays SSE-S3 (AES256) unless the publisher changes with it.
+ETAG_IS_MD5_ALGORITHMS = frozenset({"AES256"})
+
+
+def bucket_encryption_keeps_etag_md5(resources: Sequence[Declared]) -> list[Violation]:
+    found = []
+    for config in _of(resources, BUCKET_ENCRYPTION):
+        for index, rule in enumerate(config.inputs.get("rules") or []):
+            default = rule.get("applyServerSideEncryptionByDefault") or {}
+            algorithm = default.get("sseAlgorithm")
+            if algorithm not in ETAG_IS_MD5_ALGORITHMS:
+                found.append(
+                    Violation(
+                        "etag-is-md5",
+                        config.name,
+                        f"rules[{index}].applyServerSideEncryptionByDefault.sseAlgorithm "
+                        f"{algorithm!r}: only SSE-S3 (AES256) keeps an object's ETag the MD5 "
+                        "of its bytes, which the publisher's drift check compares",
+                    )
+                )
+    return found
+
+
 # --- certificates, TLS, WAF --------------------------------------------------------------------
 
 # "To use an ACM certificate with CloudFront, make sure you request (or import) the
@@ -665,6 +698,7 @@ RULES: tuple[Rule, ...] = (
     distribution_shape,
     cloudfront_functions,
     s3_cors_rules,
+    bucket_encryption_keeps_etag_md5,
     acm_certificate_region,
     viewer_certificate_tls,
     web_acl_scope,

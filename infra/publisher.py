@@ -11,6 +11,14 @@ change; upload order follows the route table's publish tiers (documents and FAQ,
 then aggregates, then discovery, llms.txt and the MCP manifests); deletions happen
 only after every upload succeeded; the invalidation lists exactly the changed and
 deleted paths, collapsed to wildcards past a threshold.
+
+Drift is repaired on every publish (issue 24): one paginated ListObjectsV2 pass over
+the bucket finds the files of the manifest that are missing or hold other bytes (another
+size, or an ETag that is not the built file's MD5), and they are uploaded again with the
+changed ones, in the same tiers, and invalidated with them. `read_state` (the provider's
+refresh) reports the same listing, so `pulumi up --refresh` on an unchanged manifest
+sees a deleted file and publishes it again (docs/decisions.md, "Issue 24: drift
+repaired on every deploy").
 """
 
 from __future__ import annotations
@@ -29,6 +37,9 @@ from agent_contract.routes import PublishTier, rule_for
 
 #: Metadata key holding the file's sha256 on every object (x-amz-meta-sha256).
 SHA256_METADATA = "sha256"
+#: What `read_state` reports as the sha256 of an object that holds other bytes than the
+#: ones published: a listing tells that they differ (size, ETag), not what they are.
+UNKNOWN_SHA256 = "unknown"
 #: Past this many paths, an invalidation is collapsed to wildcards. CloudFront allows
 #: 3,000 file paths but only 15 wildcard paths in progress per distribution, and bills
 #: paths past 1,000 a month; a wildcard counts as one path.
@@ -61,6 +72,10 @@ class PublishError(Exception):
     pass
 
 
+class BucketMissing(PublishError):
+    """The bucket itself is gone (a refresh then drops the resource from the state)."""
+
+
 def publish_summary(last: Mapping[str, Any] | None) -> dict[str, Any]:
     """The last publish in counts (its lists stay in the resource's state)."""
     last = last or {}
@@ -77,10 +92,32 @@ def key_of(path: str) -> str:
 
 
 @dataclass(frozen=True)
+class Stored:
+    """One object as a ListObjectsV2 page describes it."""
+
+    size: int
+    etag: str  # without its quotes
+
+
+@dataclass(frozen=True)
 class PublishPlan:
     uploads: tuple[tuple[str, ...], ...]  # one tuple of paths per publish tier, in order
     deletions: tuple[str, ...]
     files: dict[str, dict[str, Any]]  # the manifest being published
+    #: Unchanged entries uploaded again because the bucket lost or altered them (also in
+    #: `uploads`, in their tier).
+    repaired: tuple[str, ...] = ()
+
+    def with_repairs(self, paths: Iterable[str]) -> PublishPlan:
+        """This plan, also uploading `paths` (each in its tier, leaves first as ever)."""
+        repaired = tuple(sorted(set(paths) - set(self.upload_paths)))
+        if not repaired:
+            return self
+        tiers = tuple(
+            tuple(sorted([*tier, *(p for p in repaired if rule_for(p).tier == kind)]))
+            for kind, tier in zip(PublishTier, self.uploads, strict=True)
+        )
+        return PublishPlan(tiers, self.deletions, self.files, repaired)
 
     @property
     def upload_paths(self) -> list[str]:
@@ -170,6 +207,12 @@ class Publisher:
     sleep: Callable[[float], None] = time.sleep
     invalidation_budget: float = INVALIDATION_RETRY_BUDGET
     log: list[str] = field(default_factory=list)
+    #: Keys per ListObjectsV2 page; None is S3's own maximum, 1,000 (tests page smaller).
+    list_page_size: int | None = None
+    #: path -> ETag of each file as the last `publish` or `read_state` found it in the
+    #: bucket (PutObject's answer, or the listing's): kept in the resource's state, so a
+    #: refresh sees an edit that keeps an object's size.
+    etags: dict[str, str] = field(default_factory=dict)
 
     # --- S3 --------------------------------------------------------------------------
 
@@ -186,8 +229,9 @@ class Publisher:
             )
         return body
 
-    def upload(self, path: str, entry: Mapping[str, Any]) -> None:
-        self.clients.s3.put_object(
+    def upload(self, path: str, entry: Mapping[str, Any]) -> str:
+        """PUT the built file with its headers; its ETag, as S3 answers it."""
+        response = self.clients.s3.put_object(
             Bucket=self.bucket,
             Key=key_of(path),
             Body=self._read_body(path, entry),
@@ -195,10 +239,12 @@ class Publisher:
             CacheControl=entry["cache_control"],
             Metadata={SHA256_METADATA: entry["sha256"]},
         )
+        return str((response or {}).get("ETag") or "").strip('"')
 
-    def upload_tier(self, paths: tuple[str, ...], files: Files) -> None:
+    def upload_tier(self, paths: tuple[str, ...], files: Files) -> dict[str, str]:
+        """Upload one tier on UPLOAD_WORKERS threads; path -> ETag of each upload."""
         if not paths:
-            return
+            return {}
         with ThreadPoolExecutor(max_workers=min(UPLOAD_WORKERS, len(paths))) as pool:
             futures = {path: pool.submit(self.upload, path, files[path]) for path in paths}
         failures = {path: f.exception() for path, f in futures.items() if f.exception()}
@@ -208,6 +254,7 @@ class Publisher:
                 f"upload failed for {len(failures)} file(s), first {first_path}: {first_error}; "
                 "nothing that links to them was published and nothing was deleted"
             ) from first_error
+        return {path: future.result() for path, future in futures.items()}
 
     def delete(self, paths: Iterable[str]) -> None:
         keys = [key_of(path) for path in paths]
@@ -255,8 +302,25 @@ class Publisher:
     # --- the whole publish ---------------------------------------------------------
 
     def publish(self, plan: PublishPlan, reference: str) -> dict[str, Any]:
+        """Upload, delete and invalidate what `plan` says, and repair on the way every
+        file of the manifest the bucket lost or altered since it was published."""
+        uploading = set(plan.upload_paths)
+        # A first publish uploads every file: nothing in the bucket to compare with.
+        stored = self.inventory() if any(p not in uploading for p in plan.files) else {}
+        plan = plan.with_repairs(self.drifted(plan, stored))
+        if plan.repaired:
+            # The reference must name the paths it invalidates: an engine retry of this
+            # update, finding nothing left to repair, then asks for another batch
+            # instead of colliding with this one (InvalidationBatchAlreadyExists).
+            reference = f"{reference}-r{_digest(plan.repaired)}"
+        # What every file of the manifest holds once this publish is done: the listing's
+        # ETag for a file left alone (drifted() found it equal to the build's MD5), the
+        # PUT's answer for a file uploaded.
+        self.etags = {
+            path: stored[key_of(path)].etag for path in plan.files if key_of(path) in stored
+        }
         for tier_paths in plan.uploads:
-            self.upload_tier(tier_paths, plan.files)
+            self.etags.update(self.upload_tier(tier_paths, plan.files))
         if plan.deletions:
             self.delete(plan.deletions)
         paths = invalidation_paths(plan.changed_paths)
@@ -264,39 +328,100 @@ class Publisher:
         return {
             "uploaded": plan.upload_paths,
             "deleted": list(plan.deletions),
+            "repaired": list(plan.repaired),
             "invalidated": paths,
             "invalidation_id": invalidation_id or "",
         }
 
-    def bucket_exists(self) -> bool:
+    # --- drift: one listing, not a request per file ----------------------------------
+
+    def inventory(self) -> dict[str, Stored]:
+        """Every object in the bucket, key -> size and ETag, from one ListObjectsV2 pass.
+
+        S3 answers at most 1,000 keys a page; the paginator follows each page's
+        continuation token to the last. 40,000 files are 40 requests, where a HEAD per
+        file would be 40,000.
+        """
         from botocore.exceptions import ClientError
 
+        paginator = self.clients.s3.get_paginator("list_objects_v2")
+        config = {"PageSize": self.list_page_size} if self.list_page_size else {}
+        stored: dict[str, Stored] = {}
         try:
-            self.clients.s3.head_bucket(Bucket=self.bucket)
+            for page in paginator.paginate(Bucket=self.bucket, PaginationConfig=config):
+                for item in page.get("Contents") or []:
+                    etag = str(item["ETag"]).strip('"')
+                    stored[item["Key"]] = Stored(int(item["Size"]), etag)
         except ClientError as error:
-            if error.response.get("Error", {}).get("Code") in ("404", "NoSuchBucket", "NotFound"):
-                return False
+            if error.response.get("Error", {}).get("Code") == "NoSuchBucket":
+                raise BucketMissing(f"bucket {self.bucket} does not exist") from error
             raise
-        return True
+        return stored
 
-    def read_state(self, files: Files) -> dict[str, dict[str, Any]]:
-        """What the bucket holds for `files`: a missing object is left out, an object whose
-        body or headers were changed outside this publisher shows what it holds now."""
-        from botocore.exceptions import ClientError
+    def drifted(self, plan: PublishPlan, stored: Mapping[str, Stored]) -> list[str]:
+        """The manifest's files this publish would not upload whose object is missing from
+        `stored` (the inventory) or holds other bytes than the built file: another size,
+        or an ETag that is not the built file's MD5.
 
+        The ETag of an object written by a single PutObject to a bucket encrypted with
+        SSE-S3 is the MD5 of its bytes (the bucket's encryption is pinned to SSE-S3 by
+        infra/aws_rules.py, rule `etag-is-md5`); any other ETag (SSE-KMS, a multipart
+        upload by hand) compares unequal, which uploads the file again: never wrong,
+        at worst a PUT too many.
+        """
+        uploading = set(plan.upload_paths)
+        return [
+            path
+            for path in plan.files
+            if path not in uploading
+            and (
+                (item := stored.get(key_of(path))) is None
+                or item.size != plan.files[path]["size"]
+                or item.etag != self._md5(path)  # the file is read only when the size agrees
+            )
+        ]
+
+    def _md5(self, path: str) -> str:
+        """The MD5 of the built file, what S3 reports as the ETag of its single PUT
+        (compared, never trusted for integrity: the sha256 is checked on upload)."""
+        file = self.source_dir / key_of(path)
+        try:
+            return hashlib.md5(file.read_bytes(), usedforsecurity=False).hexdigest()
+        except OSError:
+            return ""  # no built file to compare: the upload names the problem
+
+    def read_state(
+        self, files: Files, etags: Mapping[str, str] | None = None
+    ) -> dict[str, dict[str, Any]]:
+        """What the bucket holds for `files`, from one listing (BucketMissing when the
+        bucket itself is gone). A missing object is left out; an object of another size,
+        or whose ETag differs from the one recorded when it was published (`etags`, when
+        the state has them), is reported with sha256 UNKNOWN_SHA256, so the engine's
+        diff shows it and the update uploads it again. `self.etags` becomes the listing's
+        ETag of each file that had one recorded: an ETag nobody compared with the build
+        (a state from before issue 24) is not written down as the published one.
+
+        A listing carries no headers: an object whose Content-Type or Cache-Control alone
+        was edited in place is reported as published. `verify --expect-from dist`, after
+        every deploy, compares both headers of every file (docs/decisions.md, "Issue 24").
+        """
+        stored = self.inventory()
+        etags = etags or {}
         observed: dict[str, dict[str, Any]] = {}
+        self.etags = {}
         for path, entry in sorted(files.items()):
-            try:
-                head = self.clients.s3.head_object(Bucket=self.bucket, Key=key_of(path))
-            except ClientError as error:
-                if error.response.get("Error", {}).get("Code") in ("404", "NoSuchKey", "NotFound"):
-                    continue
-                raise
-            observed[path] = {
-                **entry,
-                "sha256": head.get("Metadata", {}).get(SHA256_METADATA, "unknown"),
-                "size": head.get("ContentLength", entry.get("size")),
-                "media_type": head.get("ContentType", ""),
-                "cache_control": head.get("CacheControl", ""),
-            }
+            item = stored.get(key_of(path))
+            if item is None:
+                continue
+            recorded = etags.get(path)
+            if recorded:
+                self.etags[path] = item.etag
+            if item.size != entry["size"] or (recorded and recorded != item.etag):
+                observed[path] = {**entry, "sha256": UNKNOWN_SHA256, "size": item.size}
+            else:
+                observed[path] = dict(entry)
         return observed
+
+
+def _digest(paths: Iterable[str]) -> str:
+    return hashlib.sha256("\n".join(paths).encode()).hexdigest()[:16]

@@ -146,6 +146,25 @@ def _files_changed(old: Any, new: Any) -> bool:
     )
 
 
+def encode_etags(files: Mapping[str, Any], etags: Mapping[str, str]) -> str:
+    """The `etags` output: the ETag of each file, one a line, in path order (the paths are
+    the `files` output's: 33 bytes a file, not a second copy of every path)."""
+    return "\n".join(etags.get(path, "") for path in sorted(files))
+
+
+def decode_etags(value: Any, files: Mapping[str, Any]) -> dict[str, str]:
+    """path -> ETag from the `etags` output beside `files`; empty for a state written
+    before ETags were recorded, or one whose lines do not match its files (then a
+    refresh compares sizes only, and the next publish compares with the build)."""
+    if not isinstance(value, str) or not value:
+        return {}
+    lines = value.split("\n")
+    paths = sorted(files)
+    if len(lines) != len(paths):
+        return {}
+    return {path: etag for path, etag in zip(paths, lines, strict=True) if etag}
+
+
 def _publisher(props: dict[str, Any]) -> publisher.Publisher:
     return publisher.Publisher(
         clients=publisher.clients(props.get("region")),
@@ -163,10 +182,17 @@ class SiteContentProvider(ResourceProvider):
         files = _files(props)
         plan = publisher.plan_publish({}, files)
         resource_id = f"{props['bucket']}-content"
-        last = _publisher(props).publish(
-            plan, publisher.caller_reference(resource_id, 1, plan.changed_paths)
+        site = _publisher(props)
+        last = site.publish(plan, publisher.caller_reference(resource_id, 1, plan.changed_paths))
+        return CreateResult(
+            resource_id,
+            {
+                **props,
+                "generation": 1,
+                "last_publish": last,
+                "etags": encode_etags(files, site.etags),
+            },
         )
-        return CreateResult(resource_id, {**props, "generation": 1, "last_publish": last})
 
     def diff(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> DiffResult:
         if any(_is_unknown(value) for value in news.values()):
@@ -183,20 +209,44 @@ class SiteContentProvider(ResourceProvider):
         return DiffResult(changes=changed, replaces=replaces, delete_before_replace=False)
 
     def update(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> UpdateResult:
-        plan = publisher.plan_publish(_files(olds), _files(news))
+        # The publish also puts back what the bucket lost or altered since (issue 24):
+        # with `pulumi up --refresh` `olds` is what read() found, without it what the
+        # state believes, and the publish's own listing finds the rest.
+        files = _files(news)
+        plan = publisher.plan_publish(_files(olds), files)
         generation = int(olds.get("generation") or 1) + 1
-        last = _publisher(news).publish(
-            plan, publisher.caller_reference(_id, generation, plan.changed_paths)
+        site = _publisher(news)
+        last = site.publish(plan, publisher.caller_reference(_id, generation, plan.changed_paths))
+        return UpdateResult(
+            {
+                **news,
+                "generation": generation,
+                "last_publish": last,
+                "etags": encode_etags(files, site.etags),
+            }
         )
-        return UpdateResult({**news, "generation": generation, "last_publish": last})
 
     def read(self, id_: str, props: dict[str, Any]) -> ReadResult:
+        """The refresh (`pulumi up --refresh` in deploy.yml): the files as the bucket holds
+        them, from one listing. A file deleted outside Pulumi drops out and one whose
+        size or ETag changed reads as other bytes, so the engine's diff against the
+        program's manifest shows them and update() publishes them again, even when the
+        build did not change."""
         site = _publisher(props)
-        if not site.bucket_exists():
+        files = _files(props)
+        try:
+            observed = site.read_state(files, decode_etags(props.get("etags"), files))
+        except publisher.BucketMissing:
             # An empty id tells the engine the resource is gone (refresh drops it).
             return ReadResult("", {})
-        observed = site.read_state(_files(props))
-        return ReadResult(id_, {**props, "files": encode_input(observed)})
+        return ReadResult(
+            id_,
+            {
+                **props,
+                "files": encode_input(observed),
+                "etags": encode_etags(observed, site.etags),
+            },
+        )
 
     def delete(self, _id: str, props: dict[str, Any]) -> None:
         site = _publisher(props)

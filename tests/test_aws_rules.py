@@ -39,9 +39,9 @@ def test_the_program_breaks_no_aws_rule(variants: dict[str, ProgramRun], variant
     resources = variants[variant].mocks.resources
     checked = {r.typ for r in resources} & {
         aws_rules.DISTRIBUTION, aws_rules.CACHE_POLICY, aws_rules.HEADERS_POLICY,
-        aws_rules.BUCKET_CORS, aws_rules.FUNCTION,
+        aws_rules.BUCKET_CORS, aws_rules.FUNCTION, aws_rules.BUCKET_ENCRYPTION,
     }  # fmt: skip
-    assert len(checked) == 5, "the rules see the resources they are about"
+    assert len(checked) == 6, "the rules see the resources they are about"
     assert aws_rules.check(resources) == []
 
 
@@ -221,6 +221,20 @@ BREAKS: dict[str, tuple[str, str, Callable[[dict[str, Any]], None]]] = {
         lambda i: _negotiated(i)["functionAssociations"].append(
             dict(_negotiated(i)["functionAssociations"][0])),
     ),
+    # The publisher's drift check compares ETags with MD5s (issue 24): only SSE-S3 (or
+    # no encryption) keeps a single PUT's ETag the MD5 of its bytes.
+    "bucket-encrypted-with-kms": (
+        aws_rules.BUCKET_ENCRYPTION,
+        "etag-is-md5",
+        lambda i: i["rules"][0]["applyServerSideEncryptionByDefault"].update(
+            sseAlgorithm="aws:kms", kmsMasterKeyId="alias/site"),
+    ),
+    "bucket-encrypted-with-dsse-kms": (
+        aws_rules.BUCKET_ENCRYPTION,
+        "etag-is-md5",
+        lambda i: i["rules"][0]["applyServerSideEncryptionByDefault"].update(
+            sseAlgorithm="aws:kms:dsse"),
+    ),
     "seventy-six-behaviours": (
         aws_rules.DISTRIBUTION,
         "distribution-shape",
@@ -265,9 +279,9 @@ def test_every_rule_is_run_and_has_a_breaking_case() -> None:
         "response-policy-custom-header", "response-policy-cors", "origin-custom-header",
         "oac-origin",
         "cache-policy-ttl", "behaviour-methods", "distribution-shape", "s3-cors",
-        "acm-region", "viewer-tls", "web-acl", "cloudfront-function",
+        "acm-region", "viewer-tls", "web-acl", "cloudfront-function", "etag-is-md5",
     }  # fmt: skip
-    assert len(aws_rules.RULES) == 12
+    assert len(aws_rules.RULES) == 13
 
 
 def test_origin_is_not_on_cloudfronts_origin_header_denylist() -> None:

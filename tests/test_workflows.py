@@ -226,7 +226,7 @@ def test_deploy_runs_up_in_its_own_step_then_verifies_against_the_build() -> Non
     assert up["id"] == "up" and "continue-on-error" not in up
     login, command = " ".join(up["run"].split()).split(" pulumi ", 1)
     assert login == "pulumi login --non-interactive"
-    assert command == 'up --stack "$PULUMI_STACK" --yes --skip-preview --non-interactive'
+    assert command == 'up --stack "$PULUMI_STACK" --refresh --yes --skip-preview --non-interactive'
     assert ">" not in up["run"] and "GITHUB_OUTPUT" not in up["run"], "the log keeps it"
     assert up["env"] == {"PULUMI_ACCESS_TOKEN": "${{ secrets.PULUMI_ACCESS_TOKEN }}"}
 
@@ -243,6 +243,31 @@ def test_deploy_runs_up_in_its_own_step_then_verifies_against_the_build() -> Non
     assert "steps.up.outputs" not in (WORKFLOWS / "deploy.yml").read_text()
     positions = [ordered.index(s) for s in (cli, up, stack, wait, verify)]
     assert positions == sorted(positions), "install, up, outputs, wait, then verify"
+
+
+def test_every_deploy_refreshes_before_it_updates() -> None:
+    """Drift is repaired on every deploy (issue 24): `pulumi up --refresh` reads the bucket
+    first (the SiteContent provider's read: one listing), so a file deleted outside Pulumi
+    shows as missing and the same update publishes it again, even when the build is
+    unchanged. Without the refresh the engine diffs the program against the state it
+    believes, finds nothing, and never calls the provider. The pinned action's own
+    `refresh` input adds the same flag (pulumi/actions v6.6.1 action.yml:85-88); the
+    action only installs the CLI here, so the flag is on our command line."""
+    workflow = load("deploy.yml")
+    up = named(workflow, "pulumi up")
+    commands = [
+        line.strip().split()
+        for step in steps(workflow)
+        for line in step.get("run", "").splitlines()
+        if line.strip().startswith("pulumi ")
+    ]
+    updates = [words for words in commands if words[1] in ("up", "update")]
+    assert len(updates) == 1, "one update, in the `pulumi up` step"
+    assert updates[0] == up["run"].splitlines()[-1].split()
+    assert "--refresh" in updates[0] and "--refresh=false" not in updates[0]
+    # Nor does the action run an update of its own, unrefreshed.
+    (cli,) = [s for s in steps(workflow) if s.get("uses", "").startswith("pulumi/actions@")]
+    assert "command" not in cli.get("with", {})
 
 
 def _pulumi_stand_in(tmp_path: Path, outputs: object, history: object) -> dict[str, str]:
@@ -310,7 +335,7 @@ def test_the_up_step_sends_megabytes_of_output_to_the_log_only(tmp_path: Path) -
     calls = [json.loads(line) for line in (tmp_path / "pulumi.log").read_text().splitlines()]
     assert calls == [
         ["login", "--non-interactive"],
-        ["up", "--stack", "dev", "--yes", "--skip-preview", "--non-interactive"],
+        ["up", "--stack", "dev", "--refresh", "--yes", "--skip-preview", "--non-interactive"],
     ]
 
 
