@@ -100,7 +100,10 @@ def declared_length(headers: Mapping[str, str]) -> int | None:
     value = next((v for k, v in headers.items() if k.lower() == "content-length"), None)
     if not isinstance(value, str) or not value.isascii() or not value.strip().isdigit():
         return None
-    return int(value.strip())
+    digits = value.strip().lstrip("0")
+    # RFC 9110 8.6: "anticipate potentially large decimal numerals and prevent parsing
+    # errors due to integer conversion overflows" (int() refuses 4,301 digits and more).
+    return int(digits or "0") if len(digits) <= 18 else 10**18
 
 
 class _Loop:

@@ -156,6 +156,7 @@ MALFORMED: dict[str, tuple[Any, int]] = {
     "huge text body": (good(body=" " * (MCP_MAX_BODY + 1)), 413),
     "huge base64 body": (good(isBase64Encoded=True, body="A" * (2 * MCP_MAX_BODY)), 413),
     "huge declared length": (with_headers(**{"content-length": str(10**30)}), 413),
+    "declared length past int()'s digits": (with_headers(**{"content-length": "9" * 5000}), 413),
 }
 
 
