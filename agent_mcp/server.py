@@ -103,7 +103,14 @@ class CallGate:
 
     async def run(self, what: str, work: Callable[[], T]) -> T:
         """`work()`'s result, or an MCPError (REQUEST_TIMEOUT) once the limit is reached."""
-        future = self._pool.submit(work)
+        try:
+            future = self._pool.submit(work)
+        except RuntimeError:  # closed: this server's site was replaced by a rebuild
+            raise MCPError(
+                code=types.REQUEST_TIMEOUT,
+                message=f"{what}: the server is restarting (a rebuilt site); try again",
+                data={"reason": "busy", "time_limit_seconds": self.limits.timeout},
+            ) from None
         try:
             with anyio.fail_after(self.limits.timeout):
                 return await asyncio.wrap_future(future)
@@ -129,8 +136,10 @@ class CallGate:
             future.cancel()
 
     def close(self) -> None:
-        """No new work; work waiting for a thread is dropped (running work ends itself)."""
-        self._pool.shutdown(wait=False, cancel_futures=True)
+        """No new work. Queued work is not cancelled here but by its callers, as the
+        server's tasks end (`run`'s `finally`): cancelling it under them would surface
+        as a cancellation of their task, which is not theirs to receive."""
+        self._pool.shutdown(wait=False)
 
 
 def _error(problem: InvalidRequest) -> MCPError:
