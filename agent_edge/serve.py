@@ -23,7 +23,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 from agent_contract import paths
-from agent_contract.mcp_endpoint import MCP_MAX_BODY
+from agent_contract.mcp_endpoint import MCP_MAX_BODY, MCP_PATH
 from agent_contract.routes import HEADER_POLICY
 from agent_edge import http1
 from agent_edge.changes import DirectoryEvents
@@ -210,7 +210,7 @@ class EdgeRequestHandler(BaseHTTPRequestHandler):
         edge = self.server.edge
         assert edge is not None, "the server is published only after its first build"
         target = self.path
-        if target.split("?", 1)[0] == "/mcp":  # the live MCP server (agent_mcp)
+        if target.split("?", 1)[0] == MCP_PATH:  # the live MCP server (agent_mcp)
             return self._answer_mcp(edge, target)
         response = edge.handle(self.command, target, self.headers)
         if (
