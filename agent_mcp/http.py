@@ -15,7 +15,8 @@ CORS preflight (OPTIONS with Origin and Access-Control-Request-Method), which an
 
 Every request is answered, and framed: a body over MCP_MAX_BODY is 413 before the SDK
 sees it (the SDK is given the same limit), and a request the server has not answered
-within REQUEST_TIMEOUT is 504, its work cancelled; both with a JSON-RPC error body.
+within REQUEST_TIMEOUT is 504 and its task on the loop cancelled (tool work it still
+waits for a thread to start is then dropped); both with a JSON-RPC error body.
 """
 
 from __future__ import annotations

@@ -67,10 +67,12 @@ T = TypeVar("T")
 class CallLimits:
     """How much tool work runs at once, and how long one call may take.
 
-    `concurrency`: threads doing tool work at once, per server. The work is CPU-bound
-    Python (ranking a search index), so more threads than this add no throughput under
-    the GIL, only memory and latency for everyone; on Lambda an instance serves one
-    request at a time anyway. `timeout`: seconds from a call's arrival to its answer,
+    `concurrency`: threads doing tool work at once, per server. Ranking a search index is
+    CPU-bound Python, so under the GIL threads add no search throughput: a few let a
+    quick call (or a read waiting on a source over HTTPS) run beside slow searches, and
+    few keep a flood from taking memory and the loop's share of the GIL (with four busy
+    threads pings took under 0.3 s). On Lambda an instance serves one request at a time
+    anyway. `timeout`: seconds from a call's arrival to its answer,
     waiting for a thread included; below the HTTP bridge's REQUEST_TIMEOUT, which is
     below the Lambda function's timeout, so each layer answers before the next gives up.
     """
@@ -113,6 +115,8 @@ class CallGate:
             ) from None
         try:
             with anyio.fail_after(self.limits.timeout):
+                # Every server here runs on asyncio (stdio: anyio.run's default backend;
+                # HTTP: agent_mcp.http's loop), so the pool's future is awaited directly.
                 return await asyncio.wrap_future(future)
         except TimeoutError:
             limit = f"{self.limits.timeout:g} s"

@@ -184,24 +184,38 @@ def test_the_bridge_answers_even_when_its_own_wait_runs_out(
     site: sitegen.GeneratedSite, slow_search: list[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The HTTP bridge's own limit (a request the server does not finish in time) is an
-    answer too, never an exception in the host's thread."""
-    monkeypatch.setattr(mcp_server, "CALL_LIMITS", CallLimits(concurrency=2, timeout=30.0))
+    answer too, never an exception in the host's thread; and the requests it gives up on
+    are cancelled: their tool work still waiting for a thread never starts."""
+    monkeypatch.setattr(mcp_server, "CALL_LIMITS", CallLimits(concurrency=1, timeout=30.0))
     monkeypatch.setattr(mcp_http, "REQUEST_TIMEOUT", SLOW / 4)
     files = published(site.root, TEST_BASE_URL)
-    body = json.dumps(
-        {
-            "jsonrpc": "2.0",
-            "id": 7,
-            "method": "tools/call",
-            "params": {"name": "search", "arguments": {"query": "agents"}},
-        }
-    ).encode()
     headers = {"content-type": "application/json", "accept": "application/json"}
-    status, response_headers, payload = mcp_http.handle_http("POST", "/mcp", headers, body, files)
-    assert status == 504
-    answer = json.loads(payload)
-    assert answer["id"] == 7 and answer["error"]["code"] == types.REQUEST_TIMEOUT
-    assert dict(response_headers)["Content-Length"] == str(len(payload))
+    answers: dict[int, tuple[int, list[tuple[str, str]], bytes]] = {}
+
+    def call(number: int) -> None:
+        body = {
+            "jsonrpc": "2.0",
+            "id": number,
+            "method": "tools/call",
+            "params": {"name": "search", "arguments": {"query": f"agents {number}"}},
+        }
+        answers[number] = mcp_http.handle_http(
+            "POST", "/mcp", headers, json.dumps(body).encode(), files
+        )
+
+    threads = [threading.Thread(target=call, args=(n,)) for n in (7, 8, 9)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=30)
+    for number, (status, response_headers, payload) in answers.items():
+        assert status == 504
+        answer = json.loads(payload)
+        assert answer["id"] == number and answer["error"]["code"] == types.REQUEST_TIMEOUT
+        assert dict(response_headers)["Content-Length"] == str(len(payload))
+    assert len(answers) == 3
+    time.sleep(SLOW + 0.5)  # the one search that started has ended by now
+    assert len(slow_search) == 1
 
 
 def test_the_limits_fire_in_order_call_then_bridge_then_lambda() -> None:
