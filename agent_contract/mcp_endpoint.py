@@ -19,6 +19,14 @@ MCP_PATH: Final = "/mcp"
 #: of headers it cannot add (infra.mcp_function.check_origin_header checks it).
 ORIGIN_VERIFY_HEADER: Final = "x-origin-verify"
 
+#: The Lambda environment variable holding that header's secret value (set by the
+#: Pulumi program, read by the handler).
+ORIGIN_SECRET_ENV: Final = "MCP_ORIGIN_SECRET"
+
+#: The folder, beside the handler's packages in the function's archive, that holds the
+#: published files the Lambda serves (URL path /x -> site/x).
+PACKAGED_SITE_FOLDER: Final = "site"
+
 #: The largest MCP request body, in bytes, on every path: `serve` refuses a larger
 #: Content-Length with 413 before reading a byte of the body (and before 100 Continue),
 #: the Lambda handler refuses a larger declared or delivered body with 413 before

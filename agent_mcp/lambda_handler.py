@@ -25,13 +25,21 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from agent_contract.mcp_endpoint import MCP_MAX_BODY, MCP_PATH, ORIGIN_VERIFY_HEADER
+from agent_contract.mcp_endpoint import (
+    MCP_MAX_BODY,
+    MCP_PATH,
+    ORIGIN_SECRET_ENV,
+    ORIGIN_VERIFY_HEADER,
+    PACKAGED_SITE_FOLDER,
+)
 from agent_mcp.http import declared_length, handle_http, too_large
 from agent_mcp.sources import DirectoryFiles
 
 ORIGIN_HEADER = ORIGIN_VERIFY_HEADER
-SECRET_ENV = "MCP_ORIGIN_SECRET"
-SITE_DIR = Path(os.environ.get("MCP_SITE_DIR", Path(__file__).resolve().parents[1] / "site"))
+SECRET_ENV = ORIGIN_SECRET_ENV
+SITE_DIR = Path(
+    os.environ.get("MCP_SITE_DIR", Path(__file__).resolve().parents[1] / PACKAGED_SITE_FOLDER)
+)
 SOURCE = DirectoryFiles(SITE_DIR)
 #: The longest base64 text that can decode to at most MCP_MAX_BODY bytes (4 characters
 #: per 3 bytes, padded): anything longer is refused without decoding it.

@@ -25,7 +25,12 @@ from urllib.parse import urlsplit
 import pulumi
 import pulumi_aws as aws
 
-from agent_contract.mcp_endpoint import MCP_PATH, ORIGIN_VERIFY_HEADER
+from agent_contract.mcp_endpoint import (
+    MCP_PATH,
+    ORIGIN_SECRET_ENV,
+    ORIGIN_VERIFY_HEADER,
+    PACKAGED_SITE_FOLDER,
+)
 from content_builder.build import plan
 from infra.config import PROJECT_ROOT, ConfigError, SiteConfig
 
@@ -103,7 +108,7 @@ def code_archive(files: dict[str, bytes]) -> pulumi.AssetArchive:
         for source in sorted((PROJECT_ROOT / package).rglob("*.py")):
             assets[str(source.relative_to(PROJECT_ROOT))] = pulumi.FileAsset(str(source))
     for path in sorted(files):
-        assets["site" + path] = pulumi.StringAsset(files[path].decode("utf-8"))
+        assets[PACKAGED_SITE_FOLDER + path] = pulumi.StringAsset(files[path].decode("utf-8"))
     return pulumi.AssetArchive(assets)
 
 
@@ -187,7 +192,7 @@ def declare(
         timeout=FUNCTION_TIMEOUT,
         reserved_concurrent_executions=mcp.reserved_concurrency,
         environment=aws.lambda_.FunctionEnvironmentArgs(
-            variables={"MCP_ORIGIN_SECRET": pulumi.Output.secret(mcp.origin_secret)}
+            variables={ORIGIN_SECRET_ENV: pulumi.Output.secret(mcp.origin_secret)}
         ),
         opts=opts,
     )

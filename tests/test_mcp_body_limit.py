@@ -74,6 +74,7 @@ def test_no_party_restates_the_shared_constants() -> None:
         text = (REPO / module).read_text(encoding="utf-8")
         assert '"x-origin-verify"' not in text, module
         assert '== "/mcp"' not in text and 'MCP_PATH = "' not in text, module
+        assert '"MCP_ORIGIN_SECRET"' not in text and '"site"' not in text, module
         # no limit of its own: a MAX_... name bound to a bare number
         assert re.search(r"^\w*MAX\w*\s*=\s*[\d_ *]+$", text, re.MULTILINE) is None, module
 
