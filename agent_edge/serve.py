@@ -22,6 +22,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 from agent_contract import paths
+from agent_contract.mcp_endpoint import MCP_MAX_BODY, MCP_PATH
 from agent_contract.routes import HEADER_POLICY
 from agent_edge import http1
 from agent_edge.changes import DirectoryEvents
@@ -64,12 +65,10 @@ _date: tuple[int, str] = (0, "")
 _JOINED_BODY = 64 * 1024
 _CONTINUE = b"HTTP/1.1 100 Continue\r\n\r\n"
 _CLOSE = b"Connection: close\r\n"
-#: The largest request body /mcp reads. The deployed MCP server is a Lambda function URL
-#: (infra/mcp_function.py, invoke mode BUFFERED), and Lambda's synchronous invocation
-#: payload is at most 6 MB, 6,291,456 bytes (Lambda quotas; docs/decisions.md, "Outside
-#: review 8"): a larger body never reaches the function there, so it is refused here too,
-#: from its Content-Length, before 100 Continue and before anything is read.
-MAX_MCP_BODY = 6 * 1024 * 1024
+#: The largest request body /mcp reads: the contract's one limit for every MCP path
+#: (agent_contract.mcp_endpoint, which says why), refused from its Content-Length,
+#: before 100 Continue and before anything is read.
+MAX_MCP_BODY = MCP_MAX_BODY
 #: After an answer that leaves request bytes unread (an error, a body the edge does not
 #: read), the connection is drained this long before it is closed: closing with unread
 #: data sends a reset, which can destroy the answer before the client reads it.
@@ -210,7 +209,7 @@ class EdgeRequestHandler(BaseHTTPRequestHandler):
         edge = self.server.edge
         assert edge is not None, "the server is published only after its first build"
         target = self.path
-        if target.split("?", 1)[0] == "/mcp":  # the live MCP server (agent_mcp)
+        if target.split("?", 1)[0] == MCP_PATH:  # the live MCP server (agent_mcp)
             return self._answer_mcp(edge, target)
         response = edge.handle(self.command, target, self.headers)
         if (
@@ -275,8 +274,7 @@ class EdgeRequestHandler(BaseHTTPRequestHandler):
         if self._body_length > MAX_MCP_BODY:
             self.send_error(
                 HTTPStatus.REQUEST_ENTITY_TOO_LARGE,
-                f"The MCP endpoint reads request bodies of at most {MAX_MCP_BODY} bytes "
-                f"(the Lambda function URL's payload limit)",
+                f"The MCP endpoint reads request bodies of at most {MAX_MCP_BODY} bytes",
             )
             return
         if self._body_length and self._expect_continue:

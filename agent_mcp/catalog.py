@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import re
+import threading
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
@@ -175,6 +176,9 @@ class Catalog:
         self.resources = self._resources()
         self._resources_by_uri = {resource.uri: resource for resource in self.resources}
         self._search_index: SearchIndex | None = None
+        # Calls run on several threads (agent_mcp.server.CallGate): the first searches
+        # at once parse the index once, not once each.
+        self._search_index_lock = threading.Lock()
         self._validators = {
             tool.name: jsonschema.Draft202012Validator(tool.input_schema) for tool in self.tools
         }
@@ -268,9 +272,11 @@ class Catalog:
     def search_index(self) -> SearchIndex:
         # Parsed once: the files behind a source never change (a rebuild is a new source),
         # and parsing costs more than ranking on a large site.
-        if self._search_index is None:
-            self._search_index = SearchIndex.model_validate_json(self._read(paths.SEARCH_INDEX))
-        return self._search_index
+        with self._search_index_lock:
+            if self._search_index is None:
+                body = self._read(paths.SEARCH_INDEX)
+                self._search_index = SearchIndex.model_validate_json(body)
+            return self._search_index
 
     def search_index_for(self, query: str) -> str:
         """The search index with only the best entries matching `query` (at most

@@ -12,23 +12,36 @@ Only POST reaches the SDK: stateless with JSON responses, there is no stream to 
 no session to DELETE, so every other method answers 405 with `Allow: POST`, except a
 CORS preflight (OPTIONS with Origin and Access-Control-Request-Method), which answers
 204 so that browser-based MCP clients can POST (CORS_PREFLIGHT).
+
+Every request is answered, and framed: a body over MCP_MAX_BODY is 413 before the SDK
+sees it (the SDK is given the same limit), and a request the server has not answered
+within REQUEST_TIMEOUT is 504 and its task on the loop cancelled (tool work it still
+waits for a thread to start is then dropped); both with a JSON-RPC error body.
 """
 
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
+import json
 import threading
 from collections.abc import Mapping
 from typing import Any
 
+import mcp_types as types
 from mcp.server.transport_security import TransportSecuritySettings
 
+from agent_contract.mcp_endpoint import MCP_MAX_BODY, MCP_PATH
+from agent_mcp import server as mcp_server
 from agent_mcp.catalog import Catalog
-from agent_mcp.server import create_server
+from agent_mcp.server import CallGate, create_server
 from agent_mcp.sources import FileSource, MemoryFiles
 
-MCP_PATH = "/mcp"
-REQUEST_TIMEOUT = 30.0
+#: Seconds a host's thread waits for the server's answer: longer than a tool call's own
+#: limit (agent_mcp.server.CallLimits.timeout, answered as a JSON-RPC error), shorter
+#: than the Lambda function's timeout (infra.mcp_function.FUNCTION_TIMEOUT), so that
+#: this bridge answers 504 before Lambda ends the invocation with no answer at all.
+REQUEST_TIMEOUT = 25.0
 METHOD_NOT_ALLOWED = (
     b'{"error":"method_not_allowed","message":"MCP over streamable HTTP: POST only '
     b'(stateless, JSON responses)"}\n'
@@ -55,6 +68,43 @@ CORS_PREFLIGHT = {
 #: Loopback hosts: a server bound to one of them refuses other Host headers (DNS
 #: rebinding protection, as the SDK does for its own localhost apps).
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
+
+
+def jsonrpc_error(code: int, message: str, request_id: Any = None) -> bytes:
+    """A JSON-RPC 2.0 error response body (id null when the request's is unknown)."""
+    error = {"jsonrpc": "2.0", "id": request_id, "error": {"code": code, "message": message}}
+    return json.dumps(error).encode() + b"\n"
+
+
+def too_large() -> Response:
+    """413 for a body over MCP_MAX_BODY: a JSON-RPC error an MCP client can show."""
+    body = jsonrpc_error(
+        types.INVALID_REQUEST,
+        f"request body too large: the MCP endpoint reads at most {MCP_MAX_BODY} bytes",
+    )
+    headers = [("Content-Type", "application/json"), ("Content-Length", str(len(body)))]
+    return 413, headers, body
+
+
+def _request_id(body: bytes) -> Any:
+    """The JSON-RPC id of a request body, when it has a usable one (else None)."""
+    try:
+        message = json.loads(body)
+    except ValueError:
+        return None
+    found = message.get("id") if isinstance(message, dict) else None
+    return found if isinstance(found, str | int) and not isinstance(found, bool) else None
+
+
+def declared_length(headers: Mapping[str, str]) -> int | None:
+    """The Content-Length the request declares, when it is one decimal number."""
+    value = next((v for k, v in headers.items() if k.lower() == "content-length"), None)
+    if not isinstance(value, str) or not value.isascii() or not value.strip().isdigit():
+        return None
+    digits = value.strip().lstrip("0")
+    # RFC 9110 8.6: "anticipate potentially large decimal numerals and prevent parsing
+    # errors due to integer conversion overflows" (int() refuses 4,301 digits and more).
+    return int(digits or "0") if len(digits) <= 18 else 10**18
 
 
 class _Loop:
@@ -92,12 +142,16 @@ class HttpEndpoint:
             if allowed_hosts
             else TransportSecuritySettings(enable_dns_rebinding_protection=False)
         )
-        self.server = create_server(self.catalog)
+        # Its own threads for tool work, stopped with the endpoint (a rebuilt site).
+        self.gate = CallGate(mcp_server.CALL_LIMITS)
+        self.server = create_server(self.catalog, gate=self.gate)
         self.app = self.server.streamable_http_app(
             streamable_http_path=MCP_PATH,
             stateless_http=True,
             json_response=True,
             transport_security=security,
+            # The SDK's default is 4 MiB: one limit on every path, the contract's.
+            max_request_body_size=MCP_MAX_BODY,
         )
         self._loop = _LOOP.get()
         self._stop = asyncio.Event()
@@ -114,6 +168,7 @@ class HttpEndpoint:
 
     def close(self) -> None:
         self._loop.call_soon_threadsafe(self._stop.set)
+        self.gate.close()
 
     def handle(self, method: str, path: str, headers: Mapping[str, str], body: bytes) -> Response:
         names = {k.lower() for k in headers}
@@ -126,10 +181,7 @@ class HttpEndpoint:
                 METHOD_NOT_ALLOWED,
             )
         else:
-            future = asyncio.run_coroutine_threadsafe(
-                _call_asgi(self.app, method.upper(), path, headers, body), self._loop
-            )
-            status, response_headers, payload = future.result(timeout=REQUEST_TIMEOUT)
+            status, response_headers, payload = self._post(path, headers, body)
             cors = {k.lower() for k in CORS_RESPONSE}
             response_headers = [
                 *((k, v) for k, v in response_headers if k.lower() not in cors),
@@ -139,6 +191,22 @@ class HttpEndpoint:
         # its exact length (without it a keep-alive client waits for a body that never ends).
         kept = [(k, v) for k, v in response_headers if k.lower() != "content-length"]
         return status, [*kept, ("Content-Length", str(len(payload)))], payload
+
+    def _post(self, path: str, headers: Mapping[str, str], body: bytes) -> Response:
+        if len(body) > MCP_MAX_BODY or (declared_length(headers) or 0) > MCP_MAX_BODY:
+            # Hosts refuse earlier, from the Content-Length, before reading (serve, the
+            # Lambda handler); this is the limit for any other caller of handle_http.
+            return too_large()
+        future = asyncio.run_coroutine_threadsafe(
+            _call_asgi(self.app, "POST", path, headers, body), self._loop
+        )
+        try:
+            return future.result(timeout=REQUEST_TIMEOUT)
+        except concurrent.futures.TimeoutError:
+            future.cancel()  # the request's task on the loop ends: nobody waits for it
+            message = f"the MCP server did not answer within {REQUEST_TIMEOUT:g} s"
+            payload = jsonrpc_error(types.REQUEST_TIMEOUT, message, _request_id(body))
+            return 504, [("Content-Type", "application/json")], payload
 
 
 def _mapping_source(files: Mapping[str, Any]) -> MemoryFiles:

@@ -4,12 +4,25 @@ The low-level server, not `MCPServer`: the tools' input schemas are the publishe
 manifest's, verbatim, and `MCPServer` derives schemas from Python signatures instead.
 Every tool is read-only (annotated so); a bad tool name, id, argument or URI answers a
 JSON-RPC error naming what is valid, never a crash.
+
+Tool calls and resource reads run off the event loop (`CallGate`): a search of a large
+site's index is seconds of CPU, and on the loop it held up every other request of every
+client (a ping waited 3.15 s behind one search; twelve searches at once left every
+client unanswered past 30 s). The loop only parses, dispatches and answers; the work
+runs on at most `CallLimits.concurrency` threads, each call within `CallLimits.timeout`
+seconds or answered with a JSON-RPC error (docs/decisions.md, "Issue 24: the MCP server
+and its Lambda").
 """
 
 from __future__ import annotations
 
-from typing import Any
+import asyncio
+import concurrent.futures
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, TypeVar
 
+import anyio
 import mcp_types as types
 from mcp.server import Server
 from mcp.server.context import ServerRequestContext
@@ -47,6 +60,92 @@ FETCH_TOOL = types.Tool(
 )
 
 
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class CallLimits:
+    """How much tool work runs at once, and how long one call may take.
+
+    `concurrency`: threads doing tool work at once, per server. Ranking a search index is
+    CPU-bound Python, so under the GIL threads add no search throughput: a few let a
+    quick call (or a read waiting on a source over HTTPS) run beside slow searches, and
+    few keep a flood from taking memory and the loop's share of the GIL (with four busy
+    threads pings took under 0.3 s). On Lambda an instance serves one request at a time
+    anyway. `timeout`: seconds from a call's arrival to its answer,
+    waiting for a thread included; below the HTTP bridge's REQUEST_TIMEOUT, which is
+    below the Lambda function's timeout, so each layer answers before the next gives up.
+    """
+
+    concurrency: int = 4
+    timeout: float = 20.0
+
+
+#: The limits a server gets unless given others (read when the server is created).
+CALL_LIMITS = CallLimits()
+
+
+class CallGate:
+    """Runs blocking work on at most `limits.concurrency` threads, within a time limit.
+
+    A thread pool, not anyio's `to_thread.run_sync(limiter=...)`: with
+    `abandon_on_cancel=True` anyio hands the limiter's token back when the waiting task
+    gives up, while the thread still runs, so abandoned work would pile up past the
+    bound; without it, the timeout cannot answer until the work ends. Here a worker
+    thread is the slot: work that overran its limit keeps its thread until it ends (a
+    thread cannot be stopped from outside), so at most `concurrency` threads are ever
+    busy, and work abandoned while it waits for a thread is cancelled and never starts.
+    """
+
+    def __init__(self, limits: CallLimits) -> None:
+        self.limits = limits
+        self._pool = concurrent.futures.ThreadPoolExecutor(
+            max_workers=limits.concurrency, thread_name_prefix="mcp-call"
+        )
+
+    async def run(self, what: str, work: Callable[[], T]) -> T:
+        """`work()`'s result, or an MCPError (REQUEST_TIMEOUT) once the limit is reached."""
+        try:
+            future = self._pool.submit(work)
+        except RuntimeError:  # closed: this server's site was replaced by a rebuild
+            raise MCPError(
+                code=types.REQUEST_TIMEOUT,
+                message=f"{what}: the server is restarting (a rebuilt site); try again",
+                data={"reason": "busy", "time_limit_seconds": self.limits.timeout},
+            ) from None
+        try:
+            with anyio.fail_after(self.limits.timeout):
+                # Every server here runs on asyncio (stdio: anyio.run's default backend;
+                # HTTP: agent_mcp.http's loop), so the pool's future is awaited directly.
+                return await asyncio.wrap_future(future)
+        except TimeoutError:
+            limit = f"{self.limits.timeout:g} s"
+            if future.cancel():  # still waiting for a thread: it never runs
+                reason = "busy"
+                message = (
+                    f"{what}: server busy ({self.limits.concurrency} calls at once); not "
+                    f"started within the time limit of {limit}; try again"
+                )
+            else:
+                reason = "timeout"
+                message = f"{what}: time limit of {limit} reached"
+            raise MCPError(
+                code=types.REQUEST_TIMEOUT,
+                message=message,
+                data={"reason": reason, "time_limit_seconds": self.limits.timeout},
+            ) from None
+        finally:
+            # However the wait ended (a result, the limit, the caller's cancellation):
+            # work that has not started yet must not start.
+            future.cancel()
+
+    def close(self) -> None:
+        """No new work. Queued work is not cancelled here but by its callers, as the
+        server's tasks end (`run`'s `finally`): cancelling it under them would surface
+        as a cancellation of their task, which is not theirs to receive."""
+        self._pool.shutdown(wait=False)
+
+
 def _error(problem: InvalidRequest) -> MCPError:
     return MCPError(code=types.INVALID_PARAMS, message=problem.message, data=problem.data or None)
 
@@ -57,7 +156,12 @@ def _text_result(text: str, structured: dict[str, Any] | None) -> types.CallTool
     )
 
 
-def create_server(catalog: Catalog) -> Server[Any]:
+def create_server(
+    catalog: Catalog, limits: CallLimits | None = None, gate: CallGate | None = None
+) -> Server[Any]:
+    """The server over `catalog`; its tool calls and reads run through `gate` (one made
+    with `limits`, default CALL_LIMITS, when none is given)."""
+    gate = gate or CallGate(limits or CALL_LIMITS)
     tools = [
         types.Tool(
             name=tool.name,
@@ -74,23 +178,26 @@ def create_server(catalog: Catalog) -> Server[Any]:
     ) -> types.ListToolsResult:
         return types.ListToolsResult(tools=tools)
 
+    def answer_tool(name: str, arguments: dict[str, Any]) -> types.CallToolResult:
+        if name in ("search", "fetch"):
+            key = "query" if name == "search" else "id"
+            value = arguments.get(key)
+            if not isinstance(value, str) or set(arguments) != {key}:
+                raise InvalidRequest(
+                    f"{name}: takes exactly one string argument, {key!r}",
+                    {"tool": name, "argument": key},
+                )
+            result = catalog.search(value) if key == "query" else catalog.fetch(value)
+            return _text_result(compact(result), result)
+        answer = catalog.call(name, arguments)
+        return _text_result(answer.text, answer.structured())
+
     async def call_tool(
         ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
     ) -> types.CallToolResult:
         arguments = params.arguments or {}
         try:
-            if params.name in ("search", "fetch"):
-                key = "query" if params.name == "search" else "id"
-                value = arguments.get(key)
-                if not isinstance(value, str) or set(arguments) != {key}:
-                    raise InvalidRequest(
-                        f"{params.name}: takes exactly one string argument, {key!r}",
-                        {"tool": params.name, "argument": key},
-                    )
-                result = catalog.search(value) if key == "query" else catalog.fetch(value)
-                return _text_result(compact(result), result)
-            answer = catalog.call(params.name, arguments)
-            return _text_result(answer.text, answer.structured())
+            return await gate.run(params.name, lambda: answer_tool(params.name, arguments))
         except InvalidRequest as problem:
             raise _error(problem) from None
         except SourceError as error:
@@ -114,8 +221,10 @@ def create_server(catalog: Catalog) -> Server[Any]:
     async def read_resource(
         ctx: ServerRequestContext[Any], params: types.ReadResourceRequestParams
     ) -> types.ReadResourceResult:
+        uri = str(params.uri)
         try:
-            resource, text = catalog.read_resource(str(params.uri))
+            # Off the loop too: a source over HTTPS (`--from URL`) reads with a network wait.
+            resource, text = await gate.run(uri, lambda: catalog.read_resource(uri))
         except InvalidRequest as problem:
             raise _error(problem) from None
         except SourceError as error:

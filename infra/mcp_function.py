@@ -25,13 +25,24 @@ from urllib.parse import urlsplit
 import pulumi
 import pulumi_aws as aws
 
+from agent_contract.mcp_endpoint import (
+    MCP_PATH,
+    ORIGIN_SECRET_ENV,
+    ORIGIN_VERIFY_HEADER,
+    PACKAGED_SITE_FOLDER,
+)
 from content_builder.build import plan
 from infra.config import PROJECT_ROOT, ConfigError, SiteConfig
 
-MCP_PATH = "/mcp"
 ORIGIN_ID = "mcp-function"
-ORIGIN_HEADER = "x-origin-verify"  # agent_mcp.lambda_handler.ORIGIN_HEADER
+#: The header CloudFront adds and the handler checks: one name, the contract's.
+ORIGIN_HEADER = ORIGIN_VERIFY_HEADER
 RUNTIME = "python3.12"
+#: Seconds Lambda lets an invocation run. The handler answers first: a tool call's limit
+#: (agent_mcp.server.CallLimits.timeout) and the HTTP bridge's (agent_mcp.http.
+#: REQUEST_TIMEOUT) are both shorter, so a slow call is a JSON-RPC error, not Lambda's
+#: timeout (tests/test_mcp_concurrency.py checks the order).
+FUNCTION_TIMEOUT = 30
 HANDLER = "agent_mcp.lambda_handler.handler"
 #: CloudFront allows GET/HEAD, GET/HEAD/OPTIONS, or all seven; only the last has POST.
 ALL_METHODS = ["GET", "HEAD", "OPTIONS", "PUT", "POST", "PATCH", "DELETE"]
@@ -97,7 +108,7 @@ def code_archive(files: dict[str, bytes]) -> pulumi.AssetArchive:
         for source in sorted((PROJECT_ROOT / package).rglob("*.py")):
             assets[str(source.relative_to(PROJECT_ROOT))] = pulumi.FileAsset(str(source))
     for path in sorted(files):
-        assets["site" + path] = pulumi.StringAsset(files[path].decode("utf-8"))
+        assets[PACKAGED_SITE_FOLDER + path] = pulumi.StringAsset(files[path].decode("utf-8"))
     return pulumi.AssetArchive(assets)
 
 
@@ -178,10 +189,10 @@ def declare(
         code=code_archive(files),
         layers=[layer.arn],
         memory_size=512,
-        timeout=30,
+        timeout=FUNCTION_TIMEOUT,
         reserved_concurrent_executions=mcp.reserved_concurrency,
         environment=aws.lambda_.FunctionEnvironmentArgs(
-            variables={"MCP_ORIGIN_SECRET": pulumi.Output.secret(mcp.origin_secret)}
+            variables={ORIGIN_SECRET_ENV: pulumi.Output.secret(mcp.origin_secret)}
         ),
         opts=opts,
     )

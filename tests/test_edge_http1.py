@@ -535,10 +535,11 @@ def test_a_content_length_too_long_to_be_a_length_is_400(edge_port: int, digits:
         check_refused(talk(edge_port, head), 400, "Content-Length")
 
 
-def test_the_mcp_limit_is_lambdas_synchronous_payload() -> None:
+def test_the_mcp_limit_is_the_contracts() -> None:
+    from agent_contract.mcp_endpoint import MCP_MAX_BODY
     from agent_edge.serve import MAX_MCP_BODY
 
-    assert MAX_MCP_BODY == 6 * 1024 * 1024  # "Request must be smaller than 6291456 bytes"
+    assert MAX_MCP_BODY == MCP_MAX_BODY  # one limit on every MCP path (issue 24)
 
 
 @pytest.mark.parametrize("excess", [1, 10**12])
@@ -552,7 +553,7 @@ def test_an_mcp_body_over_the_function_url_limit_is_413_before_100_continue(
     head = _mcp_head(edge_port, MAX_MCP_BODY + excess, "Expect: 100-continue\r\n")
     data = talk(edge_port, head)
     assert b"100 Continue" not in data
-    check_refused(data, 413, "6291456")
+    check_refused(data, 413, str(MAX_MCP_BODY))
     assert answers(data)[0][1]["Connection"] == "close"
 
 

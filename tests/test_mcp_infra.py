@@ -366,3 +366,22 @@ def test_lambda_handler_refuses_requests_that_bypass_the_cdn(packaged, secret) -
         with pytest.raises(urllib.error.HTTPError) as caught:
             urllib.request.urlopen(request, timeout=10)
         assert caught.value.code == 403
+
+
+def test_lambda_handler_refuses_a_body_over_the_limit_over_http(packaged) -> None:
+    """End to end through the function-URL emulator: the contract's limit, a JSON-RPC
+    error an MCP client can read (tests/test_mcp_body_limit.py has the cases)."""
+    from agent_contract.mcp_endpoint import MCP_MAX_BODY
+
+    for url in emulator(SECRET):
+        request = urllib.request.Request(
+            url,
+            data=b" " * (MCP_MAX_BODY + 1),
+            method="POST",
+            headers={"Content-Type": "application/json", "Accept": "application/json"},
+        )
+        with pytest.raises(urllib.error.HTTPError) as caught:
+            urllib.request.urlopen(request, timeout=10)
+        assert caught.value.code == 413
+        answer = json.loads(caught.value.read())
+        assert answer["error"]["code"] == -32600 and str(MCP_MAX_BODY) in answer["error"]["message"]

@@ -1,0 +1,44 @@
+"""What the parties of the live MCP endpoint must agree on, stated once.
+
+The local edge (`agent_edge.serve`'s /mcp), the MCP HTTP bridge (`agent_mcp.http`), the
+Lambda handler (`agent_mcp.lambda_handler`) and the Pulumi program
+(`infra.mcp_function`) each import these; none restates them (docs/decisions.md,
+"Issue 24: the MCP server and its Lambda").
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+#: Where the live MCP server answers, locally and behind the CDN.
+MCP_PATH: Final = "/mcp"
+
+#: The origin custom header CloudFront adds to every request it sends to the MCP
+#: function URL, and that the Lambda handler checks (in constant time) before anything
+#: else. Lowercase, as a function URL event's header names are; not on CloudFront's list
+#: of headers it cannot add (infra.mcp_function.check_origin_header checks it).
+ORIGIN_VERIFY_HEADER: Final = "x-origin-verify"
+
+#: The Lambda environment variable holding that header's secret value (set by the
+#: Pulumi program, read by the handler).
+ORIGIN_SECRET_ENV: Final = "MCP_ORIGIN_SECRET"
+
+#: The folder, beside the handler's packages in the function's archive, that holds the
+#: published files the Lambda serves (URL path /x -> site/x).
+PACKAGED_SITE_FOLDER: Final = "site"
+
+#: The largest MCP request body, in bytes, on every path: `serve` refuses a larger
+#: Content-Length with 413 before reading a byte of the body (and before 100 Continue),
+#: the Lambda handler refuses a larger declared or delivered body with 413 before
+#: decoding it, and the SDK's own limit is set to the same number.
+#:
+#: Why 1 MiB and not the Lambda's 6 MB: a BUFFERED function URL invokes the function
+#: synchronously, and "For synchronous invocations, the maximum payload size is 6 MB"
+#: (Lambda API reference, Invoke), but that payload is the *event*: the body inside a
+#: JSON string (base64 when binary), next to the headers and the request context. JSON
+#: escaping can triple a valid JSON body (non-ASCII as \\uXXXX) and base64 adds a third;
+#: the headers and URL are at most 20,480 bytes (CloudFront quota). At 1 MiB every valid
+#: body reaches the function whatever its bytes, so the limit here is the limit there:
+#: one number, true on both. An MCP request here is one tool call with one short string
+#: argument, far below it. Sources: docs/decisions.md.
+MCP_MAX_BODY: Final = 1024 * 1024
