@@ -93,8 +93,10 @@ preview: $(DEV_STAMP)
 
 # verify retries for up to 15 minutes: the CDN serves old copies until the publish's
 # invalidation completes.
+# --refresh: a file deleted or rewritten in the bucket outside Pulumi is put back (drift
+# repair, docs/decisions.md "Issue 24: drift repaired on every deploy"), as deploy.yml does.
 up: $(DEV_STAMP)
-	pulumi up
+	pulumi up --refresh
 	$(BIN)/python -m content_builder verify "$$(pulumi stack output base_url)" --expect-from dist --retry-for 900
 
 # The Lambda layer for `mcpServer: true` (infra/mcp_function.py): the mcp SDK and its
