@@ -28,7 +28,7 @@ class Artifact:
     def hashed(cls, path: str, body: bytes, sha256: str, source: str | None = None) -> Artifact:
         """An artifact whose body's SHA-256 is already known (the build cache keeps it)."""
         artifact = cls(path, body, source)
-        artifact.__dict__["sha256"] = sha256  # what `cached_property` would have stored
+        object.__setattr__(artifact, "sha256", sha256)  # what `cached_property` would store
         return artifact
 
     @property

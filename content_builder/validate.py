@@ -168,8 +168,8 @@ def check_artifacts(
     if by_path[paths.MCP_WELL_KNOWN].body != by_path[paths.MCP_MANIFEST].body:
         problems.append(Problem(paths.MCP_WELL_KNOWN, None, "differs from " + paths.MCP_MANIFEST))
 
-    index_ids = [entry["id"] for entry in load(paths.CONTENT_INDEX)["documents"]]
-    search_ids = [entry["id"] for entry in load(paths.SEARCH_INDEX)["entries"]]
+    index_ids = _ids(by_path[paths.CONTENT_INDEX].body, "documents")
+    search_ids = _ids(by_path[paths.SEARCH_INDEX].body, "entries")
     for path, ids in ((paths.CONTENT_INDEX, index_ids), (paths.SEARCH_INDEX, search_ids)):
         if ids != expected_ids:
             problems.append(Problem(path, None, f"covers {ids}, expected {expected_ids}"))
@@ -179,6 +179,21 @@ def check_artifacts(
         problems += _discovery_coverage(site, load(paths.discovery(site.config.brand)), published)
     if problems:
         raise SiteDataError(problems)
+
+
+def _ids(body: bytes, list_key: str) -> list[Any]:
+    """The `id` of each object in the list `list_key` of a JSON document (an object without
+    one as itself). Parsed whole, but each object with an `id` kept as its id only: the
+    index and the search index (10 MB each at 10,000 entries) parsed into 20,000 dicts
+    that lived long enough to set off full garbage collections of the build's heap."""
+    return json.loads(body, object_pairs_hook=_id_or_object)[list_key]  # type: ignore[no-any-return]
+
+
+def _id_or_object(pairs: list[tuple[str, Any]]) -> Any:
+    for key, value in pairs:
+        if key == "id":
+            return value
+    return dict(pairs)
 
 
 def _openapi_coverage(operations: dict[str, Any], published: frozenset[str]) -> list[Problem]:

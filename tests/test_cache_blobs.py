@@ -73,23 +73,38 @@ def test_blobs_come_back_from_the_file_and_survive_its_rewrite(
     assert isinstance(first, build_cache.Blob) and first._data is None
     assert first.value() == b"first body" and seen == [10]
     assert again.get("b", "body")[0].value() == b"second"
-    # Rewritten (the file was not appendable), the blobs move into the new file: the
-    # old one may go, and they are read from the new one.
-    replaced = first._at[0]
+    # Rewritten (the file was not appendable): a blob never moves (a request thread of
+    # `serve --watch` may be reading it), it reads on from the replaced file, which its
+    # descriptor keeps; the next build of a series reads the new file, not these records.
     again.appendable = False
     again.save()
     [file] = cache_dir.glob("build-*.pickle")
-    assert first._at[0] is not replaced, "the replaced file is not held open for it"
-    assert first.value() == b"first body"
+    assert again.signature == (-1, -1), "the next build reads the rewritten file"
     file.unlink()
-    assert first.value() == b"first body", "read from the file it was written to"
+    assert first.value() == b"first body", "read from the file it was read from"
     assert again.get("b", "body")[0].value() == b"second"
+    assert _open(site).get("a", "body") is None  # the file is gone: nothing cached
+
+
+def test_a_rewritten_cache_is_read_back_whole(tmp_path: Path, cache_dir: Path) -> None:
+    site = tmp_path / "site"
+    site.mkdir()
+    cache = _open(site)
+    cache.put("a", "body", build_cache.Blob(b"first body"))
+    cache.save()
+    again = _open(site)
+    assert again.get("a", "body") is not None
+    again.appendable = False  # rewritten with the records it used
+    again.save()
+    series = build_cache.EntryCache.open(site, b"settings", last=again)
+    assert series.records is not again.records, "read from the new file, not the last's"
+    assert series.get("a", "body").value() == b"first body"
 
 
 def test_a_blob_pickled_outside_a_cache_frame_is_its_bytes() -> None:
     blob = build_cache.Blob(b"handed over")
     copy = pickle.loads(pickle.dumps(blob))
-    assert copy.value() == b"handed over" and copy._at[0] is None
+    assert copy.value() == b"handed over" and copy._store is None
 
 
 @pytest.mark.parametrize("damage", ["flipped", "cut"])
@@ -160,3 +175,24 @@ def test_a_cached_build_reads_only_the_blobs_it_writes(
     _build(site_copy, fresh)
     assert seen == []
     assert tree_digest(fresh) == _cold(site_copy, tmp_path, monkeypatch)
+
+
+def test_a_series_of_builds_reuses_the_last_records_until_the_file_changes(
+    tmp_path: Path, cache_dir: Path
+) -> None:
+    """`serve --watch` passes each build the cache the last one used: its records come
+    from memory while the file is the one it wrote, from the file once another wrote it."""
+    site = tmp_path / "site"
+    site.mkdir()
+    first = _open(site)
+    first.put("a", "body", b"one")
+    first.save()
+    second = build_cache.EntryCache.open(site, b"settings", last=first)
+    assert second.records is first.records
+    other = _open(site)  # another build (another process) appends to the same file
+    other.put("b", "body", b"two")
+    other.save()
+    third = build_cache.EntryCache.open(site, b"settings", last=second)
+    assert third.records is not first.records and third.get("b", "body") == b"two"
+    elsewhere = build_cache.EntryCache.open(site, b"other settings", last=third)
+    assert elsewhere.get("a", "body") is None, "other settings: another file"

@@ -63,7 +63,10 @@ def build_catalog(
         rendered = _rendered(site, loaded, render)
         if loaded.cache_key:
             stamp = lock_stamp(lock[loaded.id])
-            site.cache.put(loaded.cache_key, "rendered", (stamp, rendered.to_keep()))
+            # Two fields, not one (stamp, pieces) tuple: one object less per entry for the
+            # garbage collector to walk.
+            site.cache.put(loaded.cache_key, "stamp", stamp)
+            site.cache.put(loaded.cache_key, "rendered", rendered.to_keep())
         loaded.release()  # rendered: its models are not held while the rest renders
         found[index] = rendered
     documents = tuple(found[: len(site.documents)])
@@ -82,10 +85,9 @@ def _from_cache(
 ) -> EntryRender | None:
     # The pieces depend on the entry's bytes and the build settings (both in its cache
     # key) and on its lock entry, which is stored beside them and compared.
-    found = site.cache.get(loaded.cache_key, "rendered") if loaded.cache_key else None
-    if found is not None and found[0] == lock_stamp(dated):
-        return found[1]  # type: ignore[no-any-return]
-    return None
+    if not loaded.cache_key or site.cache.get(loaded.cache_key, "stamp") != lock_stamp(dated):
+        return None
+    return site.cache.get(loaded.cache_key, "rendered")  # type: ignore[no-any-return]
 
 
 def lock_stamp(dated: LockEntry) -> tuple[str, str]:

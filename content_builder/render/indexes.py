@@ -540,10 +540,9 @@ def _previous_choice(site: Site) -> KeywordChoice | None:
 
 def _cached_terms(site: Site, identity: Identity) -> _EntryTerms | None:
     """The terms the build cache holds for an identity: those of its `rendered` record
-    (render/entries.py: the lock entry it was dated by, then the pieces), whatever that
-    lock entry was (Identity)."""
+    (render/entries.py), whatever lock entry it was dated by (Identity)."""
     found = site.cache.get(identity, "rendered")
     if found is None:
         return None
-    terms = found[1].terms
+    terms = found.terms
     return terms if isinstance(terms, _EntryTerms) else None
