@@ -139,6 +139,7 @@ class EntryCache:
         self.used: set[str] = set()
         self.added: dict[str, dict[str, Any]] = {}
         self.signature = _signature(file) if file is not None else (-1, -1)
+        self.read_from_file = bool(records)  # its blobs may read from this file
         self._latest = latest  # the values `put_latest` kept, read when first asked
         self._latest_put: dict[str, Any] = {}  # put_latest, written by save
 
@@ -212,9 +213,9 @@ class EntryCache:
                     kept = {key: self.records[key] for key in self.used}
                     _write_new(self.file, _MAGIC + self.header, kept)
                     self.records = kept
-                    # Its blobs read from the replaced file: the next build of a series
-                    # reads the new one rather than keeping the old one's space alive.
-                    self.signature = (-1, -1)
+                    # Blobs read from the replaced file keep it open: the next build of a
+                    # series reads the new one rather than keeping the old one's space.
+                    self.signature = (-1, -1) if self.read_from_file else _signature(self.file)
                 else:
                     if self.added:
                         with self.file.open("ab") as stream:
