@@ -165,13 +165,17 @@ class EntryCache:
                 code_fingerprint().encode() + b"\0" + root.encode() + b"\0" + settings
             ).hexdigest()
         ).encode() + b"\n"
-        _touch(file)  # used now: the least recently used files are pruned first
-        if (
+        unchanged = (
             last is not None
             and last.file == file
             and last.header == header
             and last.signature == _signature(file)
-        ):
+        )
+        _touch(file)  # used now: the least recently used files are pruned first
+        if unchanged:
+            assert last is not None
+            # Records are keyed by content: one another build added meanwhile is only
+            # missing here, never wrong.
             return cls(file, header, last.records, True, last._latest)
         records, whole = _read_records(file, header)
         return cls(file, header, records, whole and bool(records))
