@@ -109,10 +109,10 @@ def entry_key(name: str, data: bytes) -> str:
 def max_bytes() -> int:
     chosen = os.environ.get(CACHE_MAX_ENV, "")
     try:
-        megabytes = int(chosen) if chosen else DEFAULT_MAX_MB
+        megabytes = float(chosen) if chosen else DEFAULT_MAX_MB
     except ValueError:
         megabytes = DEFAULT_MAX_MB
-    return max(megabytes, 0) * 1_000_000
+    return int(max(megabytes, 0) * 1_000_000) if megabytes == megabytes else 0  # NaN: 0
 
 
 class EntryCache:
@@ -208,6 +208,8 @@ class EntryCache:
         stale = len(self.records) - len(self.used)
         rewrite = not self.appendable or stale > max(len(self.used), 1000)
         if not rewrite and not self.added and not self._latest_put:
+            with contextlib.suppress(OSError), _locked(self.file.parent):
+                prune(self.file.parent, max_bytes(), keep=self.file)  # the bound, always
             return
         try:
             self.file.parent.mkdir(parents=True, exist_ok=True)
