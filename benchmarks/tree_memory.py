@@ -1,14 +1,14 @@
 """Peak memory of a process and all its descendants: the sum of their Pss, sampled.
 
-The build forks (content_builder/halves.py, early.py); a forked child shares its pages
-with the parent copy-on-write, so adding the two processes' RSS counts the shared
-pages twice, and the parent's own peak misses the child's private pages. Pss
+A build that forks (the builds before issue 22 did) shares its pages with its children
+copy-on-write, so adding the processes' RSS counts the shared pages twice, and the
+parent's own peak misses the children's private pages. Pss
 (proportional set size, /proc/<pid>/smaps_rollup) charges each page to its sharers in
 equal parts: the tree's Pss sum is the physical memory the build holds, counted once.
 
 The sampler is a separate process (`python -m benchmarks.tree_memory PID INTERVAL`),
-not a thread in the build: a second thread makes `halves.can_fork()` refuse to fork, so
-a sampling thread would change what it measures. It is a child of the build it samples,
+not a thread in the build: the builds before issue 22 refused to fork beside a second
+thread, so a sampling thread would have changed what it measured. It is a child of the build it samples,
 so it leaves itself out. It sleeps on its stdin between samples; end of file (the build
 closed the pipe, or died) takes one last sample and prints the result as one JSON line.
 

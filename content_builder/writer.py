@@ -265,7 +265,7 @@ def _reuse(old: str, target: str, artifact: Artifact, written: _Written | None) 
     A file the previous manifest lists with the same sha256 and size is trusted without
     reading when it still has that size and neither its mtime nor its ctime is as late as
     the manifest, which was written after every file of that output (and touched again
-    after the retired output was removed, where it was not kept as the spare). ctime
+    after the retired output was removed, `_stamp_after_now`). ctime
     moves on any change and cannot be set back (`cp -p`, `rsync -t`, `touch -r` restore an
     mtime, not a ctime); equal times are read, as coarse clocks give a whole tick one
     time. Any other file is compared byte for byte. (The body is asked for only then: an

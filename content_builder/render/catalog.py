@@ -31,7 +31,7 @@ class EntryLinks:
 
     Pickled as one bytes object of their own, unpickled when first read: a cached build
     checks only the links of entries that changed since the last build that passed
-    (content_builder/proven.py), and the ~1 M tuples of a 10,000-entry site's links were
+    (cache.py `Proven`), and the ~1 M tuples of a 10,000-entry site's links were
     a third of the time it took to read the build cache (0.25 of 0.77 s). In the build
     cache that object is a blob (cache.py), not even read (34 MB at 10,000 entries)."""
 
