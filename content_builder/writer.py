@@ -1,12 +1,13 @@
 """Write the artifacts to the output folder, all or nothing.
 
-The new output is staged in a folder beside the live one (`.dist.staging-*`): files
-whose bytes the previous output already holds are hard-linked from it (one link, not a
-file written), the others written. Then `manifest.json` (path -> sha256, size, media
-type, Cache-Control; what the publisher and `verify --expect-from` read), and the staged
-folder is exchanged with the live one in one atomic rename. A failure at any point
-leaves the previous output exactly as it was; a staging folder a killed build left is
-removed by the next build.
+The new output is staged in the spare (`.dist.spare/dist` beside `dist`: the output the
+last build replaced), brought to exactly the new files: a file the live output already
+holds is kept when the spare has that very file (the same inode) or hard-linked from the
+live output, the others written; then `manifest.json` (path -> sha256, size, media type,
+Cache-Control; what the publisher and `verify --expect-from` read). The spare is then
+exchanged with the live output in one atomic rename, and the output it replaced is the
+next spare. A failure at any point leaves the live output exactly as it was; a spare
+left half-updated is trusted for nothing by the next build (`_stage`).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from stat import S_ISREG
 from typing import Any
 
 try:
@@ -121,11 +123,9 @@ _by_path = operator.attrgetter("path")
 def write_output(artifacts: list[Artifact], out_dir: Path, base_url: str) -> list[FileReport]:
     out_dir = out_dir.absolute()
     out_dir.parent.mkdir(parents=True, exist_ok=True)
-    # One writer at a time per parent folder: a staging folder found while holding the
-    # lock is one a killed build left. (Advisory, flock; where there is none, builds are
-    # not serialized.)
+    # One writer at a time per parent folder: two builds staging in one spare would swap
+    # in a mixture. (Advisory, flock; where there is none, builds are not serialized.)
     with _locked(out_dir.parent):
-        _remove_abandoned_staging(out_dir)
         previous = read_manifest(out_dir)
         if out_dir.exists() and (
             not out_dir.is_dir() or (previous is None and any(out_dir.iterdir()))
@@ -140,62 +140,48 @@ def write_output(artifacts: list[Artifact], out_dir: Path, base_url: str) -> lis
         entries = {artifact.path: _entry(artifact) for artifact in sorted(artifacts, key=_by_path)}
         report = compare(artifacts, previous, entries)
         body = manifest_body(build_manifest(base_url, entries))
-        staging = _stage(artifacts, out_dir, body, previous)
-        try:
-            replaced = _swap_in(staging, out_dir)
-        except BaseException:
-            shutil.rmtree(staging, ignore_errors=True)
-            raise
-        if replaced:
-            shutil.rmtree(staging, ignore_errors=True)  # it holds the previous output
-            # Last: removing the retired output moved the ctime of every file it shared
-            # an inode with; the manifest's time is the line the next build trusts
-            # files behind.
-            _stamp_after_now(out_dir / MANIFEST_NAME)
+        staging = _staging_folder(out_dir)
+        _stage(staging, artifacts, out_dir, body, previous)
+        if out_dir.exists():
+            _exchange(staging, out_dir)  # the spare now holds the output it replaced
+        else:
+            os.rename(staging, out_dir)
+            with contextlib.suppress(OSError):
+                staging.parent.rmdir()  # `.dist.spare`, empty until a build replaces one
         return report
 
 
-def _stamp_after_now(manifest: Path) -> None:
-    """Touch `manifest` until its mtime is later than a change made just before: file
-    times come from a coarse clock (one tick is 1-10 ms on Linux), so a touch in the tick
-    of the last ctime it must vouch against would equal it, and equal times are not
-    trusted (`_reuse`). One tick at most."""
-    probe = manifest.parent.with_name(f".{manifest.parent.name}.clock")  # beside the output
-    probe.write_bytes(b"")
-    try:
-        changed = probe.stat().st_ctime_ns
-    finally:
-        probe.unlink()
-    for _ in range(1000):
-        os.utime(manifest)
-        if manifest.stat().st_mtime_ns > changed:
-            return
-        time.sleep(0.001)
+def spare_folder(out_dir: Path) -> Path:
+    """Where the output before the last is kept, to stage the next one in:
+    `.dist.spare/dist` beside `dist`. The last part is the output's own name, so a
+    `.gitignore` line such as `dist/` (a folder of that name at any depth) ignores it."""
+    return out_dir.parent / f".{out_dir.name}.spare" / out_dir.name
 
 
-def _swap_in(staging: Path, out_dir: Path) -> bool:
-    """The staged output in the output's place; True when it replaced one, which is
-    then in `staging`."""
-    if not out_dir.exists():
-        os.rename(staging, out_dir)
-        return False
-    _exchange(staging, out_dir)
-    return True
-
-
-_STAGING = ".{}.staging-"
-
-
-def _new_staging_folder(out_dir: Path) -> Path:
-    return Path(tempfile.mkdtemp(prefix=_STAGING.format(out_dir.name), dir=out_dir.parent))
-
-
-def _remove_abandoned_staging(out_dir: Path) -> None:
-    """Staging folders beside the output: under the writer's lock, every one is a killed
-    build's."""
-    for folder in out_dir.parent.glob(_STAGING.format(out_dir.name) + "*"):
-        if folder.is_dir() and not folder.is_symlink():
-            shutil.rmtree(folder, ignore_errors=True)
+def _staging_folder(out_dir: Path) -> Path:
+    """The spare: the output the last build replaced, whose unchanged files are hard links
+    of the live output's (so a build after one edit stats 40,000 files and replaces a few,
+    instead of linking 40,000 and removing 40,000 more). Nothing in it is trusted by
+    itself (`_stage`), so a spare a killed build left half-updated, or one changed by hand,
+    is only slower. A spare's place holding something else (not a folder of ours) is
+    cleared only when it is a folder with a manifest.json or empty; otherwise a fresh
+    folder beside it is used and removed after the swap."""
+    spare = spare_folder(out_dir)
+    if spare.is_symlink() or (spare.exists() and not spare.is_dir()):
+        raise SiteDataError.single(
+            display_path(spare), None, "is not the build's spare output folder; remove it"
+        )
+    if spare.is_dir() and any(spare.iterdir()) and not (spare / MANIFEST_NAME).is_file():
+        # Not a folder this tool wrote: never emptied, as `--out` is not (write_output).
+        raise SiteDataError.single(
+            display_path(spare), None, "is not the build's spare output folder; remove it"
+        )
+    if not spare.is_dir():
+        spare.mkdir(parents=True)
+        # Marked as ours from the start (manifest.json, rewritten last by `_stage`): a build
+        # that stops while filling it leaves a spare the next one recognizes and reuses.
+        (spare / MANIFEST_NAME).write_bytes(b"{}\n")
+    return spare
 
 
 _NEW_FILE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
@@ -208,30 +194,99 @@ def _write_new_file(path: str, body: bytes) -> None:
 
 
 def _stage(
-    artifacts: list[Artifact], out_dir: Path, body: bytes, previous: BuildManifest | None
-) -> Path:
-    """A new output in a temporary sibling folder: unchanged files hard-linked from the
-    previous output, the others written, then manifest.json."""
+    staging: Path,
+    artifacts: list[Artifact],
+    out_dir: Path,
+    body: bytes,
+    previous: BuildManifest | None,
+) -> None:
+    """Bring `staging` to exactly the artifacts and `body` as manifest.json. A file it
+    holds is kept only when it is the very file (the same inode) the live output holds
+    for that path and the live file is known to hold the artifact's bytes (`_holds`); any
+    other is removed (never written in place: it may share its inode with the live
+    output) and replaced by a hard link of the live file when that holds the bytes, else
+    written. A build stopped here leaves the live output as it was."""
     written = _written_before(out_dir, previous)
-    staging = _new_staging_folder(out_dir)
+    wanted = {artifact.key for artifact in artifacts}
+    _remove_unwanted(str(staging), wanted | {MANIFEST_NAME})  # the manifest: replaced last
+    made: set[str] = set()
+    # Strings, not Paths, in this loop: it runs once per published file.
+    staged, published = str(staging), str(out_dir)
+    for artifact in artifacts:
+        target = os.path.join(staged, artifact.key)
+        live = os.path.join(published, artifact.key)
+        live_stat = _holds(live, artifact, written) if previous is not None else None
+        try:
+            kept = os.lstat(target)
+        except FileNotFoundError:
+            kept = None
+        if kept is not None:
+            if live_stat is not None and _same_file(kept, live_stat):
+                continue
+            os.unlink(target)
+        folder = os.path.dirname(target)
+        if folder not in made:  # one mkdir per folder, not per file
+            os.makedirs(folder, exist_ok=True)
+            made.add(folder)
+        if live_stat is None or not _linked(live, target):
+            _write_new_file(target, artifact.body)
+    manifest = staging / MANIFEST_NAME
+    manifest.unlink(missing_ok=True)  # never written in place: it may be the live one's
+    manifest.write_bytes(body)  # last: its time vouches for every file before it
+    _stamp_after_now(manifest)
+
+
+def _stamp_after_now(manifest: Path) -> None:
+    """Touch `manifest` until its mtime is later than a change made just before it: file
+    times come from a coarse clock (one tick is 1-10 ms on Linux), so the files written
+    in the manifest's tick would have times equal to it, and equal times are not trusted
+    (`_holds`). One tick at most."""
+    probe = manifest.with_name(".clock")
+    probe.write_bytes(b"")
     try:
-        folders: set[str] = set()
-        # Strings, not Paths, in this loop: it runs once per published file.
-        staged, published = str(staging), str(out_dir)
-        for artifact in artifacts:
-            target = os.path.join(staged, artifact.key)
-            folder = os.path.dirname(target)
-            if folder not in folders:  # one mkdir per folder, not per file
-                os.makedirs(folder, exist_ok=True)
-                folders.add(folder)
-            old = os.path.join(published, artifact.key)
-            if previous is None or not _reuse(old, target, artifact, written):
-                _write_new_file(target, artifact.body)
-        (staging / MANIFEST_NAME).write_bytes(body)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
-    return staging
+        changed = probe.stat().st_ctime_ns
+    finally:
+        probe.unlink()
+    for _ in range(1000):
+        os.utime(manifest)
+        if manifest.stat().st_mtime_ns > changed:
+            return
+        time.sleep(0.001)
+
+
+def _same_file(one: os.stat_result, other: os.stat_result) -> bool:
+    return (one.st_dev, one.st_ino) == (other.st_dev, other.st_ino)
+
+
+def _linked(source: str, target: str) -> bool:
+    try:
+        os.link(source, target)
+    except OSError:  # a filesystem without hard links, or the file gone meanwhile
+        return False
+    return True
+
+
+def _remove_unwanted(root: str, wanted: set[str]) -> None:
+    """Remove from the staging folder everything but the files at `wanted` keys and the
+    folders on their way: one scandir per folder."""
+    folders = {""}
+    for parent in {key.rpartition("/")[0] for key in wanted}:
+        while parent not in folders:
+            folders.add(parent)
+            parent = parent.rpartition("/")[0]
+    pending = [""]
+    while pending:
+        relative = pending.pop()
+        with os.scandir(os.path.join(root, relative) if relative else root) as listing:
+            items = list(listing)
+        for item in items:
+            key = f"{relative}/{item.name}" if relative else item.name
+            if item.is_dir(follow_symlinks=False) and key in folders:
+                pending.append(key)
+            elif item.is_dir(follow_symlinks=False):
+                shutil.rmtree(item.path)
+            elif key not in wanted or not item.is_file(follow_symlinks=False):
+                os.unlink(item.path)
 
 
 @dataclass(frozen=True)
@@ -256,37 +311,35 @@ def _written_before(out_dir: Path, previous: BuildManifest | None) -> _Written |
     return _Written(files, mtime)  # type: ignore[arg-type]
 
 
-def _reuse(old: str, target: str, artifact: Artifact, written: _Written | None) -> bool:
-    """Hard-link the previous output's file into the staging folder when it holds exactly
-    the artifact's bytes: creating 20,000 files cost 5-8 s of a 10,000-entry build,
-    linking one 5 us. Nothing writes into a published file in place, so sharing its
-    inode with the retired output is safe.
+def _holds(live: str, artifact: Artifact, written: _Written | None) -> os.stat_result | None:
+    """The live output's file at `live`, when it holds exactly the artifact's bytes: it is
+    then hard-linked (or kept, `_stage`), not written. Creating 20,000 files cost 5-8 s of
+    a 10,000-entry build, linking one 5 us. Nothing writes into a published file in place,
+    so sharing its inode between outputs is safe.
 
-    A file the previous manifest lists with the same sha256 and size is trusted without
+    A file the live manifest lists with the same sha256 and size is trusted without
     reading when it still has that size and neither its mtime nor its ctime is as late as
-    the manifest, which was written after every file of that output (and touched again
-    after the retired output was removed, `_stamp_after_now`). ctime
-    moves on any change and cannot be set back (`cp -p`, `rsync -t`, `touch -r` restore an
-    mtime, not a ctime); equal times are read, as coarse clocks give a whole tick one
-    time. Any other file is compared byte for byte. (The body is asked for only then: an
-    entry's file from the build cache is read from it when asked, content_builder.cache.)"""
+    the manifest, which was written after every file of that output. ctime moves on any
+    change and cannot be set back (`cp -p`, `rsync -t`, `touch -r` restore an mtime, not a
+    ctime); equal times are read, as coarse clocks give a whole tick one time. Any other
+    file is compared byte for byte. (The body is asked for only then: an entry's file from
+    the build cache is read from it when asked, content_builder.cache.)"""
     size = artifact.size
     try:
-        stat = os.stat(old)
-        if stat.st_size != size:
-            return False
+        stat = os.lstat(live)
+        if stat.st_size != size or not S_ISREG(stat.st_mode):  # a symlink is not ours
+            return None
         listed = written.files.get(artifact.path) if written else None
         trusted = (
             written is not None
             and listed == (artifact.sha256, size)
             and max(stat.st_mtime_ns, stat.st_ctime_ns) < written.manifest_mtime_ns
         )
-        if not trusted and Path(old).read_bytes() != artifact.body:
-            return False
-        os.link(old, target)
-    except OSError:  # gone, unreadable, or a filesystem without hard links
-        return False
-    return True
+        if not trusted and Path(live).read_bytes() != artifact.body:
+            return None
+    except OSError:  # gone or unreadable
+        return None
+    return stat
 
 
 # --- Swapping two folders --------------------------------------------------------------

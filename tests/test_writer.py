@@ -45,7 +45,10 @@ def test_a_failure_while_writing_leaves_the_previous_output(
     assert len(written) == 5, "the failure happened mid-build"
     assert tree_digest(out) == before
     assert (site_copy / "content.lock.json").read_bytes() == lock_before
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["dist", "site_data"], "no staging left"
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".dist.spare", "dist", "site_data"]
+    # The half-staged spare is trusted for nothing: the next build is a clean build's.
+    assert run_cli("build", "--site", site_copy, "--out", out).code == 0
+    assert tree_digest(out) == _clean_build(site_copy, tmp_path / "clean")
 
 
 def test_a_lock_that_cannot_be_written_leaves_the_output_as_it_was(
@@ -76,32 +79,84 @@ def test_a_lock_that_cannot_be_written_leaves_the_output_as_it_was(
     assert sorted(p.name for p in site_copy.iterdir() if p.name.startswith(".")) == []
 
 
-def test_a_first_build_whose_swap_fails_leaves_no_staging_folder(
+def test_a_first_build_whose_swap_fails_leaves_no_output(
     site_copy: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    def refused(staging: Path, out_dir: Path) -> None:
-        raise OSError(13, "Permission denied")
+    real_rename = os.rename
 
-    monkeypatch.setattr(writer, "_swap_in", refused)
+    def refused(source: object, target: object) -> None:
+        if Path(str(target)) == tmp_path / "dist":
+            raise OSError(13, "Permission denied")
+        real_rename(source, target)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(os, "rename", refused)
     with pytest.raises(OSError, match="Permission denied"):
         run_cli("build", "--site", site_copy, "--out", tmp_path / "dist")
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["site_data"], "nothing left behind"
+    monkeypatch.undo()
+    assert not (tmp_path / "dist").exists()
+    assert run_cli("build", "--site", site_copy, "--out", tmp_path / "dist").code == 0
+    assert tree_digest(tmp_path / "dist") == _clean_build(site_copy, tmp_path / "clean")
 
 
-def test_a_staging_folder_a_killed_build_left_is_removed_by_the_next(
+def test_a_spare_a_killed_build_left_or_a_hand_changed_is_trusted_for_nothing(
     site_copy: Path, tmp_path: Path
 ) -> None:
-    """SIGKILL (or SIGTERM: no handler) leaves a build no cleanup: the next build into the
-    same output removes its staging folders (under the writer's lock, every one found is
-    abandoned), never another output's."""
-    abandoned = tmp_path / ".dist.staging-abc123"
-    other = tmp_path / ".other.staging-jkl000"  # another output's
-    for folder in (abandoned, other):
-        (folder / "api").mkdir(parents=True)
-        (folder / "api" / "file.json").write_text("{}")
-    assert run_cli("build", "--site", site_copy, "--out", tmp_path / "dist").code == 0
-    assert not abandoned.exists()
-    assert other.exists()
+    """SIGKILL (or SIGTERM: no handler) leaves a build no cleanup: the spare it was staging
+    in is half-updated. The next build keeps a spare's file only when it is the live file
+    itself (same inode) and the live file is trusted: stray files go, replaced or edited
+    ones are written again, and the output is a clean build's."""
+    out = tmp_path / "dist"
+    for number in range(2):
+        _edit(site_copy, number)
+        _build(site_copy, out)
+    spare = writer.spare_folder(out)
+    assert (spare / writer.MANIFEST_NAME).is_file()
+    (spare / "stray.json").write_text("{}")
+    (spare / "api" / "stray-folder").mkdir()
+    _replace_by_hand(spare / "api/v1/faq/q02-endpoints.json")
+    (spare / "llms.txt").unlink()
+    (spare / "api/v1/content/index.json").write_bytes(b"half")
+    _edit(site_copy, 2)
+    _build(site_copy, out)
+    assert tree_digest(out) == _clean_build(site_copy, tmp_path / "clean")
+
+
+def test_a_spares_place_holding_something_else_is_refused_not_cleared(
+    site_copy: Path, tmp_path: Path
+) -> None:
+    out = tmp_path / "dist"
+    _build(site_copy, out)
+    theirs = writer.spare_folder(out)
+    theirs.mkdir(parents=True)
+    (theirs / "notes.txt").write_text("keep me")
+    result = run_cli("build", "--site", site_copy, "--out", out)
+    assert result.code == 1 and ".dist.spare" in result.err
+    assert (theirs / "notes.txt").read_text() == "keep me"
+
+
+def test_an_edit_build_keeps_the_spares_unchanged_files_and_links_or_removes_none(
+    site_copy: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """After one edit, the spare already holds (as the live output's own inodes) every
+    file but the edited entry's and the aggregates: only those are replaced."""
+    out = tmp_path / "dist"
+    for number in range(3):
+        _edit(site_copy, number)
+        _build(site_copy, out)
+    calls: list[str] = []
+    for name in ("link", "unlink"):
+        real = getattr(os, name)
+        monkeypatch.setattr(
+            os,
+            name,
+            lambda *a, _real=real, _name=name, **k: (calls.append(_name), _real(*a, **k))[1],
+        )
+    _edit(site_copy, 3)
+    _build(site_copy, out)
+    monkeypatch.undo()
+    files = len(list(out.rglob("*")))
+    assert 0 < calls.count("link") < files / 3, calls.count("link")
+    assert tree_digest(out) == _clean_build(site_copy, tmp_path / "clean")
 
 
 def test_refuses_to_replace_a_folder_it_did_not_write(site_copy: Path, tmp_path: Path) -> None:
@@ -306,7 +361,8 @@ def test_without_an_atomic_exchange_three_renames_do(
         _edit(site_copy, number)
         _build(site_copy, out)
     assert tree_digest(out) == _clean_build(site_copy, tmp_path / "clean")
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["clean", "dist", "site_data"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".dist.spare", "clean", "dist",
+                                                          "site_data"]  # fmt: skip
 
 
 @pytest.mark.skipif(writer._renameat2() is None, reason="renameat2 is Linux (glibc 2.28+) only")
@@ -329,7 +385,7 @@ def test_the_output_is_exchanged_in_one_step_where_the_os_can(
 
 
 @pytest.mark.skipif(shutil.which("make") is None, reason="needs make")
-def test_make_clean_removes_the_output_and_the_build_cache(
+def test_make_clean_removes_the_output_its_spare_and_the_build_cache(
     site_copy: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     project = tmp_path / "project"
@@ -339,6 +395,8 @@ def test_make_clean_removes_the_output_and_the_build_cache(
     monkeypatch.setenv("AGENT_ACCESS_CACHE_DIR", str(cache))
     out = project / "dist"
     _build(site_copy, out)
+    _build(site_copy, out)
+    assert writer.spare_folder(out).is_dir()
     assert any(cache.glob("build-*.pickle")), "the build filled the cache"
     subprocess.run(["make", "-s", "clean"], cwd=project, check=True, capture_output=True)
     assert sorted(path.name for path in project.iterdir()) == ["Makefile"]
@@ -402,3 +460,27 @@ def test_two_builds_into_one_output_take_turns(
     assert events == ["one read", "one staged", "two read", "two staged"]
     writer.write_output(second.artifacts, tmp_path / "clean", base_url)
     assert tree_digest(out) == tree_digest(tmp_path / "clean")
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
+@pytest.mark.parametrize("ignore", ["this repository's", "only dist/"])
+def test_the_spare_does_not_show_in_git_status(
+    site_copy: Path, tmp_path: Path, ignore: str
+) -> None:
+    """A user whose .gitignore lists only `dist/` must not see the spare: it is a folder
+    named like the output, inside `.dist.spare`."""
+    repository = tmp_path / "repository"
+    repository.mkdir()
+    subprocess.run(["git", "init", "-q", str(repository)], check=True)
+    gitignore = (REPO / ".gitignore").read_text() if ignore == "this repository's" else "dist/\n"
+    (repository / ".gitignore").write_text(gitignore)
+    out = repository / "dist"
+    for number in range(2):
+        _edit(site_copy, number)
+        _build(site_copy, out)
+    assert (writer.spare_folder(out) / writer.MANIFEST_NAME).is_file()
+    status = subprocess.run(
+        ["git", "status", "--porcelain", "--untracked-files=all"],
+        cwd=repository, capture_output=True, text=True, check=True,
+    ).stdout  # fmt: skip
+    assert status.splitlines() == ["?? .gitignore"]
