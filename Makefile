@@ -11,7 +11,7 @@ SERVE_STAMP := $(VENV)/.installed-serve
 DEV_STAMP := $(VENV)/.installed-dev
 PIP := $(BIN)/python -m pip install --quiet --disable-pip-version-check -c constraints.txt
 
-.PHONY: serve build check test lint preview up clean bench lock mcp-layer
+.PHONY: serve build check test lint preview up clean bench bench-compare lock mcp-layer
 
 # A .venv made by another Python (another minor version, or one since removed) cannot
 # be repaired in place: start it over, whatever the stamps say.
@@ -85,6 +85,15 @@ $(AWSCLI_STAMP):
 
 bench: $(DEV_STAMP) $(AWSCLI_STAMP)
 	$(BIN)/python -m benchmarks.run
+
+# The build of BASE (a commit; default: the main before issue 22) and this checkout's,
+# side by side in one run (benchmarks/compare_builds.py), into benchmarks/README.md.
+BASE ?= 95b495c
+bench-compare: $(DEV_STAMP)
+	rm -rf .bench-base && git worktree prune
+	git worktree add --detach .bench-base $(BASE)
+	$(BIN)/python -m benchmarks.compare_builds .bench-base --readme --markdown; \
+	  status=$$?; git worktree remove --force .bench-base; exit $$status
 
 # Deployment (needs the Pulumi CLI and AWS credentials; see README, Deploy). The program
 # builds the site itself, with the frozen lock.

@@ -204,11 +204,32 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--work", type=Path, default=Path("/tmp/compare-builds"))
     parser.add_argument("--markdown", action="store_true")
+    parser.add_argument(
+        "--readme", action="store_true", help="also rewrite the section in benchmarks/README.md"
+    )
     args = parser.parse_args(argv)
     args.work.mkdir(parents=True, exist_ok=True)
     result = compare(args.old, args.sizes.split(","), args.repeats, args.work)
     print(markdown(result) if args.markdown else json.dumps(result, indent=1))
+    if args.readme:
+        write_readme(REPO / "benchmarks" / "README.md", markdown(result))
     return 0
+
+
+BEGIN = "<!-- compare:begin (written by `make bench-compare`; edits here are overwritten) -->"
+END = "<!-- compare:end -->"
+
+
+def write_readme(readme: Path, table: str) -> None:
+    """Put `table` between the markers (appended with them the first time)."""
+    text = readme.read_text(encoding="utf-8")
+    block = f"{BEGIN}\n{table}\n{END}"
+    if BEGIN in text and END in text:
+        head, rest = text.split(BEGIN, 1)
+        text = head + block + rest.split(END, 1)[1]
+    else:
+        text = text.rstrip("\n") + "\n\n" + block + "\n"
+    readme.write_text(text, encoding="utf-8")
 
 
 if __name__ == "__main__":
