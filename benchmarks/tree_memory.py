@@ -9,8 +9,9 @@ equal parts: the tree's Pss sum is the physical memory the build holds, counted 
 The sampler is a separate process (`python -m benchmarks.tree_memory PID INTERVAL`),
 not a thread in the build: the builds before issue 22 refused to fork beside a second
 thread, so a sampling thread would have changed what it measured. It is a child of the
-build it samples, so it leaves itself out. It sleeps on its stdin between samples; end of file (the build
-closed the pipe, or died) takes one last sample and prints the result as one JSON line.
+build it samples, so it leaves itself out. It sleeps on its stdin between samples; end
+of file (the build closed the pipe, or died) takes one last sample and prints the result
+as one JSON line.
 
 Linux only (/proc). Elsewhere `TreeMemory.start` returns None and the build's figures
 are reported without the tree's peak (run.py then judges the peak-memory row on nothing
