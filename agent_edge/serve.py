@@ -192,11 +192,18 @@ class EdgeRequestHandler(socketserver.BaseRequestHandler):
         except _Refused as refused:
             self._refuse(refused.status, str(refused), requestline)
             return False
+        # Names as sent (the edge and /mcp look them up without case; a repeated field's
+        # last value wins, as `dict(HTTPMessage.items())` gave before).
         headers = {
-            name.decode("latin-1"): value.decode("latin-1") for name, value in request.headers
+            name.decode("latin-1"): value.decode("latin-1")
+            for name, value in request.headers.raw_items()
         }
-        chunked = "transfer-encoding" in headers
-        length = int(headers.get("content-length", "0"))  # h11 checked it is digits
+        chunked, length = False, 0
+        for name, value in request.headers:  # lowercased by h11, which checked the framing
+            if name == b"transfer-encoding":
+                chunked = True
+            elif name == b"content-length":
+                length = int(value)
         edge = self.server.edge
         assert edge is not None, "the server is published only after its first build"
         if target.partition("?")[0] == "/mcp":  # the live MCP server (agent_mcp)

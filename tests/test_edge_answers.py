@@ -72,7 +72,7 @@ def test_large_unique_keys_are_held_within_the_byte_bound() -> None:
         tracemalloc.stop()
     # What the cache counts is at least what it holds (the 10 % is tracemalloc's own).
     assert held <= 1.1 * bound, f"{held / 2**20:.0f} MiB held"
-    assert edge_module.ANSWERS_KEPT_BYTES == bound
+    assert bound == edge_module.ANSWERS_KEPT_BYTES
     assert edge.answers_bytes <= bound
     assert held <= 1.1 * edge.answers_bytes + 1024 * 1024, (held, edge.answers_bytes)
     assert len(edge._answers) > 100  # and it still keeps answers
