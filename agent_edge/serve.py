@@ -18,7 +18,7 @@ import sys
 import threading
 import time
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from email.utils import formatdate
 from http import HTTPStatus
 from pathlib import Path
@@ -27,7 +27,7 @@ import h11
 
 from agent_contract import paths
 from agent_contract.routes import HEADER_POLICY
-from agent_edge.changes import DirectoryEvents
+from agent_edge.changes import SiteChanges
 from agent_edge.edge import Edge, Response
 from content_builder.build import plan
 from content_builder.errors import SiteDataError
@@ -396,8 +396,8 @@ def fingerprint(site_dir: Path) -> Fingerprint:
 #: The watcher waits at least this many times as long as its last scan took, so that
 #: polling stays under 2 % of a core however large site_data grows.
 IDLE_FACTOR = 50
-#: With inotify (agent_edge.changes) the watcher scans when woken, and otherwise only
-#: this often, in case an event was lost (a watch limit, a network filesystem).
+#: With change events (agent_edge.changes) the watcher scans when woken, and otherwise
+#: only this often, in case an event was lost (a network filesystem, a full queue).
 SAFETY_SCAN_SECONDS = 60.0
 
 
@@ -415,24 +415,32 @@ def watch(
     interval: float = 0.5,
     report: Callable[[str], None] | None = None,
     built_from: Fingerprint | None = None,
+    roots: Sequence[Path] | None = None,
 ) -> None:
-    """Poll site_data/ and swap in a new build; a bad edit keeps the last good one.
+    """Watch site_data/ and swap in a new build; a bad edit keeps the last good one.
 
-    `built_from` is the state of site_data/ taken *before* the build being served was
-    loaded, so that an edit made while it loaded is not missed.
+    `built_from` is the state of the roots taken *before* the build being served was
+    loaded, so that an edit made while it loaded is not missed. `roots` are the folders
+    the build reads (site_data/ when not given; a docs tree outside it too, when the site
+    names one): an edit under any of them rebuilds.
     """
     report = report or _say
-    seen = built_from if built_from is not None else fingerprint(site_dir)
-    events = DirectoryEvents.open(site_dir)
-    # With events, the first scan comes at once: an edit made before the watches were
-    # set sent no event, and `seen` may predate it.
+    watched = list(roots) if roots is not None else [site_dir]
+
+    def scan() -> Fingerprint:
+        return tuple(entry for root in watched for entry in fingerprint(root))
+
+    seen = built_from if built_from is not None else scan()
+    events = SiteChanges.open(watched, stop)
+    # With events, the first scan comes at once (the watches are set by now): an edit
+    # made before they were set sent no event, and `seen` may predate it.
     wait = interval
     woken = events is not None
     while True:
         if woken:
             woken = False
         elif events is not None:
-            events.wait(max(wait, SAFETY_SCAN_SECONDS), stop)  # woken by a change
+            events.wait(max(wait, SAFETY_SCAN_SECONDS))  # woken by a change
             if stop.is_set():
                 events.close()
                 return
@@ -442,7 +450,7 @@ def watch(
         # leaves a server that silently serves stale content for the rest of the session.
         try:
             started = time.perf_counter()
-            current = fingerprint(site_dir)
+            current = scan()
             wait = max(interval, IDLE_FACTOR * (time.perf_counter() - started))
             if current == seen:
                 continue
@@ -469,7 +477,10 @@ def serve(
     base_url: str | None = None,
     watch_changes: bool = False,
     ready: Callable[[EdgeServer], None] | None = None,
+    watch_roots: Sequence[Path] | None = None,
 ) -> int:
+    """Serve the site's build until interrupted. With `watch_changes`, an edit under any
+    of `watch_roots` (site_dir when not given; a docs tree outside it, say) rebuilds."""
     try:
         server = EdgeServer((host, port))
     except OSError as error:
@@ -482,7 +493,8 @@ def serve(
         print(f"error: {reason}; {hint}", file=sys.stderr)
         return 1
     effective_base = (base_url or server.base_url).rstrip("/")
-    built_from = fingerprint(site_dir)
+    roots = list(watch_roots) if watch_roots else [site_dir]
+    built_from = tuple(entry for root in roots for entry in fingerprint(root))
     try:
         server.edge = load_edge(site_dir, effective_base)
     except SiteDataError:
@@ -493,7 +505,7 @@ def serve(
         threading.Thread(
             target=watch,
             args=(server, site_dir, effective_base, stop),
-            kwargs={"built_from": built_from},
+            kwargs={"built_from": built_from, "roots": roots},
             daemon=True,
         ).start()
     print(f"serving {len(server.edge.artifacts)} files on {server.base_url}")
