@@ -65,10 +65,10 @@ class Response:
     body: bytes  # empty for HEAD, 204 and 304; Content-Length still describes the file
 
     @cached_property
-    def wire_headers(self) -> list[tuple[bytes, bytes]]:
-        """The headers as h11 takes them (Latin-1 bytes), made once for an answer
-        `Edge.handle` keeps; `serve` copies the list before adding to it."""
-        return [(name.encode("latin-1"), value.encode("latin-1")) for name, value in self.headers]
+    def derived(self) -> dict[object, object]:
+        """What a server derives from this answer and reuses while `Edge.handle` keeps
+        it (serve keeps the h11 form of its headers here, made once a second)."""
+        return {}
 
 
 def etag(artifact: Artifact) -> str:
@@ -167,7 +167,9 @@ class Edge:
             sys.getsizeof(name) + sys.getsizeof(value) for name, value in response.headers
         )
         body = 0 if id(response.body) in self._shared_bodies else len(response.body)
-        return _ENTRY_OVERHEAD + strings + headers + 2 * header_text + body
+        # 3 x the header text: serve's h11 form of them (each name as sent and
+        # lowercased, each value, as bytes) and its Date and Server beside them.
+        return _ENTRY_OVERHEAD + strings + headers + 3 * header_text + body
 
     def _answer(self, method: str, target: str, headers: Mapping[str, str]) -> Response:
         """A GET or HEAD answer: reads only the target, Accept and If-None-Match."""

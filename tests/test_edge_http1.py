@@ -676,3 +676,66 @@ def test_every_hostile_head_gets_a_status_line_or_a_clean_close(
         assert _STATUS_LINE.match(answer), answer[:200]
     assert errors == [], errors
     assert get(port, paths.LLMS_TXT)[0] == "HTTP/1.1 200 OK"  # and it goes on
+
+
+# ------------------------------------------------- the answers, read by h11 as a client
+
+
+def _read_as_h11_client(port: int, requests: list[tuple[str, str, list[tuple[str, str]]]]) -> list:
+    """Send the requests on one connection, one after the other, and read each answer
+    with h11's client: it refuses an answer whose framing is wrong (a body longer or
+    shorter than its Content-Length, a body on HEAD or 304, a keep-alive after close)."""
+    import h11
+
+    client = h11.Connection(h11.CLIENT)
+    got = []
+    with socket.create_connection((HOST, port), timeout=5) as sock:
+        for method, target, headers in requests:
+            request = h11.Request(method=method, target=target, headers=[("Host", HOST), *headers])
+            sock.sendall(client.send(request) + client.send(h11.EndOfMessage()))
+            status, body = None, b""
+            while True:
+                event = client.next_event()
+                if event is h11.NEED_DATA:
+                    client.receive_data(sock.recv(65536))
+                elif type(event) is h11.Response:
+                    status = event.status_code
+                elif type(event) is h11.Data:
+                    body += bytes(event.data)
+                elif type(event) is h11.EndOfMessage:
+                    break
+                else:
+                    raise AssertionError(event)
+            got.append((status, body, client.our_state))
+            if client.our_state is h11.MUST_CLOSE:
+                break
+            client.start_next_cycle()
+    return got
+
+
+CLOSE = [("Connection", "close")]
+
+
+def test_every_kind_of_answer_is_framed_as_h11_reads_it(edge_port: int) -> None:
+    import h11
+
+    requests = [
+        ("GET", FAQ_PATH, []),
+        ("GET", FAQ_PATH, [("Accept", "text/markdown")]),
+        ("GET", FAQ_PATH, [("If-None-Match", "*")]),
+        ("HEAD", paths.LLMS_TXT, []),
+        ("HEAD", "/nope", []),
+        ("GET", "/nope", []),
+        ("OPTIONS", FAQ_PATH, [("Access-Control-Request-Method", "GET")]),
+        ("OPTIONS", FAQ_PATH, [("Access-Control-Request-Method", "PUT")]),
+        ("GET", paths.LLMS_TXT, []),
+        ("DELETE", paths.LLMS_TXT, []),  # 405, and the connection closes
+    ]
+    got = _read_as_h11_client(edge_port, requests)
+    assert [status for status, _, _ in got] == [200, 200, 304, 200, 404, 404, 200, 403, 200, 405]
+    assert got[0][1] == get(edge_port, FAQ_PATH)[2]
+    assert got[2][1] == got[3][1] == got[4][1] == b""  # 304, HEAD: no body
+    assert got[-1][2] is h11.MUST_CLOSE and all(s is h11.DONE for _, _, s in got[:-1])
+    # `Connection: close` ends the connection after its answer.
+    ((status, _, state),) = _read_as_h11_client(edge_port, [("GET", FAQ_PATH, CLOSE)])
+    assert status == 200 and state is h11.MUST_CLOSE
