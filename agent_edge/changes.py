@@ -35,8 +35,11 @@ from watchfiles._rust_notify import RustNotify
 #: How often, at most, a root's identity goes unchecked: a root replaced between two
 #: wake-ups is watched again within this long, whatever the backend reported.
 CHECK_SECONDS = 1.0
-#: A wake-up comes once no new event came for STEP_MS (an editor's save is several
-#: events: they are taken together), and at the latest DEBOUNCE_MS after the first.
+#: A wake-up comes once a look for events (one every STEP_MS) finds none new after one
+#: that did: 2 x STEP_MS after a save's last write (an editor's save is several events,
+#: taken together), at the latest DEBOUNCE_MS after its first. Idle, those looks are the
+#: cost: a 10,000-entry site's waiter took 0.10 % of a core at 50 ms (woken 0.1 s after
+#: a save), 0.067 % at 100 (0.2 s), 0.041 % at 200. 0.1 s is what inotify gave.
 STEP_MS = 50
 DEBOUNCE_MS = 1_600
 
