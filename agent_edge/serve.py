@@ -210,20 +210,23 @@ class EdgeRequestHandler(socketserver.BaseRequestHandler):
             self._refuse(refused.status, str(refused), requestline)
             return False
         # Names as sent (the edge and /mcp look them up without case; a repeated field's
-        # last value wins, as `dict(HTTPMessage.items())` gave before).
-        headers = {
-            name.decode("latin-1"): value.decode("latin-1")
-            for name, value in request.headers.raw_items()
-        }
+        # last value wins, as `dict(HTTPMessage.items())` gave before). One pass: h11's
+        # Headers is a Sequence whose iteration costs a Python call per field.
+        headers: dict[str, str] = {}
         chunked, length, closing = False, 0, False
-        for name, value in request.headers:  # lowercased by h11, which checked the framing
-            if name == b"transfer-encoding":
-                chunked = True
-            elif name == b"content-length":
-                length = int(value)
-            elif name == b"connection":
-                # RFC 9110 7.6.1: a list of options, over one line or several.
-                closing = closing or b"close" in [o.strip().lower() for o in value.split(b",")]
+        for raw_name, raw_value in request.headers.raw_items():
+            name = raw_name.decode("latin-1")
+            headers[name] = raw_value.decode("latin-1")
+            if name[0] in "CcTt":  # h11 checked the framing fields; read their values
+                lowered = name.lower()
+                if lowered == "transfer-encoding":
+                    chunked = True
+                elif lowered == "content-length":
+                    length = int(raw_value)
+                elif lowered == "connection":
+                    # RFC 9110 7.6.1: a list of options, over one line or several.
+                    options = [o.strip().lower() for o in raw_value.split(b",")]
+                    closing = closing or b"close" in options
         # RFC 9112 9.3: HTTP/1.1 (and later minors) persist unless `close` is sent; h11
         # keeps nothing else open either (an HTTP/1.0 keep-alive among them).
         persistent = request.http_version != b"1.0" and not closing
