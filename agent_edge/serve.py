@@ -1,9 +1,9 @@
 """`python -m content_builder serve`: the whole API on a local port, with the CDN's headers.
 
-A thin shell around `edge.Edge`: a threaded HTTP server, one log line per request, an
-optional watcher that rebuilds when site_data/ changes (a bad edit prints the error and
-the last good build keeps being served). The build lives in memory: serving writes
-neither dist/ nor the lock.
+A thin shell around `edge.Edge`: a threaded HTTP/1.1 server whose requests h11 reads,
+one log line per request, an optional watcher that rebuilds when site_data/ changes (a
+bad edit prints the error and the last good build keeps being served). The build lives
+in memory: serving writes neither dist/ nor the lock.
 """
 
 from __future__ import annotations
@@ -83,7 +83,7 @@ MAX_MCP_BODY = 6 * 1024 * 1024
 #: data sends a reset, which can destroy the answer before the client reads it.
 LINGER_SECONDS = 2.0
 _SERVER = b"agent-access-serve"
-#: Reason phrases by status, as http.server wrote them (h11 sends none unless given one).
+#: Reason phrases by status, as http.server wrote them.
 _REASONS = {status.value: status.phrase.encode("latin-1") for status in HTTPStatus}
 #: What a log line shows of the client's bytes: control characters escaped, as
 #: http.server's log_message does (a terminal obeys the escape sequences in them).
@@ -207,7 +207,7 @@ class EdgeRequestHandler(socketserver.BaseRequestHandler):
         try:
             _check(request)
         except _Refused as refused:
-            self._refuse(refused.status, str(refused), requestline)
+            self._refuse(refused.status, str(refused), requestline, method == "HEAD")
             return False
         # Names as sent (the edge and /mcp look them up without case; a repeated field's
         # last value wins, as `dict(HTTPMessage.items())` gave before). One pass: h11's
@@ -275,9 +275,10 @@ class EdgeRequestHandler(socketserver.BaseRequestHandler):
         while view:
             view = view[self.connection.send(view) :]
 
-    def _refuse(self, status: int, message: str, requestline: str) -> None:
+    def _refuse(self, status: int, message: str, requestline: str, head: bool = False) -> None:
         """A JSON error with the header policy (not http.server's HTML page), and the
-        connection closed after it: what is left of the request is not read."""
+        connection closed after it: what is left of the request is not read. `head`: the
+        request was a HEAD, whose answer has the headers and no body (RFC 9110 9.3.2)."""
         self._unread_input = True
         edge = self.server.edge
         if edge is not None:
@@ -288,6 +289,8 @@ class EdgeRequestHandler(socketserver.BaseRequestHandler):
             response = Response(
                 status, (("Content-Type", "text/plain"), ("Content-Length", str(len(body)))), body
             )
+        if head:
+            response = Response(response.status, response.headers, b"")
         self._send(response, requestline, close=True)
 
     def _answer_mcp(
@@ -307,7 +310,7 @@ class EdgeRequestHandler(socketserver.BaseRequestHandler):
         if chunked:
             # The SDK's clients send a Content-Length; a chunked body is refused by name
             # (RFC 9110 15.5.12).
-            self._refuse(411, "Send the body with a Content-Length", requestline)
+            self._refuse(411, "Send the body with a Content-Length", requestline, method == "HEAD")
             return False
         if length > MAX_MCP_BODY:
             self._refuse(
@@ -315,6 +318,7 @@ class EdgeRequestHandler(socketserver.BaseRequestHandler):
                 f"The MCP endpoint reads request bodies of at most {MAX_MCP_BODY} bytes "
                 f"(the Lambda function URL's payload limit)",
                 requestline,
+                method == "HEAD",
             )
             return False
         # RFC 9110 10.1.1: "A server that receives a 100-continue expectation in an
