@@ -75,10 +75,7 @@ class SiteChanges:
     def open(cls, roots: Sequence[Path], stop: threading.Event) -> SiteChanges | None:
         """None when no root exists or the platform's watch cannot be set (e.g. the
         per-user inotify watch limit reached): the caller polls instead."""
-        try:
-            changes = cls(roots, stop)
-        except (OSError, RuntimeError):  # RuntimeError: watchfiles' internal errors
-            return None
+        changes = cls(roots, stop)
         if changes._notify is None:
             return None
         return changes
@@ -94,6 +91,11 @@ class SiteChanges:
             self._notify = RustNotify(present, False, False, 300, True, False)
         except FileNotFoundError:  # removed between the stat and the watch
             self._seen = ()  # differs from any identity: the next wait starts again
+        except (OSError, RuntimeError):
+            # No watch to be had now (the per-user inotify watch limit; RuntimeError is
+            # watchfiles' internal error): the caller's safety scan covers, and a root
+            # that changes identity is tried again. Never an exception in the watcher.
+            pass
 
     def wait(self, timeout: float) -> bool:
         """True when something changed (or may have: a root came, went or was replaced);
@@ -113,7 +115,7 @@ class SiteChanges:
                 continue
             try:
                 changes = self._notify.watch(DEBOUNCE_MS, STEP_MS, wait_ms, self._stop)
-            except (OSError, RuntimeError):  # the backend gave up: watch again
+            except (OSError, RuntimeError):  # the backend gave up: watch again, and scan
                 self._start()
                 return True
             if isinstance(changes, set):

@@ -239,3 +239,18 @@ def test_an_idle_watcher_with_events_does_not_scan(
     assert not watcher.is_alive()
     assert len(scans) == 1, f"{len(scans)} scans in 2.5 s idle"
     assert time.process_time() - started < 0.2  # this process, watcher included, idled
+
+
+def test_a_backend_that_cannot_watch_means_polling_not_a_dead_watcher(
+    tmp_path: Path, stop: threading.Event, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The per-user inotify watch limit reached: no exception reaches the watcher."""
+    from agent_edge import changes
+
+    def refuse(*args: object) -> None:
+        raise OSError(28, "No space left on device (inotify watches)")
+
+    monkeypatch.setattr(changes, "RustNotify", refuse)
+    assert SiteChanges.open([tmp_path], stop) is None
+    events = SiteChanges([tmp_path], stop)
+    assert events.wait(0.2) is False  # waits its time out, no exception
