@@ -55,7 +55,7 @@ _SUSPICIOUS = re.compile(r"[\\\x00-\x1f\x7f]")
 #: 3986 3.1); `rest` is what follows the authority's ending "/" (the path without its
 #: first slash, then any query), absent when the authority ends the target or a "?"
 #: follows it at once (then the path is "/", RFC 9112 3.2.2's empty-path rule).
-_ABSOLUTE_FORM = re.compile(r"(?i:https?)://[^/?#]*(?:/(?P<rest>.*)|(?P<query>\?.*))?\Z", re.DOTALL)
+_ABSOLUTE_FORM = re.compile(r"(?i:https?)://[^/?#]*(?:/(?P<rest>.*)|\?.*)?\Z", re.DOTALL)
 
 
 @dataclass(frozen=True)
@@ -67,7 +67,7 @@ class Response:
     @cached_property
     def derived(self) -> dict[object, object]:
         """What a server derives from this answer and reuses while `Edge.handle` keeps
-        it (serve keeps the h11 form of its headers here, made once a second)."""
+        it (serve keeps the bytes of its head here: status line, Server, header lines)."""
         return {}
 
 
@@ -167,8 +167,9 @@ class Edge:
             sys.getsizeof(name) + sys.getsizeof(value) for name, value in response.headers
         )
         body = 0 if id(response.body) in self._shared_bodies else len(response.body)
-        # 3 x the header text: serve's h11 form of them (each name as sent and
-        # lowercased, each value, as bytes) and its Date and Server beside them.
+        # 3 x the header text, from above: serve's head bytes (`Response.derived`: the
+        # text once more, with the status line and Server) and the tuples and dict
+        # around the header strings.
         return _ENTRY_OVERHEAD + strings + headers + 3 * header_text + body
 
     def _answer(self, method: str, target: str, headers: Mapping[str, str]) -> Response:
