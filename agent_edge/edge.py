@@ -24,10 +24,13 @@ Files are looked up by exact path in the in-memory build, never on a file system
 from __future__ import annotations
 
 import re
+import sys
+import threading
+from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cached_property
-from urllib.parse import unquote, urlsplit
+from urllib.parse import unquote
 
 from agent_contract import paths
 from agent_contract.artifacts import Artifact, json_body
@@ -35,12 +38,24 @@ from agent_contract.models import ErrorDetail, ErrorResponse
 from agent_contract.routes import HEADER_POLICY, JSON
 
 ALLOWED_METHODS = HEADER_POLICY.preflight_methods
-#: GET/HEAD answers an Edge keeps (`Edge.handle`): a few per published file for a site of
-#: thousands; past it the memo starts over (any client may send any target).
-_ANSWERS_KEPT = 65_536
+#: The bytes of GET/HEAD answers an Edge keeps (`Edge.handle`), keys included: the
+#: target, Accept and If-None-Match are the client's, so a client that sends large unique
+#: ones must fill this bound, not the machine (issue 24: 3,000 requests with 60 KB
+#: targets took 520 MB under the old 65,536-entry cap, which allowed ~12.9 GB). 64 MiB
+#: keeps ~20,000 answers of a typical 2-3 KB each: every variant of a 10,000-entry site's
+#: hot files, with the least recently used answer dropped first past it.
+ANSWERS_KEPT_BYTES = 64 * 1024 * 1024
+#: What one kept answer costs besides its strings: the key tuple, the dict and LRU links,
+#: the Response object and its headers tuple (measured with tracemalloc: ~1.2 KB).
+_ENTRY_OVERHEAD = 1_200
 #: Headers a 304 must not repeat from the 200 (RFC 9110 15.4.5).
 _NOT_ON_304 = frozenset({"content-type", "content-length"})
 _SUSPICIOUS = re.compile(r"[\\\x00-\x1f\x7f]")
+#: `http(s)://authority` of an absolute-form target (schemes are case-insensitive, RFC
+#: 3986 3.1); `rest` is what follows the authority's ending "/" (the path without its
+#: first slash, then any query), absent when the authority ends the target or a "?"
+#: follows it at once (then the path is "/", RFC 9112 3.2.2's empty-path rule).
+_ABSOLUTE_FORM = re.compile(r"(?i:https?)://[^/?#]*(?:/(?P<rest>.*)|\?.*)?\Z", re.DOTALL)
 
 
 @dataclass(frozen=True)
@@ -50,13 +65,10 @@ class Response:
     body: bytes  # empty for HEAD, 204 and 304; Content-Length still describes the file
 
     @cached_property
-    def header_lines(self) -> bytes | None:
-        """The headers as HTTP/1.1 writes them ("Name: value\\r\\n" each, Latin-1), made
-        once for an answer `Edge.handle` keeps; None when one is a Connection header, whose
-        value a server must act on (http.server's `send_header` does)."""
-        if any(name.lower() == "connection" for name, _ in self.headers):
-            return None
-        return "".join(f"{name}: {value}\r\n" for name, value in self.headers).encode("latin-1")
+    def derived(self) -> dict[object, object]:
+        """What a server derives from this answer and reuses while `Edge.handle` keeps
+        it (serve keeps the bytes of its head here: status line, Server, header lines)."""
+        return {}
 
 
 def etag(artifact: Artifact) -> str:
@@ -76,11 +88,17 @@ def resolve_path(target: str) -> str | None:
     decodes to a dot segment, a backslash, a control character or an empty segment is
     refused rather than normalized: a well-formed client never sends it.
     """
-    if target.startswith(("http://", "https://")):
-        target = urlsplit(target).path or "/"  # absolute form, which HTTP/1.1 servers accept
+    absolute = _ABSOLUTE_FORM.match(target)
+    if absolute is not None:
+        # RFC 9112 3.2.2: absolute-form, which a server MUST accept; the authority is
+        # ignored (one site is served whatever it names) and the path is read from it.
+        target = "/" + absolute.group("rest") if absolute.group("rest") is not None else "/"
     if not target.startswith("/"):
         return None
-    raw_path = urlsplit(target).path
+    # Origin-form (RFC 9112 3.2.1) is absolute-path ["?" query]: split the query off by
+    # hand. urlsplit() reads a "//" start as an authority, so `//evil.example/llms.txt`
+    # answered /llms.txt; here the doubled slash stays in the path, which then misses.
+    raw_path = target.partition("?")[0]
     path = unquote(raw_path, errors="strict") if "%" in raw_path else raw_path
     if _SUSPICIOUS.search(path) or "//" in path:
         return None
@@ -97,18 +115,40 @@ class Edge:
         self.discovery_url = discovery_url
         # GET and HEAD answers by what they depend on (the snapshot never changes): a
         # keep-alive client asking again costs a lookup, not a path parse and new headers.
-        self._answers: dict[tuple[str, str, str | None, str | None], Response] = {}
+        # Least recently used first; bounded by ANSWERS_KEPT_BYTES (`_cost`).
+        self._answers: OrderedDict[tuple[str, str, str | None, str | None], Response] = (
+            OrderedDict()
+        )
+        self._costs: dict[tuple[str, str, str | None, str | None], int] = {}
+        self.answers_bytes = 0
+        # serve's threads share one snapshot: the LRU order and the byte count move
+        # together (a lookup racing an eviction would otherwise find a key gone).
+        self._lock = threading.Lock()
+        # The published bodies a kept answer shares with the snapshot rather than owns
+        # (every 200 and 404 body is one of them): they cost the cache nothing.
+        self._shared_bodies = {id(artifact.body) for artifact in self.artifacts.values()}
 
     def handle(self, method: str, target: str, headers: Mapping[str, str]) -> Response:
         if method in ("GET", "HEAD"):
             # All a GET or HEAD answer reads of the request (`_answer`): kept, bounded.
             key = (method, target, _get(headers, "Accept"), _get(headers, "If-None-Match"))
-            response = self._answers.get(key)
-            if response is None:
-                response = self._answer(method, target, headers)
-                if len(self._answers) >= _ANSWERS_KEPT:
-                    self._answers.clear()
-                self._answers[key] = response
+            with self._lock:
+                response = self._answers.get(key)
+                if response is not None:
+                    self._answers.move_to_end(key)
+                    return response
+            response = self._answer(method, target, headers)
+            cost = self._cost(key, response)
+            if cost > ANSWERS_KEPT_BYTES // 16:
+                return response  # one answer may not take a sixteenth of the cache
+            with self._lock:
+                if key not in self._answers:  # another thread may have kept it meanwhile
+                    self._answers[key] = response
+                    self._costs[key] = cost
+                    self.answers_bytes += cost
+                while self.answers_bytes > ANSWERS_KEPT_BYTES:
+                    oldest, _ = self._answers.popitem(last=False)
+                    self.answers_bytes -= self._costs.pop(oldest)
             return response
         if method == "OPTIONS":
             return self._preflight(headers)
@@ -116,6 +156,21 @@ class Edge:
             405, "method_not_allowed", f"{method} is not allowed: this API is read-only.",
             extra=(("Allow", ", ".join(ALLOWED_METHODS)),),
         )  # fmt: skip
+
+    def _cost(self, key: tuple[str, str, str | None, str | None], response: Response) -> int:
+        """The bytes one kept answer holds alive, counted from above: the key's strings
+        (the client's: they must count, whatever their size), the headers' strings and
+        the wire form made from them, the body when it is not a published file's."""
+        strings = sum(sys.getsizeof(part) for part in key if part is not None)
+        header_text = sum(len(name) + len(value) + 4 for name, value in response.headers)
+        headers = sum(
+            sys.getsizeof(name) + sys.getsizeof(value) for name, value in response.headers
+        )
+        body = 0 if id(response.body) in self._shared_bodies else len(response.body)
+        # 3 x the header text, from above: serve's head bytes (`Response.derived`: the
+        # text once more, with the status line and Server) and the tuples and dict
+        # around the header strings.
+        return _ENTRY_OVERHEAD + strings + headers + 3 * header_text + body
 
     def _answer(self, method: str, target: str, headers: Mapping[str, str]) -> Response:
         """A GET or HEAD answer: reads only the target, Accept and If-None-Match."""

@@ -1,38 +1,43 @@
 """`python -m content_builder serve`: the whole API on a local port, with the CDN's headers.
 
-A thin shell around `edge.Edge`: a threaded HTTP server, one log line per request, an
-optional watcher that rebuilds when site_data/ changes (a bad edit prints the error and
-the last good build keeps being served). The build lives in memory: serving writes
-neither dist/ nor the lock.
+A thin shell around `edge.Edge`: a threaded HTTP/1.1 server whose requests h11 reads,
+one log line per request, an optional watcher that rebuilds when site_data/ changes (a
+bad edit prints the error and the last good build keeps being served). The build lives
+in memory: serving writes neither dist/ nor the lock.
 """
 
 from __future__ import annotations
 
 import errno
+import itertools
 import os
 import socket
+import socketserver
 import sys
 import threading
 import time
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from email.utils import formatdate
 from http import HTTPStatus
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import cast
+
+import h11
 
 from agent_contract import paths
 from agent_contract.mcp_endpoint import MCP_MAX_BODY, MCP_PATH
 from agent_contract.routes import HEADER_POLICY
-from agent_edge import http1
-from agent_edge.changes import DirectoryEvents
-from agent_edge.edge import Edge
-from content_builder.build import plan
+from agent_edge.changes import SiteChanges
+from agent_edge.edge import Edge, Response
+from content_builder.build import Plan, plan
 from content_builder.errors import SiteDataError
 
 
-class EdgeServer(ThreadingHTTPServer):
+class EdgeServer(socketserver.ThreadingTCPServer):
     daemon_threads = True
+    # As http.server's: a restarted `serve` binds its port again at once.
+    allow_reuse_address = True
     # Many agents at once: the default backlog of 5 refuses connections under load.
     request_queue_size = 128
 
@@ -56,15 +61,17 @@ class EdgeServer(ThreadingHTTPServer):
         return f"http://{host}:{port}"
 
 
-#: The answer's first lines for each status (what `send_response` writes before the Date).
-_STATUS_LINES: dict[int, bytes] = {}
-#: (second, its HTTP date): `email.utils.formatdate` once per second, not per answer.
-_date: tuple[int, str] = (0, "")
+#: The request head (request line and header block) a client may send, in bytes: h11
+#: answers 431 past it (414 here when no line ended within it: the request line alone).
+#: http.server allowed 65,536 bytes per line and 100 lines; one bound for the whole head
+#: is what a server needs to know how much it may hold per connection.
+MAX_HEAD = 65_536
+#: Header lines a request may have (http.client's _MAXHEADERS, which http.server used):
+#: more is 431, as before.
+MAX_HEADERS = 100
 #: Bodies up to this size leave with their headers in one write (a copy of the body);
 #: larger ones follow the headers in a second write (TCP_NODELAY sends both at once).
 _JOINED_BODY = 64 * 1024
-_CONTINUE = b"HTTP/1.1 100 Continue\r\n\r\n"
-_CLOSE = b"Connection: close\r\n"
 #: The largest request body /mcp reads: the contract's one limit for every MCP path
 #: (agent_contract.mcp_endpoint, which says why), refused from its Content-Length,
 #: before 100 Continue and before anything is read.
@@ -73,6 +80,14 @@ MAX_MCP_BODY = MCP_MAX_BODY
 #: read), the connection is drained this long before it is closed: closing with unread
 #: data sends a reset, which can destroy the answer before the client reads it.
 LINGER_SECONDS = 2.0
+_SERVER = b"agent-access-serve"
+#: Reason phrases by status, as http.server wrote them.
+_REASONS = {status.value: status.phrase.encode("latin-1") for status in HTTPStatus}
+#: What a log line shows of the client's bytes: control characters escaped, as
+#: http.server's log_message does (a terminal obeys the escape sequences in them).
+_CONTROL = str.maketrans(
+    {c: rf"\x{c:02x}" for c in itertools.chain(range(0x20), range(0x7F, 0xA0))} | {0x5C: r"\\"}
+)
 
 
 def _http_date() -> str:
@@ -84,29 +99,66 @@ def _http_date() -> str:
     return cached[1]
 
 
-class EdgeRequestHandler(BaseHTTPRequestHandler):
+#: (second, its HTTP date): `email.utils.formatdate` once per second, not per answer.
+_date: tuple[int, str] = (0, "")
+
+
+class _Refused(Exception):
+    """A request h11 read but this server will not answer (an HTTP version it does not
+    speak, too many header lines): `status`, then the connection closes."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+class EdgeRequestHandler(socketserver.BaseRequestHandler):
+    """One connection: h11 reads each request, the edge answers it, and the answer
+    leaves in one write. h11 is the sans-IO HTTP/1.1 parser httpx and uvicorn use: it
+    refuses what RFC 9112 forbids where the hand-written reader before it guessed
+    (docs/decisions.md, "Issue 24: the local edge").
+
+    h11 reads; it does not write the answers: sending through its state machine cost
+    ~20 µs more per request (three events, each header checked again), and issue 11's
+    speed floor did not hold on a loaded machine. The answer's bytes are the edge's own
+    headers, which h11 would only have copied; the framing rules it would have applied
+    are these, and the tests send each: every answer carries its Content-Length (HEAD
+    and 304 without a body), and `Connection: close` comes before a close, which follows
+    HTTP/1.0, the client's `close`, a body left unread, or an error. Each request gets a
+    fresh h11 connection fed what the last one left over (pipelined requests): h11 ends
+    a request's cycle only once its own writer has sent the answer.
+    """
+
     server: EdgeServer
-    protocol_version = "HTTP/1.1"
-    # One send per answer: a kept answer is joined and sent at once (`_answer`), the
-    # others (errors, /mcp) collect in this buffered writer until the answer is flushed,
-    # and TCP_NODELAY (setup) sends what does not fit at once. Unbuffered, headers and
-    # body went out in two writes and Nagle's algorithm held the second one until the
-    # client's delayed ACK: ~40 ms per keep-alive request on loopback.
-    wbufsize = 64 * 1024
-    #: Seconds a read or a write may wait (StreamRequestHandler sets it on the socket): a
-    #: client that stops sending mid-request, or leaves a keep-alive connection idle,
-    #: otherwise holds its thread for ever (one thread per connection, no cap).
-    timeout = 60.0
-    #: The request's header fields, names as sent (what `dict(HTTPMessage.items())` gave).
-    headers: dict[str, str]  # type: ignore[assignment]
+    #: Seconds a read or a write may wait: a client that stops sending mid-request, or
+    #: leaves a keep-alive connection idle, otherwise holds its thread for ever (one
+    #: thread per connection, no cap).
+    timeout: float | None = 60.0
 
     def setup(self) -> None:
-        super().setup()
+        self.connection: socket.socket = self.request
+        self.connection.settimeout(self.timeout)
+        # One send per answer and no Nagle delay on it: unbuffered headers and body in
+        # two writes waited ~40 ms for the client's delayed ACK on loopback.
         self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self.conn = h11.Connection(h11.SERVER, max_incomplete_event_size=MAX_HEAD)
         self._unread_input = False
+        self._received = b""
+
+    def handle(self) -> None:
+        try:
+            while self._exchange():
+                # What the client sent beyond this request (pipelining) starts the next.
+                left, closed = self.conn.trailing_data
+                self.conn = h11.Connection(h11.SERVER, max_incomplete_event_size=MAX_HEAD)
+                if left:
+                    self.conn.receive_data(left)
+                if closed:
+                    self.conn.receive_data(b"")
+        except TimeoutError as error:  # a read or a write timed out: drop the connection
+            self._log(f"Request timed out: {error!r}")
 
     def finish(self) -> None:
-        super().finish()
         if self._unread_input:
             self._linger()
 
@@ -125,222 +177,234 @@ class EdgeRequestHandler(BaseHTTPRequestHandler):
         except OSError:  # reset, timed out: the close goes ahead
             pass
 
-    def version_string(self) -> str:
-        return "agent-access-serve"
+    def _next_event(self) -> object:
+        conn = self.conn
+        while True:
+            event = conn.next_event()
+            if event is not h11.NEED_DATA:
+                return event
+            data = self.connection.recv(65536)
+            self._received = data  # for the log line of a request h11 refuses
+            conn.receive_data(data)  # b"": the client closed
 
-    def date_time_string(self, timestamp: float | None = None) -> str:
-        return _http_date() if timestamp is None else super().date_time_string(timestamp)
-
-    def handle_one_request(self) -> None:
-        """http.server's step of the keep-alive loop, reading the request head with
-        agent_edge.http1 instead of the email package (docs/decisions.md, "The local edge
-        reads its requests itself"); the answers and their errors are http.server's."""
+    def _exchange(self) -> bool:
+        """Read one request and answer it; whether the connection goes on."""
         try:
-            self.raw_requestline = self.rfile.readline(http1.MAX_LINE + 1)
-            if self.raw_requestline in (b"\r\n", b"\n"):
-                # RFC 9112 2.2: "SHOULD ignore at least one empty line (CRLF) received
-                # prior to the request-line" (a client may end a POST body with a CRLF).
-                self.raw_requestline = self.rfile.readline(http1.MAX_LINE + 1)
-            if len(self.raw_requestline) > http1.MAX_LINE:
-                self.requestline = self.request_version = self.command = ""
-                self.send_error(HTTPStatus.REQUEST_URI_TOO_LONG)
-                return
-            if not self.raw_requestline:
-                self.close_connection = True
-                return
-            if not self._read_head():
-                return
-            handler = getattr(self, "do_" + self.command, None)
-            if handler is None:
-                self.send_error(
-                    HTTPStatus.NOT_IMPLEMENTED, f"Unsupported method ({self.command!r})"
-                )
-                return
-            handler()
-            self.wfile.flush()  # one send per answer
-        except TimeoutError as error:  # a read or a write timed out: drop the connection
-            self.log_error("Request timed out: %r", error)
-            self.close_connection = True
-
-    def _read_head(self) -> bool:
-        """The request line and header block; False when answered (an error) or cut."""
-        self.command = None  # type: ignore[assignment]  # as http.server: none yet
-        self.request_version = "HTTP/0.9"
-        self.close_connection = True
-        self.requestline = str(self.raw_requestline, "iso-8859-1").rstrip("\r\n")
-        try:
-            line = http1.parse_request_line(self.requestline)
-            if line is None:
+            request = self._next_event()
+        except h11.RemoteProtocolError as error:
+            if not self._received:  # the client hung up mid-head: no one to answer
                 return False
-            self.request_version = line.version
-            self.command = line.command
-            # As sent: http.server turns a leading "//" into "/" (gh-87389, a redirect-
-            # safety measure); the CDN looks the doubled path up as it is, and misses.
-            self.path = line.target
-            if line.version == "HTTP/0.9":  # a bare `GET /path`: no header block follows
-                self.headers, self._body_length = {}, 0
-                self._body_framed, self._expect_continue = True, False
-                return True
-            fields = http1.read_fields(self.rfile)
-            if fields is None:  # the client hung up before the blank line
-                return False
-            http1.check_host(line, fields)
-            self._body_length = http1.content_length(fields)
-        except http1.BadRequest as refused:
-            self.send_error(refused.status, refused.message)
+            status, message = self._status_of(error)
+            self._refuse(status, message, self._first_line())
             return False
-        self.headers = dict(fields.items)
-        # HTTP/1.1 and later minors (RFC 9110 2.5), which `persistent` says; RFC 9110
-        # 10.1.1: "A server that receives a 100-continue expectation in an HTTP/1.0
-        # request MUST ignore that expectation."
-        self._expect_continue = (
-            line.persistent
-            and "expect" in fields.framing
-            and "100-continue" in http1.options(fields, "expect")
-        )
-        # A body no Content-Length frames cannot be skipped to reach the next request.
-        self._body_framed = "transfer-encoding" not in fields.framing
-        self.close_connection = not line.persistent or (
-            "connection" in fields.framing and "close" in http1.options(fields, "connection")
-        )
-        return True
-
-    def _answer(self) -> None:
+        if type(request) is not h11.Request:  # closed, or cut before its blank line
+            return False
+        method = request.method.decode("ascii")  # h11 let only a token through
+        target = request.target.decode("ascii")  # and only visible ASCII here
+        requestline = f"{method} {target} HTTP/{request.http_version.decode('ascii')}"
+        try:
+            _check(request)
+        except _Refused as refused:
+            self._refuse(refused.status, str(refused), requestline, method == "HEAD")
+            return False
+        # Names as sent (the edge and /mcp look them up without case; a repeated field's
+        # last value wins, as `dict(HTTPMessage.items())` gave before). One pass: h11's
+        # Headers is a Sequence whose iteration costs a Python call per field.
+        headers: dict[str, str] = {}
+        chunked, length, closing = False, 0, False
+        for raw_name, raw_value in request.headers.raw_items():
+            name = raw_name.decode("latin-1")
+            headers[name] = raw_value.decode("latin-1")
+            if name[0] in "CcTt":  # h11 checked the framing fields; read their values
+                lowered = name.lower()
+                if lowered == "transfer-encoding":
+                    chunked = True
+                elif lowered == "content-length":
+                    length = int(raw_value)
+                elif lowered == "connection":
+                    # RFC 9110 7.6.1: a list of options, over one line or several.
+                    options = [o.strip().lower() for o in raw_value.split(b",")]
+                    closing = closing or b"close" in options
+        # RFC 9112 9.3: HTTP/1.1 (and later minors) persist unless `close` is sent; h11
+        # keeps nothing else open either (an HTTP/1.0 keep-alive among them).
+        persistent = request.http_version != b"1.0" and not closing
         edge = self.server.edge
         assert edge is not None, "the server is published only after its first build"
-        target = self.path
-        if target.split("?", 1)[0] == MCP_PATH:  # the live MCP server (agent_mcp)
-            return self._answer_mcp(edge, target)
-        response = edge.handle(self.command, target, self.headers)
-        if (
-            self.command not in ("GET", "HEAD", "OPTIONS")
-            or self._body_length
-            or not self._body_framed
-        ):
-            # A body the edge does not read: the connection cannot be reused.
-            self.close_connection = self._unread_input = True
-        lines = response.header_lines if self.request_version != "HTTP/0.9" else None
-        body = response.body
-        if lines is None:  # a Connection header to act on, or HTTP/0.9's bare body
-            self.send_response(response.status)
-            for name, value in response.headers:
-                self.send_header(name, value)
-            if not any(name.lower() == "connection" for name, _ in response.headers):
-                self._say_close()
-            self.end_headers()
-            if body:
-                self.wfile.write(body)
-            return
-        # What send_response, send_header per line and end_headers write, in one piece.
+        if target.partition("?")[0] == MCP_PATH:  # the live MCP server (agent_mcp)
+            return self._answer_mcp(
+                edge, request, method, target, headers, chunked, length, persistent
+            )
+        unread = chunked or length > 0
+        if not unread and type(self._next_event()) is not h11.EndOfMessage:
+            return False  # (no body: h11 has its end already)
+        response = edge.handle(method, target, headers)
+        # A body the edge does not read: the connection cannot be reused. Other methods
+        # than the three the edge answers close too, as the CDN's 405 does.
+        close = unread or not persistent or method not in ("GET", "HEAD", "OPTIONS")
+        self._send(response, requestline, close)
+        self._unread_input = unread
+        return not close
+
+    def _status_of(self, error: h11.RemoteProtocolError) -> tuple[int, str]:
+        status = error.error_status_hint
+        if status == 431 and b"\n" not in self.conn.trailing_data[0][:MAX_HEAD]:
+            return 414, "URI Too Long: the request line is longer than the server reads"
+        return status, f"Bad request: {error}"
+
+    def _first_line(self) -> str:
+        """The start of what the client sent, for the log line of a request h11 refused."""
+        data = self.conn.trailing_data[0] or self._received
+        return data[:200].partition(b"\n")[0].rstrip(b"\r").decode("latin-1")
+
+    def _send(self, response: Response, requestline: str, close: bool) -> None:
+        """The answer in one write (head and a small body), as http.server's
+        send_response, send_header per line and end_headers wrote it."""
         if not self.server.quiet:
-            self.log_request(response.status)
-        status_line = _STATUS_LINES.get(response.status)
-        if status_line is None:
-            status_line = _STATUS_LINES[response.status] = (
-                f"{self.protocol_version} {response.status} "
-                f"{self.responses.get(response.status, ('',))[0]}"
-                f"\r\nServer: {self.version_string()}\r\n"
-            ).encode("latin-1")
-        date = f"Date: {_http_date()}\r\n".encode("latin-1")
-        if self.close_connection:  # what _say_close sends on the other paths
-            lines += _CLOSE
-        # Straight to the socket (wfile holds nothing here: every answer is flushed).
+            self._log(f'"{requestline}" {response.status} -')
+        head = b"".join((_head_of(response), _date_line(), _CLOSE if close else b"", b"\r\n"))
+        body = response.body
         if len(body) <= _JOINED_BODY:
-            self.connection.sendall(b"".join((status_line, date, lines, b"\r\n", body)))
+            self.connection.sendall(head + body if body else head)
+            return
+        self.connection.sendall(head)
+        # send() until all is out, not sendall(): with a timeout, sendall() must finish
+        # within it, and an 86 MB llms-full.txt to a slow reader may not.
+        view = memoryview(body)
+        while view:
+            view = view[self.connection.send(view) :]
+
+    def _refuse(self, status: int, message: str, requestline: str, head: bool = False) -> None:
+        """A JSON error with the header policy (not http.server's HTML page), and the
+        connection closed after it: what is left of the request is not read. `head`: the
+        request was a HEAD, whose answer has the headers and no body (RFC 9110 9.3.2)."""
+        self._unread_input = True
+        edge = self.server.edge
+        if edge is not None:
+            code = HTTPStatus(status).phrase.lower().replace(" ", "_").replace("-", "_")
+            response = edge.error(status, code, message)
         else:
-            self.connection.sendall(b"".join((status_line, date, lines, b"\r\n")))
-            # send() until all is out, not sendall(): with a timeout, sendall() must finish
-            # within it, and an 86 MB llms-full.txt to a slow reader may not.
-            view = memoryview(body)
-            while view:
-                view = view[self.connection.send(view) :]
+            body = message.encode("utf-8")
+            response = Response(
+                status, (("Content-Type", "text/plain"), ("Content-Length", str(len(body)))), body
+            )
+        if head:
+            response = Response(response.status, response.headers, b"")
+        self._send(response, requestline, close=True)
 
-    def _say_close(self) -> None:
-        # A client's `close`: the server "SHOULD send a close connection option in its
-        # final response" (RFC 9112 9.6); a final answer sent before the request content
-        # is read "SHOULD indicate whether it intends to close the connection" (RFC 9110
-        # 10.1.1). http.server's own send_error sends it.
-        if self.close_connection:
-            self.send_header("Connection", "close")
-
-    def _answer_mcp(self, edge: Edge, target: str) -> None:
+    def _answer_mcp(
+        self,
+        edge: Edge,
+        request: h11.Request,
+        method: str,
+        target: str,
+        headers: dict[str, str],
+        chunked: bool,
+        length: int,
+        persistent: bool,
+    ) -> bool:
         from agent_mcp.http import handle_http, loopback_hosts
 
-        if not self._body_framed:
+        requestline = f"{method} {target}"
+        if chunked:
             # The SDK's clients send a Content-Length; a chunked body is refused by name
-            # (RFC 9110 15.5.12) rather than read as the next request.
-            self.send_error(HTTPStatus.LENGTH_REQUIRED, "Send the body with a Content-Length")
-            return
-        if self._body_length > MAX_MCP_BODY:
-            self.send_error(
-                HTTPStatus.REQUEST_ENTITY_TOO_LARGE,
+            # (RFC 9110 15.5.12).
+            self._refuse(411, "Send the body with a Content-Length", requestline, method == "HEAD")
+            return False
+        if length > MAX_MCP_BODY:
+            self._refuse(
+                413,
                 f"The MCP endpoint reads request bodies of at most {MAX_MCP_BODY} bytes",
+                requestline,
+                method == "HEAD",
             )
-            return
-        if self._body_length and self._expect_continue:
-            # Sent now, not buffered with the answer: the client waits for it (RFC 9110
-            # 10.1.1), curl for a second, before it sends a body of more than 1 KiB.
-            self.wfile.write(_CONTINUE)
-            self.wfile.flush()
-        body = self.rfile.read(self._body_length)
-        if len(body) < self._body_length:  # the client hung up mid-body
-            self.close_connection = True
-            return
-        status, headers, payload = handle_http(
-            self.command, target, self.headers, body,
+            return False
+        # RFC 9110 10.1.1: "A server that receives a 100-continue expectation in an
+        # HTTP/1.0 request MUST ignore that expectation"; h11 does not look at the version.
+        waiting = self.conn.client_is_waiting_for_100_continue
+        if length and waiting and request.http_version != b"1.0":
+            # Sent now, not with the answer: the client waits for it (RFC 9110 10.1.1),
+            # curl for a second, before it sends a body of more than 1 KiB.
+            self.connection.sendall(_CONTINUE)
+        chunks: list[bytes] = []
+        try:
+            while type(event := self._next_event()) is h11.Data:
+                chunks.append(bytes(event.data))  # type: ignore[attr-defined]
+        except h11.RemoteProtocolError:  # the client hung up mid-body: nothing to answer
+            return False
+        if type(event) is not h11.EndOfMessage:
+            return False
+        status, answer_headers, payload = handle_http(
+            method, target, headers, b"".join(chunks),
             edge.artifacts, loopback_hosts(self.server.server_address[0]),
         )  # fmt: skip
-        self.send_response(status)
-        own = {name.lower() for name, _ in headers}  # /mcp's CORS headers win, as on the CDN
+        own = {name.lower() for name, _ in answer_headers}  # /mcp's CORS headers win, as on the CDN
         policy = [(k, v) for k, v in HEADER_POLICY.every_response.items() if k.lower() not in own]
-        for name, value in [*headers, *policy]:  # as the CDN
-            self.send_header(name, value)
-        self._say_close()
-        self.end_headers()
-        self.wfile.write(payload if self.command != "HEAD" else b"")
+        body = payload if method != "HEAD" else b""
+        answer = Response(status, (*answer_headers, *policy), body)
+        self._send(answer, requestline, close=not persistent)
+        return persistent
 
-    do_GET = do_HEAD = do_OPTIONS = do_POST = do_PUT = do_DELETE = do_PATCH = _answer
-
-    def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:
-        # Malformed requests (bad request line, unknown method names, oversized headers)
-        # still get a JSON body and the header policy, CORS included, instead of
-        # http.server's bare HTML page.
-        edge = self.server.edge
-        if edge is None:
-            super().send_error(code, message, explain)
-            return
-        if code == 501:  # http.server's answer to a method it has no do_ handler for
-            response = edge.handle(self.command or "UNKNOWN", "/", {})
-        else:
-            status = HTTPStatus(code)
-            error_code = status.phrase.lower().replace(" ", "_").replace("-", "_")
-            response = edge.error(code, error_code, message or status.phrase)
-        # An error found before the version token was read leaves http.server assuming
-        # HTTP/0.9, which has no status line and no headers: answer in HTTP/1.1 instead.
-        if self.request_version == "HTTP/0.9":
-            self.request_version = "HTTP/1.1"
-        # What is left of the request (a body, the rest of its head) is not read.
-        self.close_connection = self._unread_input = True
-        self.send_response(response.status)
-        for name, value in response.headers:
-            self.send_header(name, value)
-        self._say_close()
-        self.end_headers()
-        if self.command != "HEAD":
-            self.wfile.write(response.body)
-
-    def log_message(self, format: str, *args: object) -> None:
+    def _log(self, line: str) -> None:
         if not self.server.quiet:
-            # Escaped as http.server's own log_message does: a request line is the
-            # client's bytes, and a terminal obeys the escape sequences in it.
-            line = (format % args).translate(self._control_char_table)
-            sys.stderr.write(f"{self.address_string()} {line}\n")
+            sys.stderr.write(f"{self.client_address[0]} {line.translate(_CONTROL)}\n")
+
+
+_CONTINUE = b"HTTP/1.1 100 Continue\r\n\r\n"
+_CLOSE = b"Connection: close\r\n"
+#: (second, its Date line), as `_date` for the value.
+_date_bytes: tuple[int, bytes] = (0, b"")
+
+
+def _date_line() -> bytes:
+    global _date_bytes
+    second = int(time.time())
+    cached = _date_bytes
+    if cached[0] != second:  # threads may both format the same second: harmless
+        cached = _date_bytes = (second, f"Date: {_http_date()}\r\n".encode("latin-1"))
+    return cached[1]
+
+
+def _head_of(response: Response) -> bytes:
+    """The status line, Server, and the answer's own header lines, made once for an
+    answer the edge keeps (`Response.derived`)."""
+    head = response.derived.get("head")
+    if head is None:
+        reason = _REASONS.get(response.status, b"")
+        lines = "".join(f"{name}: {value}\r\n" for name, value in response.headers)
+        head = response.derived["head"] = b"HTTP/1.1 %d %s\r\nServer: %s\r\n" % (
+            response.status,
+            reason,
+            _SERVER,
+        ) + lines.encode("latin-1")
+    return cast(bytes, head)
+
+
+def _check(request: h11.Request) -> None:
+    """What h11 accepts and this server does not."""
+    # h11 reads any `HTTP/d.d`; RFC 9110 2.5: a major version the server does not speak
+    # is 505 (http.server answered 505 for 2.0 and later as well).
+    if not request.http_version.startswith(b"1."):
+        raise _Refused(505, f"HTTP Version Not Supported ({request.http_version.decode()})")
+    if len(request.headers) > MAX_HEADERS:
+        raise _Refused(431, "Too many headers")
+    # h11 bounds a head it is still waiting for; one that arrived whole in one read may
+    # be up to a read (64 KiB) longer. The same bound, whichever way it came.
+    if len(request.target) > MAX_HEAD:
+        raise _Refused(414, "URI Too Long: the request line is longer than the server reads")
+    if sum(len(name) + len(value) for name, value in request.headers) > MAX_HEAD:
+        raise _Refused(431, "Request Header Fields Too Large")
 
 
 def load_edge(site_dir: Path, base_url: str) -> Edge:
-    result = plan(site_dir, base_url)
+    return build_edge(site_dir, base_url)[0]
+
+
+def build_edge(site_dir: Path, base_url: str, last: Plan | None = None) -> tuple[Edge, Plan]:
+    """The edge over a build in memory, and the build: `last`, the one it replaces, lends
+    its build cache (content_builder.build.plan), so a rebuild reads nothing back."""
+    result = plan(site_dir, base_url, last=last)
     artifacts = {artifact.path: artifact for artifact in result.artifacts}
-    return Edge(artifacts, base_url + paths.discovery(result.site.config.brand))
+    return Edge(artifacts, base_url + paths.discovery(result.site.config.brand)), result
 
 
 Fingerprint = tuple[tuple[str, int, int], ...]
@@ -376,8 +440,8 @@ def fingerprint(site_dir: Path) -> Fingerprint:
 #: The watcher waits at least this many times as long as its last scan took, so that
 #: polling stays under 2 % of a core however large site_data grows.
 IDLE_FACTOR = 50
-#: With inotify (agent_edge.changes) the watcher scans when woken, and otherwise only
-#: this often, in case an event was lost (a watch limit, a network filesystem).
+#: With change events (agent_edge.changes) the watcher scans when woken, and otherwise
+#: only this often, in case an event was lost (a network filesystem, a full queue).
 SAFETY_SCAN_SECONDS = 60.0
 
 
@@ -395,24 +459,33 @@ def watch(
     interval: float = 0.5,
     report: Callable[[str], None] | None = None,
     built_from: Fingerprint | None = None,
+    roots: Sequence[Path] | None = None,
+    last: Plan | None = None,  # the build being served: the next one reuses its cache
 ) -> None:
-    """Poll site_data/ and swap in a new build; a bad edit keeps the last good one.
+    """Watch site_data/ and swap in a new build; a bad edit keeps the last good one.
 
-    `built_from` is the state of site_data/ taken *before* the build being served was
-    loaded, so that an edit made while it loaded is not missed.
+    `built_from` is the state of the roots taken *before* the build being served was
+    loaded, so that an edit made while it loaded is not missed. `roots` are the folders
+    the build reads (site_data/ when not given; a docs tree outside it too, when the site
+    names one): an edit under any of them rebuilds.
     """
     report = report or _say
-    seen = built_from if built_from is not None else fingerprint(site_dir)
-    events = DirectoryEvents.open(site_dir)
-    # With events, the first scan comes at once: an edit made before the watches were
-    # set sent no event, and `seen` may predate it.
+    watched = list(roots) if roots is not None else [site_dir]
+
+    def scan() -> Fingerprint:
+        return tuple(entry for root in watched for entry in fingerprint(root))
+
+    seen = built_from if built_from is not None else scan()
+    events = SiteChanges.open(watched, stop)
+    # With events, the first scan comes at once (the watches are set by now): an edit
+    # made before they were set sent no event, and `seen` may predate it.
     wait = interval
     woken = events is not None
     while True:
         if woken:
             woken = False
         elif events is not None:
-            events.wait(max(wait, SAFETY_SCAN_SECONDS), stop)  # woken by a change
+            events.wait(max(wait, SAFETY_SCAN_SECONDS))  # woken by a change
             if stop.is_set():
                 events.close()
                 return
@@ -422,12 +495,12 @@ def watch(
         # leaves a server that silently serves stale content for the rest of the session.
         try:
             started = time.perf_counter()
-            current = fingerprint(site_dir)
+            current = scan()
             wait = max(interval, IDLE_FACTOR * (time.perf_counter() - started))
             if current == seen:
                 continue
             seen = current
-            server.edge = load_edge(site_dir, base_url)
+            server.edge, last = build_edge(site_dir, base_url, last)
             report("rebuilt: serving the new content")
         except SiteDataError as error:
             report(f"rebuild failed, still serving the last good build:\n{error}")
@@ -446,7 +519,10 @@ def serve(
     base_url: str | None = None,
     watch_changes: bool = False,
     ready: Callable[[EdgeServer], None] | None = None,
+    watch_roots: Sequence[Path] | None = None,
 ) -> int:
+    """Serve the site's build until interrupted. With `watch_changes`, an edit under any
+    of `watch_roots` (site_dir when not given; a docs tree outside it, say) rebuilds."""
     try:
         server = EdgeServer((host, port))
     except OSError as error:
@@ -459,9 +535,10 @@ def serve(
         print(f"error: {reason}; {hint}", file=sys.stderr)
         return 1
     effective_base = (base_url or server.base_url).rstrip("/")
-    built_from = fingerprint(site_dir)
+    roots = list(watch_roots) if watch_roots else [site_dir]
+    built_from = tuple(entry for root in roots for entry in fingerprint(root))
     try:
-        server.edge = load_edge(site_dir, effective_base)
+        server.edge, served = build_edge(site_dir, effective_base)
     except SiteDataError:
         server.server_close()
         raise
@@ -470,7 +547,7 @@ def serve(
         threading.Thread(
             target=watch,
             args=(server, site_dir, effective_base, stop),
-            kwargs={"built_from": built_from},
+            kwargs={"built_from": built_from, "roots": roots, "last": served},
             daemon=True,
         ).start()
     print(f"serving {len(server.edge.artifacts)} files on {server.base_url}")
