@@ -862,20 +862,20 @@ def test_watch_survives_an_unexpected_error_and_keeps_watching(
     reported and the watcher keeps watching: the next good edit is served."""
     from agent_edge import serve as serve_module
 
-    real_load_edge = serve_module.load_edge
+    real_build_edge = serve_module.build_edge
     calls: list[int] = []
 
-    def flaky_load_edge(site_dir: Path, base_url: str) -> Any:
+    def flaky_build_edge(site_dir: Path, base_url: str, last: Any = None) -> Any:
         calls.append(1)
         if len(calls) == 1:
             raise ValueError("day is out of range for month")  # what date(2025, 2, 30) says
-        return real_load_edge(site_dir, base_url)
+        return real_build_edge(site_dir, base_url, last)
 
     faq_file = site_copy / "faq" / "q01-difference.yaml"
     original = faq_file.read_text()
     built_from = fingerprint(site_copy)  # before the edit, as serve() takes it
     running = start_server(site_copy)
-    monkeypatch.setattr(serve_module, "load_edge", flaky_load_edge)
+    monkeypatch.setattr(serve_module, "build_edge", flaky_build_edge)
     stop = threading.Event()
     reports: list[str] = []
     watcher = threading.Thread(
@@ -899,6 +899,56 @@ def test_watch_survives_an_unexpected_error_and_keeps_watching(
             return status == 200 and "SECOND-EDIT" in json.loads(body)["answer"]
 
         assert wait_for(shows_edit), f"the watcher stopped watching; reports: {reports}"
+    finally:
+        stop.set()
+        watcher.join(5)
+        running.stop()
+
+
+def test_each_rebuild_is_given_the_last_build_and_reads_no_cache_file_back(
+    site_copy: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Issue 22: the state a series of builds keeps lives in the watcher (the last Plan,
+    whose build cache the next build takes from memory), not in module-level memos."""
+    from agent_edge import serve as serve_module
+    from content_builder import cache as build_cache
+
+    monkeypatch.setenv(build_cache.CACHE_ENV, str(tmp_path / "cache"))
+    real_build_edge = serve_module.build_edge
+    given: list[object] = []
+
+    def recording(site_dir: Path, base_url: str, last: Any = None) -> Any:
+        given.append(last)
+        return real_build_edge(site_dir, base_url, last)
+
+    running = start_server(site_copy)
+    edge, served = real_build_edge(site_copy, running.base_url)
+    running.server.edge = edge
+    reads: list[Path] = []
+    real_read = build_cache._read_records
+    monkeypatch.setattr(
+        build_cache,
+        "_read_records",
+        lambda file, header: (reads.append(file), real_read(file, header))[1],
+    )
+    monkeypatch.setattr(serve_module, "build_edge", recording)
+    faq_file = site_copy / "faq" / "q01-difference.yaml"
+    original = faq_file.read_text()
+    stop = threading.Event()
+    watcher = threading.Thread(
+        target=watch,
+        args=(running.server, site_copy, running.base_url, stop),
+        kwargs={"interval": 0.05, "report": lambda line: None,
+                "built_from": fingerprint(site_copy), "last": served},
+        daemon=True,
+    )  # fmt: skip
+    watcher.start()
+    try:
+        for number in (1, 2):
+            faq_file.write_text(original.replace("A sitemap tells a crawler", f"EDIT-{number}"))
+            assert wait_for(lambda n=number: f"EDIT-{n}" in get(running.port, FAQ_PATH)[1].decode())
+        assert given[0] is served and given[-1] is not served and given[-1] is not None
+        assert reads == [], "every rebuild took the last build's records from memory"
     finally:
         stop.set()
         watcher.join(5)

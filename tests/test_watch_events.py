@@ -187,14 +187,14 @@ def test_an_edit_under_a_second_root_rebuilds(tmp_path: Path) -> None:
     stop = threading.Event()
     roots = [site, docs]
     built_from = tuple(e for root in roots for e in serve_module.fingerprint(root))
-    real_load_edge = serve_module.load_edge
+    real_build_edge = serve_module.build_edge
 
     class Holder:
         edge = None
 
-    def counting_load_edge(site_dir: Path, base_url: str) -> object:
+    def counting_build_edge(site_dir: Path, base_url: str, last: object = None) -> object:
         loads.append(site_dir)
-        return real_load_edge(site_dir, base_url)
+        return real_build_edge(site_dir, base_url, last)  # type: ignore[arg-type]
 
     watcher = threading.Thread(
         target=serve_module.watch,
@@ -202,8 +202,8 @@ def test_an_edit_under_a_second_root_rebuilds(tmp_path: Path) -> None:
         kwargs={"report": lambda message: None, "built_from": built_from, "roots": roots},
         daemon=True,
     )
-    original = serve_module.load_edge
-    serve_module.load_edge = counting_load_edge  # type: ignore[assignment]
+    original = serve_module.build_edge
+    serve_module.build_edge = counting_build_edge  # type: ignore[assignment]
     try:
         watcher.start()
         time.sleep(0.3)
@@ -213,7 +213,7 @@ def test_an_edit_under_a_second_root_rebuilds(tmp_path: Path) -> None:
     finally:
         stop.set()
         watcher.join(5)
-        serve_module.load_edge = original  # type: ignore[assignment]
+        serve_module.build_edge = original  # type: ignore[assignment]
 
 
 def test_an_idle_watcher_with_events_does_not_scan(
