@@ -126,8 +126,9 @@ def run_seconds(pid: int) -> float:
 
 #: Safety scans measured; the median is reported.
 SCANS = 3
-#: The watcher takes the events of one save together (agent_edge.changes: 50 ms), then
-#: scans: wait at least this long before asking whether the server is quiet again.
+#: The watcher takes the events of one save together (agent_edge.changes, watchfiles'
+#: debounce), then scans: wait at least this long before asking whether the server is
+#: quiet again.
 SCAN_SETTLE = 0.3
 
 
@@ -135,12 +136,11 @@ def scan_costs(pid: int, site: Path, idle_share: float, timeout: float) -> list[
     """CPU seconds of the server for one scan of `site`, SCANS times.
 
     The safety scan runs once a minute; waiting for it would add minutes to `make bench`.
-    It is the same work as the scan after an inotify wake-up (a fingerprint of every
-    file under site_data compared with the last one), so a dot-file is created and
-    removed in site_data: the watcher wakes (inotify sees every name) and scans, the
-    fingerprint leaves dot-files out, so it finds nothing changed and rebuilds nothing.
-    The wake-up also re-adds its folder watches (a listing of each folder), which the
-    safety scan does not: this is an upper bound of the safety scan's cost. The idle
+    It is the same work as the scan after a change event (a fingerprint of every file
+    under site_data compared with the last one), so a dot-file is created and removed in
+    site_data: the watcher wakes (watchfiles sees every name) and scans, the fingerprint
+    leaves dot-files out, so it finds nothing changed and rebuilds nothing: an upper
+    bound of the safety scan's cost. The idle
     CPU of the same span (`idle_share` of a core) is taken off."""
     trigger = site / ".watch-bench-scan"
     costs = []
