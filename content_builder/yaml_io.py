@@ -98,6 +98,8 @@ def read_yaml_mapping(path: Path, display: str, data: bytes | None = None) -> di
         raise SiteDataError.single(display, None, f"cannot read: {error.strerror}") from error
     try:
         data = _load(text)
+    except AliasRefused as error:
+        raise SiteDataError.single(display, None, str(error)) from error
     except yaml.YAMLError as error:
         raise SiteDataError.single(
             display, None, f"invalid YAML: {_describe(error, text)}"
@@ -140,7 +142,11 @@ def _load(text: str) -> Any:
     duplicate key, anything yaml would refuse) hands the whole document back to the
     constructors, which build it or fail exactly as before. A result from here is
     wrapped in `_Plain`: it holds only mappings, lists and plain scalars, each once.
+
+    An alias is refused before anything is built (`refuse_aliases`).
     """
+    if "&" in text and "*" in text:  # no alias without an anchor before it
+        refuse_aliases(text)
     loader = _StrictLoader(text)
     try:
         node = loader.get_single_node()
@@ -154,6 +160,37 @@ def _load(text: str) -> Any:
             else:
                 return _Plain(data)
         return loader.construct_document(node)
+    finally:
+        loader.dispose()
+
+
+class AliasRefused(yaml.YAMLError):
+    """A YAML alias in site data: refused, whatever it repeats (issue 24)."""
+
+
+def refuse_aliases(text: str) -> None:
+    """Raise `AliasRefused` at the first alias (`*name`, a merge key's `<<: *name`).
+
+    An alias repeats a node without repeating its text: nine levels of nine aliases
+    each (billion laughs) name 9**9 strings in under 500 bytes, and whatever walks the
+    data (the plain-data check, the token substitution, the renderers) walks every
+    repetition. Site data has no use for them (each value is written where it is used),
+    so any alias is refused, at its line; an anchor alone repeats nothing and is
+    harmless. Only the parser's events are read: nothing is composed or built, so this
+    takes as long as parsing the text, whatever the aliases would expand to. A parse
+    error raises what composing would raise, at the same place.
+    """
+    loader = _BaseLoader(text)
+    try:
+        while loader.check_event():
+            event = loader.get_event()
+            if type(event) is yaml.AliasEvent:
+                mark = event.start_mark
+                raise AliasRefused(
+                    f"YAML alias *{event.anchor} (line {mark.line + 1}, column "
+                    f"{mark.column + 1}): aliases are not allowed in site data; write the "
+                    "value out where it is used"
+                )
     finally:
         loader.dispose()
 
@@ -224,27 +261,25 @@ _PLAIN_SCALARS = (str, int, float, bool, type(None))
 
 
 def _require_plain_data(value: Any, display: str) -> None:
-    """Only JSON-like data: no recursive aliases, no sets or binary.
+    """Only JSON-like data: no sets or binary.
 
-    A self-containing alias (`a: &x [*x]`) would recurse forever downstream, and a
-    `!!set` has no stable order (the output would not be reproducible). A bare date
+    A `!!set` has no stable order (the output would not be reproducible). A bare date
     stays as its text (`YamlDate`): whoever validates the data decides what to say of it
-    (`unquoted_dates`), because the right advice depends on the field.
+    (`unquoted_dates`), because the right advice depends on the field. Aliases were
+    refused before (`refuse_aliases`), so the data is a tree and each value is visited
+    once.
     """
-    stack: list[tuple[Any, str, frozenset[int]]] = [(value, "", frozenset())]
+    stack: list[tuple[Any, str]] = [(value, "")]
     while stack:
-        item, location, ancestors = stack.pop()
+        item, location = stack.pop()
         if isinstance(item, dict | list):
-            if id(item) in ancestors:
-                raise SiteDataError.single(display, location or None, "recursive YAML alias")
-            inside = ancestors | {id(item)}
             pairs = item.items() if isinstance(item, dict) else enumerate(item)
             for key, child in pairs:
                 child_location = (
                     f"{location}[{key}]" if isinstance(key, int) else
                     f"{location}.{key}" if location else str(key)
                 )  # fmt: skip
-                stack.append((child, child_location, inside))
+                stack.append((child, child_location))
         elif not isinstance(item, _PLAIN_SCALARS):
             raise SiteDataError.single(
                 display,

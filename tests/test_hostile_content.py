@@ -1,0 +1,129 @@
+"""Hostile site data (issue 24): what an author or a contributor's pull request can put in
+site_data/ must not hang the builder, read outside the site folder, or forge structure in
+what it publishes. Each bad case ends in `error: <file>: ...` lines within seconds, and
+nothing is written (the output and the lock stay as they were).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import signal
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from content_builder.errors import SiteDataError
+from content_builder.yaml_io import read_yaml_mapping
+from tests.conftest import run_cli
+from tests.test_bad_input import (  # noqa: F401 - built_copy is a fixture
+    FAQ,
+    Built,
+    assert_untouched,
+    built_copy,
+    parse_errors,
+    same_file,
+)
+
+
+class TookTooLong(Exception):
+    """A case ran past its time bound: the old code hung there."""
+
+
+@contextlib.contextmanager
+def within(seconds: float) -> Iterator[None]:
+    """Fail (rather than hang the suite) when the block runs longer than `seconds`.
+
+    SIGALRM interrupts a Python loop and a blocking open() or read() alike; the test
+    runs in the main thread of its process (pytest and pytest-xdist's workers)."""
+
+    def expired(signum: int, frame: object) -> None:
+        raise TookTooLong(f"still running after {seconds} s")
+
+    previous = signal.signal(signal.SIGALRM, expired)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def alias_bomb(levels: int = 9, width: int = 9) -> str:
+    """Billion laughs in YAML: each level an anchored list of `width` aliases of the one
+    before, so the last names width**levels strings in a few hundred bytes."""
+    lines = ["id: q03-protection", "answer: Yes.", "a0: &a0 [" + ", ".join(["x"] * width) + "]"]
+    for level in range(1, levels):
+        lines.append(f"a{level}: &a{level} [" + ", ".join([f"*a{level - 1}"] * width) + "]")
+    lines.append(f"question: *a{levels - 1}")
+    return "\n".join(lines) + "\n"
+
+
+def failed_build(built: Built) -> list[str]:
+    """Build the edited copy again: it must fail, print only `error:` lines, write nothing."""
+    with within(20):
+        result = run_cli("build", "--site", built.site, "--out", built.dist)
+    assert result.code == 1, result.out
+    assert "Traceback" not in result.err
+    parse_errors(result.err)  # every line an `error:` line
+    assert_untouched(built)
+    return result.err.splitlines()
+
+
+# --- 1. YAML aliases ----------------------------------------------------------------
+
+
+def test_an_alias_bomb_is_one_error_within_a_second(built_copy: Built) -> None:
+    text = alias_bomb()
+    assert len(text.encode()) < 600
+    (built_copy.site / FAQ).write_text(text, encoding="utf-8")
+    started = time.perf_counter()
+    with within(5), pytest.raises(SiteDataError) as raised:
+        read_yaml_mapping(built_copy.site / FAQ, FAQ)
+    assert time.perf_counter() - started < 1.0
+    (problem,) = raised.value.problems
+    assert problem.file == FAQ
+    assert "alias" in problem.message and "line 4" in problem.message
+    (line,) = failed_build(built_copy)
+    (reported,) = parse_errors(line)
+    assert same_file(reported.file, built_copy.site / FAQ)
+    assert "*a0" in reported.message
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "id: q03-protection\nquestion: &q How?\nanswer: *q\n",  # a scalar's alias
+        "id: q03-protection\nquestion: How?\nanswer: Yes.\nkeywords: &k [a]\nx: *k\n",
+        "id: q03-protection\nquestion: &q [*q]\nanswer: Yes.\n",  # recursive
+        "base: &b {id: q03-protection}\n<<: *b\nquestion: How?\nanswer: Yes.\n",  # merge key
+    ],
+    ids=["scalar", "list", "recursive", "merge-key"],
+)
+def test_every_alias_is_refused_naming_its_line(built_copy: Built, text: str) -> None:
+    (built_copy.site / FAQ).write_text(text, encoding="utf-8")
+    lines = failed_build(built_copy)
+    assert len(lines) == 1
+    (reported,) = parse_errors(lines[0])
+    assert same_file(reported.file, built_copy.site / FAQ)
+    assert "alias" in reported.message and "(line " in reported.message
+
+
+def test_an_anchor_without_alias_is_harmless(built_copy: Built) -> None:
+    path = built_copy.site / FAQ
+    path.write_text(
+        path.read_text("utf-8").replace("question: ", "question: &q ", 1), encoding="utf-8"
+    )
+    result = run_cli("build", "--site", built_copy.site, "--out", built_copy.dist)
+    assert result.code == 0, result.err
+
+
+def test_deep_nesting_is_one_error(built_copy: Built) -> None:
+    depth = 100_000
+    (built_copy.site / FAQ).write_text(
+        "id: q03-protection\nquestion: " + "[" * depth + "]" * depth + "\nanswer: Yes.\n",
+        encoding="utf-8",
+    )
+    (line,) = failed_build(built_copy)
+    assert "nest" in line
