@@ -16,15 +16,24 @@ import pytest
 
 from content_builder.errors import SiteDataError
 from content_builder.yaml_io import read_yaml_mapping
-from tests.conftest import run_cli
-from tests.test_bad_input import (  # noqa: F401 - built_copy is a fixture
+from tests.conftest import run_cli, tree_digest
+from tests.test_bad_input import (
     FAQ,
+    LOCK,
     Built,
     assert_untouched,
-    built_copy,
     parse_errors,
     same_file,
 )
+
+
+@pytest.fixture
+def built_site(site_copy: Path, tmp_path: Path) -> Built:
+    """A copy of the spec-shaped site built once, successfully, into tmp_path/dist."""
+    dist = tmp_path / "dist"
+    result = run_cli("build", "--site", site_copy, "--out", dist)
+    assert result.code == 0, result.err
+    return Built(site_copy, dist, tree_digest(dist), (site_copy / LOCK).read_bytes())
 
 
 class TookTooLong(Exception):
@@ -60,34 +69,34 @@ def alias_bomb(levels: int = 9, width: int = 9) -> str:
     return "\n".join(lines) + "\n"
 
 
-def failed_build(built: Built) -> list[str]:
+def failed_build(built_site: Built) -> list[str]:
     """Build the edited copy again: it must fail, print only `error:` lines, write nothing."""
     with within(20):
-        result = run_cli("build", "--site", built.site, "--out", built.dist)
+        result = run_cli("build", "--site", built_site.site, "--out", built_site.dist)
     assert result.code == 1, result.out
     assert "Traceback" not in result.err
     parse_errors(result.err)  # every line an `error:` line
-    assert_untouched(built)
+    assert_untouched(built_site)
     return result.err.splitlines()
 
 
 # --- 1. YAML aliases ----------------------------------------------------------------
 
 
-def test_an_alias_bomb_is_one_error_within_a_second(built_copy: Built) -> None:
+def test_an_alias_bomb_is_one_error_within_a_second(built_site: Built) -> None:
     text = alias_bomb()
     assert len(text.encode()) < 600
-    (built_copy.site / FAQ).write_text(text, encoding="utf-8")
+    (built_site.site / FAQ).write_text(text, encoding="utf-8")
     started = time.perf_counter()
     with within(5), pytest.raises(SiteDataError) as raised:
-        read_yaml_mapping(built_copy.site / FAQ, FAQ)
+        read_yaml_mapping(built_site.site / FAQ, FAQ)
     assert time.perf_counter() - started < 1.0
     (problem,) = raised.value.problems
     assert problem.file == FAQ
     assert "alias" in problem.message and "line 4" in problem.message
-    (line,) = failed_build(built_copy)
+    (line,) = failed_build(built_site)
     (reported,) = parse_errors(line)
-    assert same_file(reported.file, built_copy.site / FAQ)
+    assert same_file(reported.file, built_site.site / FAQ)
     assert "*a0" in reported.message
 
 
@@ -101,29 +110,29 @@ def test_an_alias_bomb_is_one_error_within_a_second(built_copy: Built) -> None:
     ],
     ids=["scalar", "list", "recursive", "merge-key"],
 )
-def test_every_alias_is_refused_naming_its_line(built_copy: Built, text: str) -> None:
-    (built_copy.site / FAQ).write_text(text, encoding="utf-8")
-    lines = failed_build(built_copy)
+def test_every_alias_is_refused_naming_its_line(built_site: Built, text: str) -> None:
+    (built_site.site / FAQ).write_text(text, encoding="utf-8")
+    lines = failed_build(built_site)
     assert len(lines) == 1
     (reported,) = parse_errors(lines[0])
-    assert same_file(reported.file, built_copy.site / FAQ)
+    assert same_file(reported.file, built_site.site / FAQ)
     assert "alias" in reported.message and "(line " in reported.message
 
 
-def test_an_anchor_without_alias_is_harmless(built_copy: Built) -> None:
-    path = built_copy.site / FAQ
+def test_an_anchor_without_alias_is_harmless(built_site: Built) -> None:
+    path = built_site.site / FAQ
     path.write_text(
         path.read_text("utf-8").replace("question: ", "question: &q ", 1), encoding="utf-8"
     )
-    result = run_cli("build", "--site", built_copy.site, "--out", built_copy.dist)
+    result = run_cli("build", "--site", built_site.site, "--out", built_site.dist)
     assert result.code == 0, result.err
 
 
-def test_deep_nesting_is_one_error(built_copy: Built) -> None:
+def test_deep_nesting_is_one_error(built_site: Built) -> None:
     depth = 100_000
-    (built_copy.site / FAQ).write_text(
+    (built_site.site / FAQ).write_text(
         "id: q03-protection\nquestion: " + "[" * depth + "]" * depth + "\nanswer: Yes.\n",
         encoding="utf-8",
     )
-    (line,) = failed_build(built_copy)
+    (line,) = failed_build(built_site)
     assert "nest" in line
