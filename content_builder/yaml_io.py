@@ -16,6 +16,7 @@ from typing import Any
 import yaml
 
 from content_builder.errors import Problem, SiteDataError
+from content_builder.site_files import MAX_FILE_BYTES, read_site_file, too_large
 
 #: libyaml's parser when available (the same safe constructors, in C only the parsing).
 _BaseLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -86,16 +87,17 @@ _StrictLoader.add_constructor("tag:yaml.org,2002:timestamp", _construct_date)
 
 def read_yaml_mapping(path: Path, display: str, data: bytes | None = None) -> dict[str, Any]:
     """Read one YAML file holding a mapping (`data`: its bytes, when already read);
-    every failure names the file."""
+    every failure names the file. Only a regular file is read, never through a link
+    (site_files.read_site_file), and none over MAX_FILE_BYTES."""
+    if data is None:
+        data = read_site_file(path, display)
+    elif len(data) > MAX_FILE_BYTES:
+        raise too_large(display, len(data))
     try:
-        if data is None:
-            text = path.read_text(encoding="utf-8")
-        else:  # as read_text would: universal newlines
-            text = data.decode("utf-8").replace("\r\n", "\n").replace("\r", "\n")
+        # as read_text would: universal newlines
+        text = data.decode("utf-8").replace("\r\n", "\n").replace("\r", "\n")
     except UnicodeDecodeError as error:
         raise SiteDataError.single(display, None, f"not UTF-8 text ({error.reason})") from error
-    except OSError as error:
-        raise SiteDataError.single(display, None, f"cannot read: {error.strerror}") from error
     try:
         data = _load(text)
     except AliasRefused as error:
@@ -364,8 +366,9 @@ def locate(path: Path) -> dict[str, Scalar]:
     Only called to explain a problem, so the happy path parses each file once.
     """
     try:
-        root = yaml.compose(path.read_text(encoding="utf-8"), Loader=_StrictLoader)
-    except (OSError, UnicodeDecodeError, yaml.YAMLError, RecursionError):
+        text = read_site_file(path, str(path)).decode("utf-8")
+        root = yaml.compose(text.replace("\r\n", "\n").replace("\r", "\n"), Loader=_StrictLoader)
+    except (SiteDataError, UnicodeDecodeError, yaml.YAMLError, RecursionError):
         return {}
     found: dict[str, Scalar] = {}
     stack: list[tuple[yaml.Node, str]] = [(root, "")] if root is not None else []

@@ -7,6 +7,7 @@ nothing is written (the output and the lock stay as they were).
 from __future__ import annotations
 
 import contextlib
+import os
 import signal
 import time
 from collections.abc import Iterator
@@ -69,14 +70,18 @@ def alias_bomb(levels: int = 9, width: int = 9) -> str:
     return "\n".join(lines) + "\n"
 
 
-def failed_build(built_site: Built) -> list[str]:
-    """Build the edited copy again: it must fail, print only `error:` lines, write nothing."""
+def failed_build(built: Built, lock_replaced: bool = False) -> list[str]:
+    """Build the edited copy again: it must fail, print only `error:` lines, write nothing
+    (`lock_replaced`: the test replaced the lock itself, so only the output is compared)."""
     with within(20):
-        result = run_cli("build", "--site", built_site.site, "--out", built_site.dist)
+        result = run_cli("build", "--site", built.site, "--out", built.dist)
     assert result.code == 1, result.out
     assert "Traceback" not in result.err
     parse_errors(result.err)  # every line an `error:` line
-    assert_untouched(built_site)
+    if lock_replaced:
+        assert tree_digest(built.dist) == built.digest
+    else:
+        assert_untouched(built)
     return result.err.splitlines()
 
 
@@ -136,3 +141,103 @@ def test_deep_nesting_is_one_error(built_site: Built) -> None:
     )
     (line,) = failed_build(built_site)
     assert "nest" in line
+
+
+# --- 4. only regular files inside the site folder are read ---------------------------
+
+SECRET = "TOP-SECRET-OUTSIDE-THE-SITE"
+
+
+def outside_file(built: Built) -> Path:
+    """A valid FAQ entry outside the site folder, holding a secret."""
+    # Beside the test's own folder (assert_untouched wants only dist and site_data in it).
+    path = built.dist.parent.with_name(built.dist.parent.name + "-outside") / "q09-secret.yaml"
+    path.parent.mkdir()
+    path.write_text(
+        f"id: q09-secret\nquestion: What is the secret?\nanswer: {SECRET}.\n", encoding="utf-8"
+    )
+    return path
+
+
+def assert_refused(built: Built, name: str, fragment: str) -> None:
+    lines = failed_build(built, lock_replaced=name == LOCK)
+    problems = parse_errors("\n".join(lines))
+    named = [p for p in problems if same_file(p.file, built.site / name)]
+    assert named, lines
+    assert fragment in named[0].message, named[0].message
+    assert not any(SECRET in line for line in lines)
+
+
+def test_a_symlinked_entry_is_refused(built_site: Built) -> None:
+    (built_site.site / "faq/q09-secret.yaml").symlink_to(outside_file(built_site))
+    assert_refused(built_site, "faq/q09-secret.yaml", "symbolic link")
+
+
+def test_a_symlinked_folder_is_refused(built_site: Built) -> None:
+    outside = outside_file(built_site).parent
+    for entry in (built_site.site / "faq").iterdir():
+        (outside / entry.name).write_bytes(entry.read_bytes())
+        entry.unlink()
+    (built_site.site / "faq").rmdir()
+    (built_site.site / "faq").symlink_to(outside)
+    assert_refused(built_site, "faq", "symbolic link")
+
+
+@pytest.mark.parametrize("name", ["site.yaml", "architecture.yaml", "on-site-agent.yaml", LOCK])
+def test_a_symlinked_site_file_is_refused(built_site: Built, name: str) -> None:
+    path = built_site.site / name
+    copy = outside_file(built_site).with_name(name)
+    copy.write_bytes(path.read_bytes())
+    path.unlink()
+    path.symlink_to(copy)
+    assert_refused(built_site, name, "symbolic link")
+
+
+@pytest.mark.parametrize("name", ["faq/q09-pipe.yaml", "content/pipe.yaml", LOCK, "site.yaml"])
+def test_a_fifo_is_refused_without_blocking(built_site: Built, name: str) -> None:
+    path = built_site.site / name
+    path.unlink(missing_ok=True)
+    os.mkfifo(path)
+    assert_refused(built_site, name, "FIFO")
+
+
+def test_files_the_build_does_not_read_are_left_alone(built_site: Built) -> None:
+    # Only .yaml files of content/ and faq/ (and the site's own files) are read: a FIFO or
+    # a link beside them with another name is not the build's business.
+    os.mkfifo(built_site.site / "faq/notes.txt")
+    (built_site.site / "README.md").symlink_to(outside_file(built_site))
+    result = run_cli("build", "--site", built_site.site, "--out", built_site.dist)
+    assert result.code == 0, result.err
+
+
+def test_a_symlinked_site_folder_named_on_the_command_line_is_followed(
+    built_site: Built,
+) -> None:
+    # The user chose that folder: only what is inside it must be regular.
+    link = outside_file(built_site).with_name("linked")
+    link.symlink_to(built_site.site)
+    result = run_cli("check", "--site", link)
+    assert result.code == 0, result.err
+
+
+def test_every_file_of_the_site_is_checked() -> None:
+    from content_builder import loader, search_eval
+
+    assert search_eval.QUESTIONS_FILE in loader.SITE_FILES
+
+
+def test_a_file_over_the_limit_is_refused_unparsed(built_site: Built) -> None:
+    from content_builder.site_files import MAX_FILE_BYTES
+
+    path = built_site.site / FAQ
+    path.write_bytes(path.read_bytes() + b"#" * MAX_FILE_BYTES + b"\n")
+    (line,) = failed_build(built_site)
+    assert "over the limit of 1,048,576" in line
+
+
+def test_a_device_is_refused_without_reading(tmp_path: Path) -> None:
+    from content_builder.site_files import read_site_file
+
+    with within(5), pytest.raises(SiteDataError) as raised:
+        read_site_file("/dev/zero", "zero.yaml")
+    assert "a device" in str(raised.value)
