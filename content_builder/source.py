@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import re
 from typing import Annotated, Any
-from urllib.parse import urlsplit
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints
 
 from agent_contract.models import ContentType, Url
+from agent_contract.uri import url_problem
 
 #: Ids become file names (/api/v1/faq/<id>.json): no `/`, no `..`, no upper case.
 ID_PATTERN = r"^[a-z0-9][a-z0-9-]*$"
@@ -30,7 +30,18 @@ def _require_https_origin(value: str) -> str:
         )
     if value.endswith("/"):
         raise ValueError(f"expected no trailing slash, got {value!r}")
+    if _BEYOND_ORIGIN.search(value.removeprefix("https://")):
+        # Every published path starts at the origin: /.well-known/ must be there (RFC
+        # 8615), and the CDN's routes, the edge and the MCP manifest name paths from /.
+        raise ValueError(
+            "expected an origin only, like https://agents.example.com: the API is "
+            "published at the root of its host, so a path, query or fragment is not "
+            f"supported, got {value!r}"
+        )
     return value
+
+
+_BEYOND_ORIGIN = re.compile(r"[/?#]")
 
 
 def _require_free_brand(value: str) -> str:
@@ -50,8 +61,7 @@ def _require_contact(value: str) -> str:
         if not _EMAIL.fullmatch(value):
             raise ValueError(f"expected an e-mail address like agents@example.com, got {value!r}")
         return value
-    parts = urlsplit(value)
-    if parts.scheme not in ("http", "https") or not parts.hostname or " " in value:
+    if url_problem(value) is not None:
         raise ValueError(
             "expected an e-mail address (agents@example.com) or an absolute http(s) URL "
             f"(https://example.com/contact), got {value!r}"

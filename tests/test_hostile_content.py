@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import yaml
 
 from content_builder.errors import SiteDataError
 from content_builder.yaml_io import read_yaml_mapping
@@ -21,6 +22,7 @@ from tests.conftest import run_cli, tree_digest
 from tests.test_bad_input import (
     FAQ,
     LOCK,
+    PAGE,
     Built,
     assert_untouched,
     parse_errors,
@@ -241,3 +243,92 @@ def test_a_device_is_refused_without_reading(tmp_path: Path) -> None:
     with within(5), pytest.raises(SiteDataError) as raised:
         read_site_file("/dev/zero", "zero.yaml")
     assert "a device" in str(raised.value)
+
+
+# --- 2. URLs are URLs ------------------------------------------------------------------
+
+BAD_URLS = {
+    "newline": "https://agents.example\n",
+    "injected-section": "https://x.example/a\n\n## Injected\n[x](javascript:alert(1))",
+    "space-and-script": "https://x.example/a b<script>",
+    "closing-link": "https://x.example/a)](javascript:alert(1))",
+    "userinfo": "https://www.site.example@evil.example/",
+    "javascript": "javascript:alert(1)",
+    "tab": "https://x.example/\ta",
+    "bidi": "https://x.example/a\u202eb",
+    "non-ascii": "https://x.example/café",
+    "bad-percent": "https://x.example/100%",
+    "no-host": "https:///a",
+    "port": "https://x.example:123456/",
+}
+
+GOOD_URLS = [
+    "https://x.example",
+    "https://x.example/",
+    "http://127.0.0.1:8000/api/v1/content/site.json",
+    "https://[2001:db8::1]:8443/a",
+    "https://x.example/wiki/Foo_(bar)?q=a&b=c,d;e#top",
+    "https://x.example/caf%C3%A9",
+    "https://xn--mnchen-3ya.example/",
+    "HTTPS://X.EXAMPLE/A",
+]
+
+
+@pytest.mark.parametrize("url", GOOD_URLS)
+def test_urls_as_rfc_3986_writes_them_pass(url: str) -> None:
+    from agent_contract.uri import url_problem
+
+    assert url_problem(url) is None
+
+
+@pytest.mark.parametrize("url", BAD_URLS.values(), ids=list(BAD_URLS))
+def test_a_bad_canonical_url_is_one_error_naming_the_field(built_site: Built, url: str) -> None:
+    data = yaml.safe_load((built_site.site / PAGE).read_text("utf-8"))
+    data["canonical_url"] = url
+    (built_site.site / PAGE).write_text(yaml.safe_dump(data, allow_unicode=True), "utf-8")
+    (line,) = failed_build(built_site)
+    (reported,) = parse_errors(line)
+    assert same_file(reported.file, built_site.site / PAGE)
+    assert reported.field == "canonical_url"
+    assert "\n" not in line.rstrip("\n")
+
+
+@pytest.mark.parametrize("url", [*BAD_URLS.values(), "https://x.example/docs"])
+def test_a_bad_base_url_is_one_error_naming_site_yaml(built_site: Built, url: str) -> None:
+    data = yaml.safe_load((built_site.site / "site.yaml").read_text("utf-8"))
+    data["base_url"] = url
+    (built_site.site / "site.yaml").write_text(yaml.safe_dump(data, allow_unicode=True), "utf-8")
+    (line,) = failed_build(built_site)
+    (reported,) = parse_errors(line)
+    assert same_file(reported.file, built_site.site / "site.yaml")
+    assert reported.field == "base_url"
+
+
+def test_a_base_url_with_a_path_says_why(built_site: Built) -> None:
+    path = built_site.site / "site.yaml"
+    data = yaml.safe_load(path.read_text("utf-8"))
+    data["base_url"] = "https://x.example/docs"
+    path.write_text(yaml.safe_dump(data), "utf-8")
+    (line,) = failed_build(built_site)
+    assert "origin" in line and "path" in line
+
+
+@pytest.mark.parametrize(
+    ("file", "field", "change"),
+    [
+        ("content/how-it-works.yaml", None, ("{base_url}/api/v1/", "{base_url}/api/v1/ x")),
+        ("on-site-agent.yaml", None, ("content/site.json", "content/si te.json")),
+        ("site.yaml", "website", ("website: https://", "website: https://u@")),
+        ("site.yaml", "contact", ("contact: ", "contact: https://x.example/a b#")),
+    ],
+)
+def test_every_url_field_is_checked(
+    built_site: Built, file: str, field: str | None, change: tuple[str, str]
+) -> None:
+    path = built_site.site / file
+    text = path.read_text("utf-8")
+    assert change[0] in text
+    path.write_text(text.replace(change[0], change[1], 1), "utf-8")
+    lines = failed_build(built_site)
+    reported = parse_errors("\n".join(lines))
+    assert any(same_file(r.file, path) and field in (None, r.field) for r in reported), lines
