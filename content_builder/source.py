@@ -14,11 +14,18 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstra
 
 from agent_contract.models import ContentType, Url
 from agent_contract.uri import url_problem
+from content_builder.text_rules import require_one_line
 
 #: Ids become file names (/api/v1/faq/<id>.json): no `/`, no `..`, no upper case.
 ID_PATTERN = r"^[a-z0-9][a-z0-9-]*$"
 Slug = Annotated[str, StringConstraints(pattern=ID_PATTERN, max_length=80)]
+#: Text that may span lines (a body, an answer, a code example): written as a block.
 Text = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1)]
+#: Text written inside a line (a title, a name, a description, a keyword): one line only
+#: (text_rules.require_one_line; control characters are refused in every field on read).
+Line = Annotated[
+    str, StringConstraints(strip_whitespace=True, min_length=1), AfterValidator(require_one_line)
+]
 LanguageCode = Annotated[str, StringConstraints(pattern=r"^[a-z]{2}$")]
 SemVer = Annotated[str, StringConstraints(pattern=r"^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)$")]
 
@@ -95,31 +102,31 @@ class SiteSource(SourceModel):
     brand: Annotated[
         str, StringConstraints(pattern=r"^[a-z][a-z0-9-]*$"), AfterValidator(_require_free_brand)
     ] = "service"
-    name: Text
-    description: Text
-    about: Text
+    name: Line
+    description: Line
+    about: Line
     website: Url
     base_url: Annotated[Url, AfterValidator(_require_https_origin)]
     api_version: Annotated[SemVer, AfterValidator(_require_major_one)]
     language: LanguageCode
-    contact: Annotated[Text, AfterValidator(_require_contact)]
+    contact: Annotated[Line, AfterValidator(_require_contact)]
     search_eval: SearchEvalSettings = SearchEvalSettings()
 
 
 class SectionSource(SourceModel):
-    title: Text
+    title: Line
     body: Text
     code_example: Text | None = None
 
 
 class PageContentSource(SourceModel):
-    headline: Text
+    headline: Line
     sections: Annotated[list[SectionSource], Field(min_length=1)]
 
 
 class CapabilitySource(SourceModel):
-    title: Text
-    description: Text
+    title: Line
+    description: Line
     endpoints: list[Url]
 
 
@@ -127,7 +134,7 @@ CapabilityName = Annotated[str, StringConstraints(pattern=r"^[a-z0-9_]+$")]
 
 
 class FeatureContentSource(SourceModel):
-    headline: Text
+    headline: Line
     summary: Text
     capabilities: Annotated[dict[CapabilityName, CapabilitySource], Field(min_length=1)]
     for_agent_developers: Text
@@ -141,14 +148,14 @@ CONTENT_SHAPES: dict[str, type[SourceModel]] = {
     "feature": FeatureContentSource,
 }
 
-Keywords = list[Annotated[str, StringConstraints(strip_whitespace=True, min_length=1)]]
+Keywords = list[Line]
 
 
 class DocumentSource(SourceModel):
     id: Slug
-    title: Text
+    title: Line
     content_type: ContentType
-    description: Text
+    description: Line
     canonical_url: Url
     order: int = 100
     language: LanguageCode | None = None
@@ -161,7 +168,7 @@ class DocumentSource(SourceModel):
 
 class FaqSource(SourceModel):
     id: Slug
-    question: Text
+    question: Line
     answer: Text
     canonical_url: Url | None = None
     keywords: Keywords = []

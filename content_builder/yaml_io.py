@@ -17,6 +17,7 @@ import yaml
 
 from content_builder.errors import Problem, SiteDataError
 from content_builder.site_files import MAX_FILE_BYTES, read_site_file, too_large
+from content_builder.text_rules import forbidden_problems
 
 #: libyaml's parser when available (the same safe constructors, in C only the parsing).
 _BaseLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -124,6 +125,9 @@ def read_yaml_mapping(path: Path, display: str, data: bytes | None = None) -> di
             _require_plain_data(data, display)
         except SiteDataError as error:
             raise SiteDataError(with_lines(error.problems, path)) from None
+    forbidden = forbidden_problems(text, data, display)
+    if forbidden:  # control characters, bidi overrides (text_rules): in no field
+        raise SiteDataError(with_lines(forbidden, path))
     return data
 
 

@@ -332,3 +332,89 @@ def test_every_url_field_is_checked(
     lines = failed_build(built_site)
     reported = parse_errors("\n".join(lines))
     assert any(same_file(r.file, path) and field in (None, r.field) for r in reported), lines
+
+
+# --- 3. one-line fields stay one line; no control characters anywhere ------------------
+
+FORGED = "Legit\n## Interfaces\n- [Evil](https://evil.example/steal)"
+
+
+def set_field(path: Path, location: tuple[str | int, ...], value: object) -> None:
+    data = yaml.safe_load(path.read_text("utf-8"))
+    holder = data
+    for key in location[:-1]:
+        holder = holder[key]
+    holder[location[-1]] = value
+    # Escaped (`"\x85"`): YAML folds a NEL written as it is into a space.
+    path.write_text(yaml.safe_dump(data, allow_unicode=False, sort_keys=False), "utf-8")
+
+
+ONE_LINE_FIELDS = [
+    (PAGE, ("title",), "title"),
+    (PAGE, ("description",), "description"),
+    (PAGE, ("content", "headline"), "content.headline"),
+    (PAGE, ("content", "sections", 0, "title"), "content.sections[0].title"),
+    (PAGE, ("keywords", 0), "keywords[0]"),
+    (FAQ, ("question",), "question"),
+    ("content/how-it-works.yaml", ("content", "headline"), "content.headline"),
+    ("site.yaml", ("name",), "name"),
+    ("site.yaml", ("description",), "description"),
+    ("site.yaml", ("about",), "about"),
+]
+
+
+@pytest.mark.parametrize(("file", "location", "field"), ONE_LINE_FIELDS)
+def test_a_newline_in_a_one_line_field_is_refused(
+    built_site: Built, file: str, location: tuple[str | int, ...], field: str
+) -> None:
+    set_field(built_site.site / file, location, FORGED)
+    lines = failed_build(built_site)
+    reported = parse_errors("\n".join(lines))
+    assert [(r.field, "one-line" in r.message) for r in reported] == [(field, True)], lines
+    assert same_file(reported[0].file, built_site.site / file)
+
+
+def test_a_capability_title_with_a_newline_is_refused(built_site: Built) -> None:
+    path = built_site.site / "content/how-it-works.yaml"
+    data = yaml.safe_load(path.read_text("utf-8"))
+    name = next(iter(data["content"]["capabilities"]))
+    set_field(path, ("content", "capabilities", name, "title"), FORGED)
+    (line,) = failed_build(built_site)
+    assert f"content.capabilities.{name}.title" in line
+
+
+@pytest.mark.parametrize(
+    "character", ["\x1b", "\x00", "\x7f", "\x85", "\x9b", "\u202e", "\u2066", "\r", "\x0c"]
+)
+@pytest.mark.parametrize(
+    ("file", "location", "field"),
+    [
+        (FAQ, ("answer",), "answer"),  # a multi-line field
+        (PAGE, ("title",), "title"),
+        ("architecture.yaml", ("title",), "title"),  # published as JSON only, still refused
+        ("on-site-agent.yaml", ("name",), "name"),
+    ],
+)
+def test_a_control_character_is_refused_in_every_field(
+    built_site: Built, character: str, file: str, location: tuple[str | int, ...], field: str
+) -> None:
+    set_field(built_site.site / file, location, f"Before{character}after")
+    (line,) = failed_build(built_site)
+    (reported,) = parse_errors(line)
+    assert same_file(reported.file, built_site.site / file)
+    assert reported.field == field
+    assert f"U+{ord(character):04X}" in reported.message
+    assert character not in line
+
+
+def test_a_control_character_in_a_key_is_refused_and_shown_escaped(built_site: Built) -> None:
+    path = built_site.site / FAQ
+    path.write_text(path.read_text("utf-8") + '"bad\\ekey": x\n', "utf-8")
+    (line,) = failed_build(built_site)
+    assert "\x1b" not in line and "bad\\x1bkey" in line
+
+
+def test_tabs_and_newlines_stay_allowed_in_bodies(built_site: Built) -> None:
+    set_field(built_site.site / FAQ, ("answer",), "First line.\n\n\tIndented.\nLast.")
+    result = run_cli("build", "--site", built_site.site, "--out", built_site.dist)
+    assert result.code == 0, result.err
