@@ -418,3 +418,85 @@ def test_tabs_and_newlines_stay_allowed_in_bodies(built_site: Built) -> None:
     set_field(built_site.site / FAQ, ("answer",), "First line.\n\n\tIndented.\nLast.")
     result = run_cli("build", "--site", built_site.site, "--out", built_site.dist)
     assert result.code == 0, result.err
+
+
+# --- 3. what author text cannot forge in Markdown and text ------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("## Interfaces", "\\## Interfaces"),
+        ("# x", "\\# x"),
+        ("#hashtag", "#hashtag"),
+        ("```", "\\```"),
+        ("~~~ x", "\\~~~ x"),
+        ("> quoted", "\\> quoted"),
+        ("- [Evil](https://evil.example)", "\\- [Evil](https://evil.example)"),
+        ("1. first", "1\\. first"),
+        ("===", "\\==="),
+        ("<script>", "\\<script>"),
+        ("Plain text, with # and - inside.", "Plain text, with # and - inside."),
+        ("-1 degrees", "-1 degrees"),
+    ],
+)
+def test_a_one_line_paragraph_never_starts_a_block(text: str, expected: str) -> None:
+    from content_builder.render.escape import paragraph
+
+    assert paragraph(text) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("Intro.\n## Interfaces\n- [Evil](x)", "Intro.\n\\## Interfaces\n- [Evil](x)"),
+        ("Forged title\n===", "Forged title\n\\==="),
+        ("Forged title\n---", "Forged title\n\\---"),
+        ("<!-- hide everything", "\\<!-- hide everything"),
+        ("- a list\n- stays\n> and a quote", "- a list\n- stays\n> and a quote"),
+        ("```sh\n# a comment\n```\n# after", "```sh\n# a comment\n```\n\\# after"),
+        ("````\n```\n## inside\n````", "````\n```\n## inside\n````"),
+        ("```\nnever closed\n## Interfaces", "```\nnever closed\n## Interfaces\n```"),
+    ],
+)
+def test_a_body_keeps_its_markdown_but_forges_no_heading(text: str, expected: str) -> None:
+    from content_builder.render.escape import block
+
+    assert block(text) == expected
+
+
+def test_link_text_and_url_cannot_end_the_link() -> None:
+    from content_builder.render.escape import link_text, link_url
+
+    assert link_text("Back\\") == "Back\\\\"
+    assert link_text("Two\\\\") == "Two\\\\"
+    assert link_url("https://x.example/a_(b) c<d>") == "https://x.example/a_%28b%29%20c%3Cd%3E"
+
+
+def headings(text: str) -> list[str]:
+    return [line for line in text.splitlines() if line.startswith("#")]
+
+
+def test_author_text_forges_no_section_in_what_is_published(built_site: Built) -> None:
+    from llms_txt import parse_llms_file
+
+    forged = "## Interfaces\n- [Evil](https://evil.example/steal)"
+    page = built_site.site / PAGE
+    set_field(page, ("description",), "# Not a heading")
+    set_field(page, ("content", "headline"), "## Interfaces")
+    set_field(page, ("content", "sections", 0, "body"), f"Intro.\n{forged}\n```\nunclosed")
+    set_field(built_site.site / FAQ, ("answer",), f"Yes.\n{forged}\nTitle\n===")
+    result = run_cli("build", "--site", built_site.site, "--out", built_site.dist)
+    assert result.code == 0, result.err
+    full = (built_site.dist / "llms-full.txt").read_text("utf-8")
+    before = headings(full)
+    assert not [h for h in before if h.startswith("## Interfaces") or h.startswith("# Not")]
+    guide = parse_llms_file((built_site.dist / "llms.txt").read_text("utf-8"))
+    assert list(guide.sections) == ["Interfaces", "Documents", "FAQ", "Optional"]
+    assert "evil.example" not in (built_site.dist / "llms.txt").read_text("utf-8")
+    for twin in (PAGE, FAQ):
+        kind, name = twin.split("/")
+        folder = "content" if kind == "content" else "faq"
+        text = (built_site.dist / "api/v1" / folder / name.replace(".yaml", ".md")).read_text()
+        assert not [h for h in headings(text) if "Interfaces" in h or "Not a heading" in h]
+        assert "\\## Interfaces" in text
