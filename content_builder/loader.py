@@ -22,6 +22,7 @@ from pydantic import BaseModel, ValidationError
 
 from agent_contract import links, paths
 from agent_contract.models import ArchitectureDocument, OnSiteAgentStatus
+from agent_contract.uri import url_problem
 from content_builder.cache import EntryCache, entry_key
 from content_builder.errors import Problem, SiteDataError
 from content_builder.halves import in_halves
@@ -194,6 +195,7 @@ def normalize_base_url(value: str) -> str:
         or parts.query
         or parts.fragment
         or any(ch.isspace() for ch in value)
+        or url_problem(value) is not None  # RFC 3986, no user information (issue 24)
     ):
         # Paths are refused: every published path starts at the origin (/.well-known/...).
         raise SiteDataError.single("--base-url", None, f"{expected}, got {value!r}")

@@ -500,3 +500,17 @@ def test_author_text_forges_no_section_in_what_is_published(built_site: Built) -
         text = (built_site.dist / "api/v1" / folder / name.replace(".yaml", ".md")).read_text()
         assert not [h for h in headings(text) if "Interfaces" in h or "Not a heading" in h]
         assert "\\## Interfaces" in text
+
+
+@pytest.mark.parametrize(
+    "url",
+    ["https://u@x.example", "https://x.example\x1b", "https://x.example/\u202e", "https://é.x"],
+)
+def test_a_bad_base_url_option_is_refused(built_site: Built, url: str) -> None:
+    with within(20):
+        result = run_cli(
+            "build", "--site", built_site.site, "--out", built_site.dist, "--base-url", url
+        )
+    assert result.code == 1
+    assert result.err.startswith("error: --base-url: ")
+    assert_untouched(built_site)
