@@ -514,3 +514,20 @@ def test_a_bad_base_url_option_is_refused(built_site: Built, url: str) -> None:
     assert result.code == 1
     assert result.err.startswith("error: --base-url: ")
     assert_untouched(built_site)
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "https://x.example/javascript:x.example:8080999.1.1.1[::1]999.1.1.1\u202e",
+        "https://x.example/" + "a" * 100_000 + "\u202e",
+        "https://" + "a." * 50_000 + "\x1b",
+        "https://x.example/?" + "a/" * 50_000 + "<",
+    ],
+    ids=["found-by-hypothesis", "long-path", "many-labels", "long-query"],
+)
+def test_a_url_is_checked_in_linear_time(url: str) -> None:
+    from agent_contract.uri import url_problem
+
+    with within(2):  # a nested repetition once backtracked for minutes on the first one
+        assert url_problem(url) is not None
