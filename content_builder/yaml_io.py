@@ -182,15 +182,21 @@ def refuse_aliases(text: str) -> None:
     data (the plain-data check, the token substitution, the renderers) walks every
     repetition. Site data has no use for them (each value is written where it is used),
     so any alias is refused, at its line; an anchor alone repeats nothing and is
-    harmless. Only the parser's events are read: nothing is composed or built, so this
-    takes as long as parsing the text, whatever the aliases would expand to. A parse
-    error raises what composing would raise, at the same place.
+    harmless, and an alias of no anchor is left to the composer's own error (so a text
+    without `&` needs no look here). Only the parser's events are read: nothing is
+    composed or built, so this takes as long as parsing the text, whatever the aliases
+    would expand to. A parse error raises what composing would raise, at the same place.
     """
     loader = _BaseLoader(text)
+    anchors: set[str] = set()
     try:
         while loader.check_event():
             event = loader.get_event()
-            if type(event) is yaml.AliasEvent:
+            anchor = getattr(event, "anchor", None)
+            if type(event) is not yaml.AliasEvent:
+                if anchor is not None:
+                    anchors.add(anchor)
+            elif anchor in anchors:  # an undefined one: composing says so, as before
                 mark = event.start_mark
                 raise AliasRefused(
                     f"YAML alias *{event.anchor} (line {mark.line + 1}, column "
