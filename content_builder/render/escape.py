@@ -11,9 +11,11 @@ would start the structure), which renders as the same text (issue 24, docs/secur
   list item, an HTML block `<`;
 - a line of a multi-line field (a body, an answer) outside a code fence that starts a
   heading (`#`, or a `===`/`---` underline) or an HTML block that a blank line does not
-  end (`<!--`, `<script`, ...); a fence the field opens and does not close is closed
-  after it, so it cannot swallow the headings that follow. Lists, quotes, emphasis,
-  links and closed fences are the author's Markdown, kept as written;
+  end (`<!--`, `<script`, ...), at any depth of quotes and list items (`- # x` is a
+  heading too; an indented code line starting with `#` is escaped as well, which shows
+  its backslash: the price of not parsing Markdown here); a fence the field opens and
+  does not close is closed after it, so it cannot swallow the headings that follow.
+  Lists, quotes, emphasis, links and closed fences are the author's Markdown, kept;
 - a link's text ends with no backslash that would escape its `]`, and a link's URL has
   no character that ends it (`(`, `)`, `<`, `>`, a space), percent-encoded if present.
 
@@ -37,13 +39,14 @@ _BLOCK_START = re.compile(
     r"|\d{1,9}([.)])(?=[ \t]|$)"  # ordered list item
     r")"
 )
-#: In a multi-line field, only what forges a heading or hides what follows.
+#: In a multi-line field, only what forges a heading or hides what follows, wherever
+#: the line's containers (quotes `>`, list items, their indentation) put it: `- # x` and
+#: `> # x` are headings too, and so is `    # x` under a list item.
+_CONTAINERS = re.compile(r"(?:[ \t]*(?:>|(?:[-+*]|\d{1,9}[.)])(?=[ \t]|$)))*[ \t]*")
 _HEADING_START = re.compile(
-    r" {0,3}(?:"
     r"(#)(?:#{0,5})(?=[ \t]|$)"  # ATX heading
     r"|([=-])(?:[=-]*)[ \t]*$"  # setext underline (a paragraph's last line becomes a heading)
-    r"|(<)(?:!|\?|(?:script|pre|style|textarea)(?=[\s>]|$))"  # HTML blocks past blank lines
-    r")",
+    r"|(<)(?:!|\?|(?:script|pre|style|textarea)(?=[\s>]|$))",  # HTML blocks past blank lines
     re.IGNORECASE,
 )
 _FENCE = re.compile(r" {0,3}(`{3,}|~{3,})(.*)$")
@@ -80,7 +83,8 @@ def block(text: str) -> str:
         if opened and not (opened.group(1)[0] == "`" and "`" in opened.group(2)):
             fence = opened.group(1)
             continue
-        lines[index] = _escaped(line, _HEADING_START.match(line))
+        start = _CONTAINERS.match(line).end()  # type: ignore[union-attr]  # always matches
+        lines[index] = _escaped(line, _HEADING_START.match(line, start))
     if fence is not None:
         lines.append(fence)  # what follows the field is not code
     return "\n".join(lines)
