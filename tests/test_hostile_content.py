@@ -535,3 +535,18 @@ def test_a_url_is_checked_in_linear_time(url: str) -> None:
 
     with within(2):  # a nested repetition once backtracked for minutes on the first one
         assert url_problem(url) is not None
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("- [x](https://e.example)\n    # code", "- [x](https://e.example)\n    \\# code"),
+        ("1\n-", "1\n\\-"),
+        ("> # quoted heading", "> \\# quoted heading"),
+    ],
+    ids=["heading-in-a-list-item", "dash-underline", "heading-in-a-quote"],
+)
+def test_headings_found_by_the_properties_are_escaped(text: str, expected: str) -> None:
+    from content_builder.render.escape import block
+
+    assert block(text) == expected

@@ -42,6 +42,7 @@ _BLOCK_START = re.compile(
 #: In a multi-line field, only what forges a heading or hides what follows, wherever
 #: the line's containers (quotes `>`, list items, their indentation) put it: `- # x` and
 #: `> # x` are headings too, and so is `    # x` under a list item.
+_UNDERLINE = re.compile(r" {0,3}([=-])[=-]*[ \t]*$")
 _CONTAINERS = re.compile(r"(?:[ \t]*(?:>|(?:[-+*]|\d{1,9}[.)])(?=[ \t]|$)))*[ \t]*")
 _HEADING_START = re.compile(
     r"(#)(?:#{0,5})(?=[ \t]|$)"  # ATX heading
@@ -83,8 +84,11 @@ def block(text: str) -> str:
         if opened and not (opened.group(1)[0] == "`" and "`" in opened.group(2)):
             fence = opened.group(1)
             continue
-        start = _CONTAINERS.match(line).end()  # type: ignore[union-attr]  # always matches
-        lines[index] = _escaped(line, _HEADING_START.match(line, start))
+        underline = _UNDERLINE.match(line)  # before containers: `-` alone is one too
+        if underline is None:
+            start = _CONTAINERS.match(line).end()  # type: ignore[union-attr]  # always matches
+            underline = _HEADING_START.match(line, start)
+        lines[index] = _escaped(line, underline)
     if fence is not None:
         lines.append(fence)  # what follows the field is not code
     return "\n".join(lines)
