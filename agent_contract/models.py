@@ -11,26 +11,31 @@ from __future__ import annotations
 
 import re
 from typing import Annotated, Any, Literal
-from urllib.parse import urlsplit
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, create_model
 
 from agent_contract.endpoints import Kind, discovery_interfaces
-
-#: URLs `urlsplit` surely finds an http(s) scheme and a host in: a lowercase scheme, then
-#: a host of printable ASCII that urlsplit neither strips nor removes, with no delimiter
-#: ("/", "?", "#") and no bracket (an IPv6 literal urlsplit would check), then nothing or
-#: a path. A build validates one URL per entry and aggregate row (20,000+ at 10,000
-#: entries), almost all its base URL and a path: urlsplit was 0.1-0.2 s of a build.
-_SURELY_ABSOLUTE = re.compile(r"https?://[^/?#\[\]\x00-\x20\x7f-\U0010ffff]+(?:/.*)?", re.S)
+from agent_contract.uri import url_problem
 
 
 def _require_absolute_url(value: str) -> str:
-    if _SURELY_ABSOLUTE.fullmatch(value):
-        return value
-    parts = urlsplit(value)
-    if parts.scheme not in ("http", "https") or not parts.netloc:
-        raise ValueError(f"expected an absolute http(s) URL, got {value!r}")
+    # RFC 3986 for http(s), a host, no user information, nothing unencoded it forbids
+    # (agent_contract/uri.py): a URL is published exactly as written, so it must be one.
+    problem = url_problem(value)
+    if problem is not None:
+        raise ValueError(f"expected an absolute http(s) URL: {problem}; got {value!r}")
+    return value
+
+
+#: A variable of a URL template (RFC 6570 level 1: `{document_id}`).
+_TEMPLATE_VARIABLE = re.compile(r"\{[A-Za-z_][A-Za-z0-9_]*\}")
+
+
+def _require_url_template(value: str) -> str:
+    # Each variable stands for a path segment: the rest must be a URL as above.
+    problem = url_problem(_TEMPLATE_VARIABLE.sub("x", value))
+    if problem is not None:
+        raise ValueError(f"expected an absolute http(s) URL template: {problem}; got {value!r}")
     return value
 
 
@@ -39,7 +44,7 @@ Url = Annotated[
 ]
 # A URL with RFC 6570 variables ({document_id}); braces are not allowed in a plain URI.
 UrlTemplate = Annotated[
-    str, AfterValidator(_require_absolute_url), Field(json_schema_extra={"format": "uri-template"})
+    str, AfterValidator(_require_url_template), Field(json_schema_extra={"format": "uri-template"})
 ]
 Timestamp = Annotated[str, Field(json_schema_extra={"format": "date-time"})]
 ContentType = Literal["page", "faq", "feature", "product"]

@@ -22,8 +22,10 @@ from pydantic import BaseModel, ValidationError
 
 from agent_contract import links, paths
 from agent_contract.models import ArchitectureDocument, OnSiteAgentStatus
+from agent_contract.uri import url_problem
 from content_builder.cache import EntryCache, entry_key
 from content_builder.errors import Problem, SiteDataError
+from content_builder.site_files import irregular, read_site_file, yaml_names
 from content_builder.source import (
     CONTENT_SHAPES,
     DocumentSource,
@@ -56,6 +58,10 @@ FAQ_DIR = "faq"
 ARCHITECTURE_FILE = "architecture.yaml"
 ON_SITE_AGENT_FILE = "on-site-agent.yaml"
 LOCK_FILE = "content.lock.json"
+#: Every file of its own a site may have (search_eval.QUESTIONS_FILE too) and its
+#: folders: each must be a regular file or a real folder, checked before anything is read.
+SITE_FILES = (SITE_FILE, ARCHITECTURE_FILE, ON_SITE_AGENT_FILE, LOCK_FILE, "search-questions.yaml")
+SITE_FOLDERS = (CONTENT_DIR, FAQ_DIR)
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -217,6 +223,7 @@ def normalize_base_url(value: str) -> str:
         or parts.query
         or parts.fragment
         or any(ch.isspace() for ch in value)
+        or url_problem(value) is not None  # RFC 3986, no user information (issue 24)
     ):
         # Paths are refused: every published path starts at the origin (/.well-known/...).
         raise SiteDataError.single("--base-url", None, f"{expected}, got {value!r}")
@@ -229,6 +236,11 @@ def load_site(root: Path, base_url: str | None = None, last: EntryCache | None =
     site_display = display_path(root / SITE_FILE)
     if not root.is_dir():
         raise SiteDataError.single(display_path(root), None, "site data folder does not exist")
+    # A link, a FIFO or a device among the site's own files: refused before any is read
+    # (a FIFO would block the read, a link would publish what it points at).
+    refused = irregular(root, SITE_FILES, SITE_FOLDERS, display_path)
+    if refused:
+        raise SiteDataError(refused)
     site_config = validate_model(
         SiteSource, _read(root / SITE_FILE, problems), site_display, problems, path=root / SITE_FILE
     )
@@ -394,10 +406,11 @@ def _cached_entries(
     ) -> tuple[str, bytes | None, Parsed]:
         path, display = entry[0], entry[1]
         try:
-            with open(path, "rb") as stream:
-                data = stream.read()
-        except OSError:
-            return "", None, None
+            # A regular file by now (the listing refused anything else), read within its
+            # size limit without following a link swapped in since (site_files.py).
+            data = read_site_file(path, display)
+        except SiteDataError as error:
+            return "", None, error.problems
         key = entry_key(display, data)
         if cache.get(key, "loaded") is not None:  # asked again here, where it is recorded
             return key, data, None
@@ -612,12 +625,8 @@ def _yaml_files(folder: Path, problems: list[Problem], required: bool = True) ->
             problems.append(Problem(display_path(folder), None, "folder is missing"))
         return []
     # One scandir, names sorted as strings: glob + sorting Paths was 0.7 s at 20,000 files.
-    with os.scandir(folder) as found:
-        names = sorted(entry.name for entry in found)
-    for name in names:
-        if os.path.splitext(name)[1] == ".yml":
-            problems.append(Problem(display_path(folder / name), None, "use the .yaml extension"))
-    files = [name for name in names if name.endswith(".yaml")]  # as glob("*.yaml")
+    # Only regular files are listed: a link or a FIFO named .yaml is a problem.
+    files = yaml_names(folder, _display_of_folder(os.getcwd(), folder), problems)
     if not files and required:
         problems.append(Problem(display_path(folder), None, "holds no .yaml files"))
     return files

@@ -9,16 +9,23 @@ from __future__ import annotations
 
 import re
 from typing import Annotated, Any
-from urllib.parse import urlsplit
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints
 
 from agent_contract.models import ContentType, Url
+from agent_contract.uri import url_problem
+from content_builder.text_rules import require_one_line
 
 #: Ids become file names (/api/v1/faq/<id>.json): no `/`, no `..`, no upper case.
 ID_PATTERN = r"^[a-z0-9][a-z0-9-]*$"
 Slug = Annotated[str, StringConstraints(pattern=ID_PATTERN, max_length=80)]
+#: Text that may span lines (a body, an answer, a code example): written as a block.
 Text = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1)]
+#: Text written inside a line (a title, a name, a description, a keyword): one line only
+#: (text_rules.require_one_line; control characters are refused in every field on read).
+Line = Annotated[
+    str, StringConstraints(strip_whitespace=True, min_length=1), AfterValidator(require_one_line)
+]
 LanguageCode = Annotated[str, StringConstraints(pattern=r"^[a-z]{2}$")]
 SemVer = Annotated[str, StringConstraints(pattern=r"^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)$")]
 
@@ -30,7 +37,18 @@ def _require_https_origin(value: str) -> str:
         )
     if value.endswith("/"):
         raise ValueError(f"expected no trailing slash, got {value!r}")
+    if _BEYOND_ORIGIN.search(value.removeprefix("https://")):
+        # Every published path starts at the origin: /.well-known/ must be there (RFC
+        # 8615), and the CDN's routes, the edge and the MCP manifest name paths from /.
+        raise ValueError(
+            "expected an origin only, like https://agents.example.com: the API is "
+            "published at the root of its host, so a path, query or fragment is not "
+            f"supported, got {value!r}"
+        )
     return value
+
+
+_BEYOND_ORIGIN = re.compile(r"[/?#]")
 
 
 def _require_free_brand(value: str) -> str:
@@ -50,8 +68,7 @@ def _require_contact(value: str) -> str:
         if not _EMAIL.fullmatch(value):
             raise ValueError(f"expected an e-mail address like agents@example.com, got {value!r}")
         return value
-    parts = urlsplit(value)
-    if parts.scheme not in ("http", "https") or not parts.hostname or " " in value:
+    if url_problem(value) is not None:
         raise ValueError(
             "expected an e-mail address (agents@example.com) or an absolute http(s) URL "
             f"(https://example.com/contact), got {value!r}"
@@ -85,31 +102,31 @@ class SiteSource(SourceModel):
     brand: Annotated[
         str, StringConstraints(pattern=r"^[a-z][a-z0-9-]*$"), AfterValidator(_require_free_brand)
     ] = "service"
-    name: Text
-    description: Text
-    about: Text
+    name: Line
+    description: Line
+    about: Line
     website: Url
     base_url: Annotated[Url, AfterValidator(_require_https_origin)]
     api_version: Annotated[SemVer, AfterValidator(_require_major_one)]
     language: LanguageCode
-    contact: Annotated[Text, AfterValidator(_require_contact)]
+    contact: Annotated[Line, AfterValidator(_require_contact)]
     search_eval: SearchEvalSettings = SearchEvalSettings()
 
 
 class SectionSource(SourceModel):
-    title: Text
+    title: Line
     body: Text
     code_example: Text | None = None
 
 
 class PageContentSource(SourceModel):
-    headline: Text
+    headline: Line
     sections: Annotated[list[SectionSource], Field(min_length=1)]
 
 
 class CapabilitySource(SourceModel):
-    title: Text
-    description: Text
+    title: Line
+    description: Line
     endpoints: list[Url]
 
 
@@ -117,7 +134,7 @@ CapabilityName = Annotated[str, StringConstraints(pattern=r"^[a-z0-9_]+$")]
 
 
 class FeatureContentSource(SourceModel):
-    headline: Text
+    headline: Line
     summary: Text
     capabilities: Annotated[dict[CapabilityName, CapabilitySource], Field(min_length=1)]
     for_agent_developers: Text
@@ -131,14 +148,14 @@ CONTENT_SHAPES: dict[str, type[SourceModel]] = {
     "feature": FeatureContentSource,
 }
 
-Keywords = list[Annotated[str, StringConstraints(strip_whitespace=True, min_length=1)]]
+Keywords = list[Line]
 
 
 class DocumentSource(SourceModel):
     id: Slug
-    title: Text
+    title: Line
     content_type: ContentType
-    description: Text
+    description: Line
     canonical_url: Url
     order: int = 100
     language: LanguageCode | None = None
@@ -151,7 +168,7 @@ class DocumentSource(SourceModel):
 
 class FaqSource(SourceModel):
     id: Slug
-    question: Text
+    question: Line
     answer: Text
     canonical_url: Url | None = None
     keywords: Keywords = []

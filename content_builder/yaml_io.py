@@ -16,6 +16,8 @@ from typing import Any
 import yaml
 
 from content_builder.errors import Problem, SiteDataError
+from content_builder.site_files import MAX_FILE_BYTES, read_site_file, too_large
+from content_builder.text_rules import forbidden_problems
 
 #: libyaml's parser when available (the same safe constructors, in C only the parsing).
 _BaseLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -86,18 +88,21 @@ _StrictLoader.add_constructor("tag:yaml.org,2002:timestamp", _construct_date)
 
 def read_yaml_mapping(path: Path, display: str, data: bytes | None = None) -> dict[str, Any]:
     """Read one YAML file holding a mapping (`data`: its bytes, when already read);
-    every failure names the file."""
+    every failure names the file. Only a regular file is read, never through a link
+    (site_files.read_site_file), and none over MAX_FILE_BYTES."""
+    if data is None:
+        data = read_site_file(path, display)
+    elif len(data) > MAX_FILE_BYTES:
+        raise too_large(display, len(data))
     try:
-        if data is None:
-            text = path.read_text(encoding="utf-8")
-        else:  # as read_text would: universal newlines
-            text = data.decode("utf-8").replace("\r\n", "\n").replace("\r", "\n")
+        # as read_text would: universal newlines
+        text = data.decode("utf-8").replace("\r\n", "\n").replace("\r", "\n")
     except UnicodeDecodeError as error:
         raise SiteDataError.single(display, None, f"not UTF-8 text ({error.reason})") from error
-    except OSError as error:
-        raise SiteDataError.single(display, None, f"cannot read: {error.strerror}") from error
     try:
         data = _load(text)
+    except AliasRefused as error:
+        raise SiteDataError.single(display, None, str(error)) from error
     except yaml.YAMLError as error:
         raise SiteDataError.single(
             display, None, f"invalid YAML: {_describe(error, text)}"
@@ -120,6 +125,9 @@ def read_yaml_mapping(path: Path, display: str, data: bytes | None = None) -> di
             _require_plain_data(data, display)
         except SiteDataError as error:
             raise SiteDataError(with_lines(error.problems, path)) from None
+    forbidden = forbidden_problems(text, data, display)
+    if forbidden:  # control characters, bidi overrides (text_rules): in no field
+        raise SiteDataError(with_lines(forbidden, path))
     return data
 
 
@@ -140,7 +148,11 @@ def _load(text: str) -> Any:
     duplicate key, anything yaml would refuse) hands the whole document back to the
     constructors, which build it or fail exactly as before. A result from here is
     wrapped in `_Plain`: it holds only mappings, lists and plain scalars, each once.
+
+    An alias is refused before anything is built (`refuse_aliases`).
     """
+    if "&" in text and "*" in text:  # no alias without an anchor before it
+        refuse_aliases(text)
     loader = _StrictLoader(text)
     try:
         node = loader.get_single_node()
@@ -154,6 +166,43 @@ def _load(text: str) -> Any:
             else:
                 return _Plain(data)
         return loader.construct_document(node)
+    finally:
+        loader.dispose()
+
+
+class AliasRefused(yaml.YAMLError):
+    """A YAML alias in site data: refused, whatever it repeats (issue 24)."""
+
+
+def refuse_aliases(text: str) -> None:
+    """Raise `AliasRefused` at the first alias (`*name`, a merge key's `<<: *name`).
+
+    An alias repeats a node without repeating its text: nine levels of nine aliases
+    each (billion laughs) name 9**9 strings in under 500 bytes, and whatever walks the
+    data (the plain-data check, the token substitution, the renderers) walks every
+    repetition. Site data has no use for them (each value is written where it is used),
+    so any alias is refused, at its line; an anchor alone repeats nothing and is
+    harmless, and an alias of no anchor is left to the composer's own error (so a text
+    without `&` needs no look here). Only the parser's events are read: nothing is
+    composed or built, so this takes as long as parsing the text, whatever the aliases
+    would expand to. A parse error raises what composing would raise, at the same place.
+    """
+    loader = _BaseLoader(text)
+    anchors: set[str] = set()
+    try:
+        while loader.check_event():
+            event = loader.get_event()
+            anchor = getattr(event, "anchor", None)
+            if type(event) is not yaml.AliasEvent:
+                if anchor is not None:
+                    anchors.add(anchor)
+            elif anchor in anchors:  # an undefined one: composing says so, as before
+                mark = event.start_mark
+                raise AliasRefused(
+                    f"YAML alias *{event.anchor} (line {mark.line + 1}, column "
+                    f"{mark.column + 1}): aliases are not allowed in site data; write the "
+                    "value out where it is used"
+                )
     finally:
         loader.dispose()
 
@@ -224,27 +273,25 @@ _PLAIN_SCALARS = (str, int, float, bool, type(None))
 
 
 def _require_plain_data(value: Any, display: str) -> None:
-    """Only JSON-like data: no recursive aliases, no sets or binary.
+    """Only JSON-like data: no sets or binary.
 
-    A self-containing alias (`a: &x [*x]`) would recurse forever downstream, and a
-    `!!set` has no stable order (the output would not be reproducible). A bare date
+    A `!!set` has no stable order (the output would not be reproducible). A bare date
     stays as its text (`YamlDate`): whoever validates the data decides what to say of it
-    (`unquoted_dates`), because the right advice depends on the field.
+    (`unquoted_dates`), because the right advice depends on the field. Aliases were
+    refused before (`refuse_aliases`), so the data is a tree and each value is visited
+    once.
     """
-    stack: list[tuple[Any, str, frozenset[int]]] = [(value, "", frozenset())]
+    stack: list[tuple[Any, str]] = [(value, "")]
     while stack:
-        item, location, ancestors = stack.pop()
+        item, location = stack.pop()
         if isinstance(item, dict | list):
-            if id(item) in ancestors:
-                raise SiteDataError.single(display, location or None, "recursive YAML alias")
-            inside = ancestors | {id(item)}
             pairs = item.items() if isinstance(item, dict) else enumerate(item)
             for key, child in pairs:
                 child_location = (
                     f"{location}[{key}]" if isinstance(key, int) else
                     f"{location}.{key}" if location else str(key)
                 )  # fmt: skip
-                stack.append((child, child_location, inside))
+                stack.append((child, child_location))
         elif not isinstance(item, _PLAIN_SCALARS):
             raise SiteDataError.single(
                 display,
@@ -329,8 +376,9 @@ def locate(path: Path) -> dict[str, Scalar]:
     Only called to explain a problem, so the happy path parses each file once.
     """
     try:
-        root = yaml.compose(path.read_text(encoding="utf-8"), Loader=_StrictLoader)
-    except (OSError, UnicodeDecodeError, yaml.YAMLError, RecursionError):
+        text = read_site_file(path, str(path)).decode("utf-8")
+        root = yaml.compose(text.replace("\r\n", "\n").replace("\r", "\n"), Loader=_StrictLoader)
+    except (SiteDataError, UnicodeDecodeError, yaml.YAMLError, RecursionError):
         return {}
     found: dict[str, Scalar] = {}
     stack: list[tuple[yaml.Node, str]] = [(root, "")] if root is not None else []

@@ -65,5 +65,8 @@ def test_an_entry_holding_the_splice_marker_is_refused_by_file(site_copy: Path) 
     )
     result = run_cli("check", "--site", site_copy)
     assert result.code == 1
-    assert "q01-difference.yaml" in result.err and "reserves" in result.err
+    # NUL is a control character: refused when the file is read (issue 24), before the
+    # catalog's own check (`reserves`) could see it; either way the file is named.
+    assert "q01-difference.yaml" in result.err
+    assert "U+0000" in result.err or "reserves" in result.err
     assert "Traceback" not in result.err

@@ -14,6 +14,7 @@ from agent_contract.models import ContentDocument, FAQEntry, FeatureContent
 from content_builder.loader import LoadedDocument, LoadedFaq, Site
 from content_builder.render.catalog import Catalog
 from content_builder.render.documents import summarize
+from content_builder.render.escape import block, code_fence, link_text, link_url, paragraph
 from content_builder.render.indexes import faq_canonical_url
 
 
@@ -22,8 +23,8 @@ def _one_line(text: str) -> str:
 
 
 def _link(title: str, url: str, note: str | None = None) -> str:
-    safe_title = _one_line(title).replace("[", "(").replace("]", ")")
-    line = f"- [{safe_title}]({url})"
+    safe_title = link_text(_one_line(title).replace("[", "(").replace("]", ")"))
+    line = f"- [{safe_title}]({link_url(url)})"
     return f"{line}: {_one_line(note)}" if note else line
 
 
@@ -63,8 +64,8 @@ def _entry_links(catalog: Catalog) -> dict[str, list[str]]:
 def _head(site: Site) -> list[str]:
     return [
         f"# {_one_line(site.config.name)}",
-        f"> {summarize(site.config.description, limit=300)}",
-        _one_line(site.config.about),
+        f"> {paragraph(summarize(site.config.description, limit=300))}",
+        paragraph(_one_line(site.config.about)),
     ]
 
 
@@ -175,23 +176,27 @@ def document_block(site: Site, loaded: LoadedDocument, document: ContentDocument
         f"Page: {document.canonical_url}",
         f"Updated: {document.updated_at} (version {document.metadata.content_version})",
         "",
-        loaded.source.description,
+        paragraph(loaded.source.description),
         "",
     ]
+    # Author text as text: one-line fields as paragraphs, bodies as blocks (escape.py).
     body = document.content
     if isinstance(body, FeatureContent):
-        lines += [body.headline, "", body.summary, ""]
+        lines += [paragraph(body.headline), "", block(body.summary), ""]
         for capability in body.capabilities.values():
-            lines += [f"### {capability.title}", "", capability.description, ""]
+            lines += [f"### {capability.title}", "", paragraph(capability.description), ""]
             lines += [f"- {endpoint}" for endpoint in capability.endpoints]
             lines.append("")
-        lines += ["### For agent developers", "", body.for_agent_developers, ""]
+        lines += ["### For agent developers", "", block(body.for_agent_developers), ""]
     else:
-        lines += [body.headline, ""]
+        lines += [paragraph(body.headline), ""]
         for section in body.sections:
-            lines += [f"### {section.title}", "", section.body, ""]
+            lines += [f"### {section.title}", "", block(section.body), ""]
             if section.code_example:
-                lines += ["```", section.code_example, "```", ""]
+                # A fence longer than any run of backticks in the code: "```" in it
+                # would close the block and let the rest be read as structure.
+                fence = code_fence(section.code_example)
+                lines += [fence, section.code_example, fence, ""]
     return "\n".join(lines).rstrip()
 
 
@@ -200,7 +205,7 @@ def faq_block(site: Site, loaded: LoadedFaq, faq: FAQEntry) -> str:
     page = faq_canonical_url(site, faq.id, loaded.source.canonical_url)
     return (
         f"## FAQ: {_one_line(faq.question)}\n\n"
-        f"Source: {site.base_url}{paths.faq(faq.id)}\nPage: {page}\n\n{faq.answer}"
+        f"Source: {site.base_url}{paths.faq(faq.id)}\nPage: {page}\n\n{block(faq.answer)}"
     )
 
 
@@ -212,8 +217,8 @@ def llms_full_txt(site: Site, catalog: Catalog) -> bytes:
     so stripping newlines from the bytes strips them from the text."""
     head = [
         f"# {_one_line(site.config.name)}",
-        f"> {_one_line(site.config.description)}",
-        site.config.about,
+        f"> {paragraph(_one_line(site.config.description))}",
+        paragraph(site.config.about),
         f"Discovery document: {site.base_url}{paths.discovery(site.config.brand)}",
     ]
     blocks = [block.encode("utf-8") for block in head]

@@ -10,12 +10,9 @@ fence has no info string rather than a guessed one (docs/decisions.md).
 
 from __future__ import annotations
 
-import re
-
 from agent_contract import paths
 from agent_contract.models import ContentDocument, FAQEntry, FeatureContent
-
-_BACKTICKS = re.compile(r"`+")
+from content_builder.render.escape import block, code_fence, paragraph
 
 
 def _pointer(base_url: str) -> str:
@@ -23,8 +20,7 @@ def _pointer(base_url: str) -> str:
 
 
 def _fence(code: str) -> list[str]:
-    longest = max((len(run) for run in _BACKTICKS.findall(code)), default=0)
-    fence = "`" * max(3, longest + 1)
+    fence = code_fence(code)
     return [fence, code.rstrip("\n"), fence]
 
 
@@ -38,7 +34,7 @@ def document_markdown(base_url: str, document: ContentDocument, description: str
         "",
         f"# {_heading(document.title)}",
         "",
-        description,
+        paragraph(description),
         "",
         f"- id: {document.id}",
         f"- content_type: {document.content_type}",
@@ -52,17 +48,18 @@ def document_markdown(base_url: str, document: ContentDocument, description: str
     ]
     body = document.content
     if isinstance(body, FeatureContent):
-        lines += [body.headline, "", body.summary, "", "## Capabilities", ""]
+        # Author text as text: one-line fields as paragraphs, bodies as blocks (escape.py).
+        lines += [paragraph(body.headline), "", block(body.summary), "", "## Capabilities", ""]
         for name, capability in body.capabilities.items():
             lines += [f"### {_heading(capability.title)}", "", f"Capability: {name}", ""]
-            lines += [capability.description, ""]
+            lines += [paragraph(capability.description), ""]
             lines += [f"- {endpoint}" for endpoint in capability.endpoints]
             lines.append("")
-        lines += ["## For agent developers", "", body.for_agent_developers, ""]
+        lines += ["## For agent developers", "", block(body.for_agent_developers), ""]
     else:
-        lines += [body.headline, ""]
+        lines += [paragraph(body.headline), ""]
         for section in body.sections:
-            lines += [f"## {_heading(section.title)}", "", section.body, ""]
+            lines += [f"## {_heading(section.title)}", "", block(section.body), ""]
             if section.code_example is not None:
                 lines += [*_fence(section.code_example), ""]
         lines += [f"Contact: {body.contact}", "", f"API base: {body.api_base}", ""]
@@ -79,7 +76,7 @@ def faq_markdown(base_url: str, faq: FAQEntry) -> str:
             f"- id: {faq.id}",
             f"- json: {base_url}{paths.faq(faq.id)}",
             "",
-            faq.answer,
+            block(faq.answer),
             "",
         ]
     )
