@@ -251,6 +251,15 @@ def _reads_of_entries(site: Path, monkeypatch: pytest.MonkeyPatch) -> list[str]:
         return real_open(file, *args, **kwargs)
 
     monkeypatch.setattr("builtins.open", counting)
+    from content_builder import loader
+
+    real_read = loader.read_site_file
+
+    def counting_read(path, display):  # type: ignore[no-untyped-def]
+        counting(path, "rb").close()  # counted as an open, as it is one
+        return real_read(path, display)
+
+    monkeypatch.setattr(loader, "read_site_file", counting_read)
     return opened
 
 
