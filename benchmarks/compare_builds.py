@@ -7,10 +7,11 @@ For each site (the sample site_data, and generated sites of N documents and N FA
 entries, benchmarks/sitegen.py), each builder runs `python -m content_builder build` as
 a user does (start-up included), alternating old and new so that a busy moment of the
 machine falls on both: a cold build (empty output, empty build cache), then one edit
-(one FAQ sentence added) built again. Medians of `--repeats` rounds. Peak memory is the
-Pss of the build process and all its descendants, summed, sampled every 20 ms from
-outside (/proc/<pid>/smaps_rollup): what the machine holds for the build, forks
-included. Prints one JSON object; `--markdown` prints the table benchmarks/README.md keeps.
+(one FAQ sentence added) built again, then another edit (another entry) built again.
+Medians of `--repeats` rounds. Peak memory is the Pss of the build process and all its
+descendants, summed, sampled every 20 ms from outside (/proc/<pid>/smaps_rollup): what
+the machine holds for the build, forks included. Prints one JSON object; `--markdown`
+prints the table benchmarks/README.md keeps.
 """
 
 from __future__ import annotations
@@ -141,7 +142,7 @@ def compare(old: Path, sizes: list[str], repeats: int, work: Path) -> dict[str, 
         )  # fmt: skip
         shutil.rmtree(work / "first")
         runs: dict[str, dict[str, list[float]]] = {
-            name: {"cold": [], "edit": [], "peak_mb": []} for name in builders
+            name: {"cold": [], "edit": [], "edit_again": [], "peak_mb": []} for name in builders
         }
         for round_number in range(repeats):
             order = list(builders) if round_number % 2 == 0 else list(reversed(builders))
@@ -157,11 +158,15 @@ def compare(old: Path, sizes: list[str], repeats: int, work: Path) -> dict[str, 
                 _edit(site, round_number)
                 seconds, _ = timed_build(builders[name], site, out, cache)
                 runs[name]["edit"].append(seconds)
+                _edit(site, round_number + 3)  # another entry: the steady state of edits
+                seconds, _ = timed_build(builders[name], site, out, cache)
+                runs[name]["edit_again"].append(seconds)
                 shutil.rmtree(site.parent, ignore_errors=True)
         results[size] = {
             name: {
                 "cold_s": statistics.median(found["cold"]),
                 "edit_s": statistics.median(found["edit"]),
+                "edit_again_s": statistics.median(found["edit_again"]),
                 "peak_mb": max(found["peak_mb"]),
                 "runs": found,
             }
@@ -182,9 +187,9 @@ def markdown(result: dict[str, Any]) -> str:
         f"Measured {result['date']} on {result['machine']}, medians of {result['repeats']} "
         "alternated rounds (`python -m benchmarks.compare_builds`).",
         "",
-        "| site | cold old -> new | edit old -> new "
+        "| site | cold old -> new | first edit old -> new | next edit old -> new "
         "| peak memory old -> new (Pss, all processes) |",
-        "|---|---|---|---|",
+        "|---|---|---|---|---|",
     ]
     for size, found in result["sizes"].items():
         old, new = found["old"], found["new"]
@@ -193,6 +198,8 @@ def markdown(result: dict[str, Any]) -> str:
             f"| {label} | {old['cold_s']:.2f} -> {new['cold_s']:.2f} s "
             f"({new['cold_s'] / old['cold_s']:.2f}x) | {old['edit_s']:.2f} -> "
             f"{new['edit_s']:.2f} s ({new['edit_s'] / old['edit_s']:.2f}x) | "
+            f"{old['edit_again_s']:.2f} -> {new['edit_again_s']:.2f} s "
+            f"({new['edit_again_s'] / old['edit_again_s']:.2f}x) | "
             f"{old['peak_mb']:.0f} -> {new['peak_mb']:.0f} MB |"
         )
     return "\n".join(lines)
