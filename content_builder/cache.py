@@ -169,6 +169,7 @@ class EntryCache:
             last is not None
             and last.file == file
             and last.header == header
+            and last.appendable
             and last.signature == _signature(file)
         )
         _touch(file)  # used now: the least recently used files are pruned first
@@ -215,6 +216,10 @@ class EntryCache:
             self.file.parent.mkdir(parents=True, exist_ok=True)
             with _locked(self.file.parent):
                 self._save_latest()
+                # Appended only to a file that still starts with this cache's header: since
+                # it was read, another build (other code) may have replaced it, or a prune
+                # removed it (an append would then start a file without a header).
+                rewrite = rewrite or not _starts_with(self.file, _MAGIC + self.header)
                 if rewrite:
                     kept = {key: self.records[key] for key in self.used}
                     _write_new(self.file, _MAGIC + self.header, kept)
@@ -416,6 +421,14 @@ def _read_latest(side: Path, header: bytes) -> dict[str, Any]:
     except Exception:  # missing, truncated, corrupt: nothing is known
         return {}
     return values if isinstance(values, dict) else {}
+
+
+def _starts_with(file: Path, head: bytes) -> bool:
+    try:
+        with file.open("rb") as stream:
+            return stream.read(len(head)) == head
+    except OSError:
+        return False
 
 
 def _signature(file: Path) -> tuple[int, int]:

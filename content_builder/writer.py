@@ -25,7 +25,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from stat import S_ISREG
+from stat import S_ISDIR, S_ISREG
 from typing import Any
 
 try:
@@ -142,13 +142,29 @@ def write_output(artifacts: list[Artifact], out_dir: Path, base_url: str) -> lis
         body = manifest_body(build_manifest(base_url, entries))
         staging = _staging_folder(out_dir)
         _stage(staging, artifacts, out_dir, body, previous)
+        stamp = _stamp_file(out_dir)
+        stamp.unlink(missing_ok=True)  # until it names the new manifest, nothing is trusted
         if out_dir.exists():
             _exchange(staging, out_dir)  # the spare now holds the output it replaced
         else:
             os.rename(staging, out_dir)
-            with contextlib.suppress(OSError):
-                staging.parent.rmdir()  # `.dist.spare`, empty until a build replaces one
+        # Which manifest vouches for the live files' times: that very inode, untouched
+        # since (a ctime cannot be set back). A manifest touched or edited by hand, or a
+        # build killed before this line, and the next build trusts no time (`_holds`).
+        done = (out_dir / MANIFEST_NAME).stat()
+        with contextlib.suppress(OSError):
+            stamp.parent.mkdir(parents=True, exist_ok=True)  # a first build's spare
+            stamp.write_text(f"{done.st_ino} {done.st_ctime_ns}")
         return report
+
+
+_STAMP = ".manifest-stamp"
+
+
+def _stamp_file(out_dir: Path) -> Path:
+    """In the spare (a folder named like the output, so a `dist/` ignore line covers it):
+    read by the next build before it empties the spare of all but the new files."""
+    return spare_folder(out_dir) / _STAMP
 
 
 def spare_folder(out_dir: Path) -> Path:
@@ -163,23 +179,23 @@ def _staging_folder(out_dir: Path) -> Path:
     of the live output's (so a build after one edit stats 40,000 files and replaces a few,
     instead of linking 40,000 and removing 40,000 more). Nothing in it is trusted by
     itself (`_stage`), so a spare a killed build left half-updated, or one changed by hand,
-    is only slower. A spare's place holding something else (not a folder of ours) is
-    cleared only when it is a folder with a manifest.json or empty; otherwise a fresh
-    folder beside it is used and removed after the swap."""
+    is only slower. A spare's place holding something this tool did not write (not a
+    folder, or a non-empty folder without a manifest.json) is an error naming it."""
     spare = spare_folder(out_dir)
     if spare.is_symlink() or (spare.exists() and not spare.is_dir()):
         raise SiteDataError.single(
             display_path(spare), None, "is not the build's spare output folder; remove it"
         )
-    if spare.is_dir() and any(spare.iterdir()) and not (spare / MANIFEST_NAME).is_file():
+    names = {path.name for path in spare.iterdir()} if spare.is_dir() else set()
+    if names and not names & {MANIFEST_NAME, _STAMP}:
         # Not a folder this tool wrote: never emptied, as `--out` is not (write_output).
         raise SiteDataError.single(
             display_path(spare), None, "is not the build's spare output folder; remove it"
         )
-    if not spare.is_dir():
-        spare.mkdir(parents=True)
-        # Marked as ours from the start (manifest.json, rewritten last by `_stage`): a build
-        # that stops while filling it leaves a spare the next one recognizes and reuses.
+    if not (spare / MANIFEST_NAME).is_file():
+        spare.mkdir(parents=True, exist_ok=True)
+        # Marked as ours from the start (manifest.json, replaced last by `_stage`): a
+        # build that stops while filling it leaves a spare the next one recognizes.
         (spare / MANIFEST_NAME).write_bytes(b"{}\n")
     return spare
 
@@ -210,12 +226,18 @@ def _stage(
     wanted = {artifact.key for artifact in artifacts}
     _remove_unwanted(str(staging), wanted | {MANIFEST_NAME})  # the manifest: replaced last
     made: set[str] = set()
+    memo: dict[str, bool] = {}
     # Strings, not Paths, in this loop: it runs once per published file.
     staged, published = str(staging), str(out_dir)
     for artifact in artifacts:
         target = os.path.join(staged, artifact.key)
         live = os.path.join(published, artifact.key)
-        live_stat = _holds(live, artifact, written) if previous is not None else None
+        live_stat = (
+            _holds(live, artifact, written)
+            if previous is not None
+            and _folder_holds(published, os.path.dirname(live), written, memo)
+            else None
+        )
         try:
             kept = os.lstat(target)
         except FileNotFoundError:
@@ -231,8 +253,7 @@ def _stage(
         if live_stat is None or not _linked(live, target):
             _write_new_file(target, artifact.body)
     manifest = staging / MANIFEST_NAME
-    manifest.unlink(missing_ok=True)  # never written in place: it may be the live one's
-    manifest.write_bytes(body)  # last: its time vouches for every file before it
+    os.replace(staged_file(manifest, body), manifest)  # never absent, never written in place
     _stamp_after_now(manifest)
 
 
@@ -302,9 +323,13 @@ def _written_before(out_dir: Path, previous: BuildManifest | None) -> _Written |
     if previous is None:
         return None
     try:
-        mtime = (out_dir / MANIFEST_NAME).stat().st_mtime_ns
+        stat = (out_dir / MANIFEST_NAME).stat()
+        stamp = _stamp_file(out_dir).read_text()
     except OSError:
         return None
+    if stamp != f"{stat.st_ino} {stat.st_ctime_ns}":  # touched or edited since: trust nothing
+        return None
+    mtime = stat.st_mtime_ns
     files = {
         path: (entry.get("sha256"), entry.get("size")) for path, entry in previous["files"].items()
     }
@@ -340,6 +365,25 @@ def _holds(live: str, artifact: Artifact, written: _Written | None) -> os.stat_r
     except OSError:  # gone or unreadable
         return None
     return stat
+
+
+def _folder_holds(root: str, folder: str, written: _Written | None, memo: dict[str, bool]) -> bool:
+    """Every folder from `folder` up to (not including) the output's root is a real folder,
+    not a symlink, and, when times are trusted, changed before the manifest: a folder moved
+    in keeps its files' ctimes, but not its own."""
+    if folder == root:
+        return True
+    if folder not in memo:
+        try:
+            stat = os.lstat(folder)
+        except OSError:
+            memo[folder] = False
+            return False
+        ok = S_ISDIR(stat.st_mode) and (
+            written is None or max(stat.st_mtime_ns, stat.st_ctime_ns) < written.manifest_mtime_ns
+        )
+        memo[folder] = ok and _folder_holds(root, os.path.dirname(folder), written, memo)
+    return memo[folder]
 
 
 # --- Swapping two folders --------------------------------------------------------------

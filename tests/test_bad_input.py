@@ -422,8 +422,12 @@ def built_copy(site_copy: Path, tmp_path: Path) -> Built:
 def assert_untouched(built: Built) -> None:
     assert tree_digest(built.dist) == built.digest
     assert (built.site / LOCK).read_bytes() == built.lock
-    # No staging or retired output folder left next to dist.
-    assert sorted(p.name for p in built.dist.parent.iterdir()) == ["dist", "site_data"]
+    # Nothing next to dist but the spare the first build left (writer.py).
+    assert sorted(p.name for p in built.dist.parent.iterdir()) == [
+        ".dist.spare",
+        "dist",
+        "site_data",
+    ]
 
 
 @pytest.mark.parametrize("case", CASES.values(), ids=list(CASES))

@@ -7,6 +7,7 @@ import json
 import os
 import shutil
 import subprocess
+import time
 from pathlib import Path
 from typing import Any
 
@@ -127,6 +128,7 @@ def test_a_spares_place_holding_something_else_is_refused_not_cleared(
     out = tmp_path / "dist"
     _build(site_copy, out)
     theirs = writer.spare_folder(out)
+    shutil.rmtree(theirs.parent, ignore_errors=True)
     theirs.mkdir(parents=True)
     (theirs / "notes.txt").write_text("keep me")
     result = run_cli("build", "--site", site_copy, "--out", out)
@@ -215,11 +217,6 @@ def test_unchanged_files_are_reused_without_reading_them(
 ) -> None:
     out = tmp_path / "dist"
     assert run_cli("build", "--site", site_copy, "--out", out).code == 0
-    # The manifest one second later than any file (a coarse clock may give files and
-    # manifest the same tick, and equal times are read, not trusted).
-    manifest = out / writer.MANIFEST_NAME
-    later = manifest.stat().st_mtime_ns + 10**9
-    os.utime(manifest, ns=(later, later))
     before = tree_digest(out)
     read: list[Path] = []
     real_read_bytes = Path.read_bytes
@@ -234,6 +231,42 @@ def test_unchanged_files_are_reused_without_reading_them(
     monkeypatch.undo()
     assert read == [], "files the manifest vouches for were read"
     assert tree_digest(out) == before
+
+
+@pytest.mark.parametrize("how", ["manifest touched", "folder moved in", "folder a symlink"])
+def test_a_live_output_changed_by_hand_gets_no_trust_from_its_manifest(
+    site_copy: Path, tmp_path: Path, how: str
+) -> None:
+    """The manifest vouches for the live files' times only while it is the very file the
+    last build wrote (its inode and ctime, recorded in the spare); a folder moved in keeps
+    its files' times but not its own; a symlinked folder is never followed."""
+    out = tmp_path / "dist"
+    _edit(site_copy, 1)  # "site map 1": the FAQ's files are the same size at every edit
+    _build(site_copy, out)
+    _edit(site_copy, 2)
+    _build(site_copy, out)
+    faq = out / "api/v1/faq"
+    elsewhere = tmp_path / "elsewhere"
+    if how == "manifest touched":
+        target = faq / "q01-difference.json"
+        stat, body = target.stat(), target.read_bytes()
+        target.write_bytes(body.replace(b"site map 2", b"site map 9"))  # in place
+        os.utime(target, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+        time.sleep(0.05)  # past the coarse clock's tick
+        os.utime(out / writer.MANIFEST_NAME)  # an editor saved it, say
+    elif how == "folder moved in":
+        shutil.rmtree(faq)  # the previous build's FAQ files, their old times kept
+        os.rename(writer.spare_folder(out) / "api/v1/faq", faq)
+    else:
+        shutil.copytree(faq, elsewhere)
+        shutil.rmtree(faq)
+        faq.symlink_to(elsewhere, target_is_directory=True)
+    _build(site_copy, out)
+    assert tree_digest(out) == _clean_build(site_copy, tmp_path / "clean")
+    assert not faq.is_symlink()
+    if elsewhere.exists():
+        outside = {path.stat().st_ino for path in elsewhere.iterdir()}
+        assert not outside & {path.stat().st_ino for path in faq.iterdir()}
 
 
 def test_a_published_file_restored_with_its_old_mtime_is_written_again(
@@ -361,8 +394,8 @@ def test_without_an_atomic_exchange_three_renames_do(
         _edit(site_copy, number)
         _build(site_copy, out)
     assert tree_digest(out) == _clean_build(site_copy, tmp_path / "clean")
-    assert sorted(p.name for p in tmp_path.iterdir()) == [".dist.spare", "clean", "dist",
-                                                          "site_data"]  # fmt: skip
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".clean.spare", ".dist.spare",
+                                                          "clean", "dist", "site_data"]  # fmt: skip
 
 
 @pytest.mark.skipif(writer._renameat2() is None, reason="renameat2 is Linux (glibc 2.28+) only")
