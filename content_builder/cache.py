@@ -208,35 +208,36 @@ class EntryCache:
             return
         stale = len(self.records) - len(self.used)
         rewrite = not self.appendable or stale > max(len(self.used), 1000)
-        if not rewrite and not self.added and not self._latest_put:
-            with contextlib.suppress(OSError), _locked(self.file.parent):
-                prune(self.file.parent, max_bytes(), keep=self.file)  # the bound, always
-            return
         try:
             self.file.parent.mkdir(parents=True, exist_ok=True)
             with _locked(self.file.parent):
-                self._save_latest()
-                # Appended only to a file that still starts with this cache's header: since
-                # it was read, another build (other code) may have replaced it, or a prune
-                # removed it (an append would then start a file without a header).
-                rewrite = rewrite or not _starts_with(self.file, _MAGIC + self.header)
-                if rewrite:
-                    kept = {key: self.records[key] for key in self.used}
-                    _write_new(self.file, _MAGIC + self.header, kept)
-                    self.records = kept
-                    # Blobs read from the replaced file keep it open: the next build of a
-                    # series reads the new one rather than keeping the old one's space.
-                    self.signature = (-1, -1) if self.read_from_file else _signature(self.file)
-                else:
-                    if self.added:
-                        with self.file.open("ab") as stream:
-                            _write_frame(stream, self.added)
-                    self.signature = _signature(self.file)
-                prune(self.file.parent, max_bytes(), keep=self.file)
+                if rewrite or self.added or self._latest_put:
+                    self._write(rewrite)
+                prune(self.file.parent, max_bytes(), keep=self.file)  # the bound, always
         except OSError:
             return
         self.added = {}
         self.appendable = True
+
+    def _write(self, rewrite: bool) -> None:
+        """Under the lock: the side file, then the records appended or rewritten."""
+        assert self.file is not None
+        self._save_latest()
+        # Appended only to a file that still starts with this cache's header: since it
+        # was read, another build (other code) may have replaced it, or a prune removed
+        # it (an append would then start a file without a header).
+        if rewrite or not _starts_with(self.file, _MAGIC + self.header):
+            kept = {key: self.records[key] for key in self.used}
+            _write_new(self.file, _MAGIC + self.header, kept)
+            self.records = kept
+            # Blobs read from the replaced file keep it open: the next build of a series
+            # reads the new one rather than keeping the old one's space.
+            self.signature = (-1, -1) if self.read_from_file else _signature(self.file)
+            return
+        if self.added:
+            with self.file.open("ab") as stream:
+                _write_frame(stream, self.added)
+        self.signature = _signature(self.file)
 
     # Results about the whole site, not one entry (the search keywords' ranking state,
     # what the last passing build proved): each build replaces the value, so it is kept
@@ -530,17 +531,16 @@ class Blob:
 
 
 class _Region:
-    """The blobs of the frame being written, in order, at their offsets in its region."""
+    """The blobs of the frame being written, in order, and the size of their region."""
 
     def __init__(self) -> None:
         self.blobs: list[Blob] = []
-        self.offsets: list[int] = []
         self.size = 0
 
     def place(self, blob: Blob) -> int:
+        """The blob's offset in the region, once added to it."""
         offset = self.size
         self.blobs.append(blob)
-        self.offsets.append(offset)
         self.size += blob.size
         return offset
 
@@ -612,23 +612,21 @@ class _Counted:
         return self.length.to_bytes(_LENGTH, "big") + self.crc.to_bytes(_DIGEST, "big")
 
 
-def _write_frame(stream: BinaryIO, records: Any) -> tuple[_Region, int]:
+def _write_frame(stream: BinaryIO, records: Any) -> None:
     """One frame: the pickled records, then their length and CRC-32 (a trailer, so that
     a frame can be appended in one pass); then the region of the blobs they hold: its
-    length, their bytes, its CRC-32. Returns the region and where its bytes start."""
+    length, their bytes, its CRC-32."""
     counted = _Counted(stream)
     region = _Region()
     _FramePickler(counted, region).dump(records)
     stream.write(counted.trailer())
     stream.write(region.size.to_bytes(_LENGTH, "big"))
-    start = stream.tell()
     crc = 0
     for blob in region.blobs:
         data = blob.value()
         crc = zlib.crc32(data, crc)
         stream.write(data)
     stream.write(crc.to_bytes(_DIGEST, "big"))
-    return region, start
 
 
 _CHUNK = 1 << 20

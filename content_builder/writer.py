@@ -141,9 +141,7 @@ def write_output(artifacts: list[Artifact], out_dir: Path, base_url: str) -> lis
         report = compare(artifacts, previous, entries)
         body = manifest_body(build_manifest(base_url, entries))
         staging = _staging_folder(out_dir)
-        _stage(staging, artifacts, out_dir, body, previous)
-        stamp = _stamp_file(out_dir)
-        stamp.unlink(missing_ok=True)  # until it names the new manifest, nothing is trusted
+        _stage(staging, artifacts, out_dir, body, previous)  # the old stamp read, then gone
         if out_dir.exists():
             _exchange(staging, out_dir)  # the spare now holds the output it replaced
         else:
@@ -152,6 +150,7 @@ def write_output(artifacts: list[Artifact], out_dir: Path, base_url: str) -> lis
         # since (a ctime cannot be set back). A manifest touched or edited by hand, or a
         # build killed before this line, and the next build trusts no time (`_holds`).
         done = (out_dir / MANIFEST_NAME).stat()
+        stamp = _stamp_file(out_dir)
         with contextlib.suppress(OSError):
             stamp.parent.mkdir(parents=True, exist_ok=True)  # a first build's spare
             stamp.write_text(f"{done.st_ino} {done.st_ctime_ns}")
@@ -182,12 +181,11 @@ def _staging_folder(out_dir: Path) -> Path:
     is only slower. A spare's place holding something this tool did not write (not a
     folder, or a non-empty folder without a manifest.json) is an error naming it."""
     spare = spare_folder(out_dir)
-    if spare.is_symlink() or (spare.exists() and not spare.is_dir()):
-        raise SiteDataError.single(
-            display_path(spare), None, "is not the build's spare output folder; remove it"
-        )
-    names = {path.name for path in spare.iterdir()} if spare.is_dir() else set()
-    if names and not names & {MANIFEST_NAME, _STAMP}:
+    real_folder = spare.is_dir() and not spare.is_symlink()
+    names = {path.name for path in spare.iterdir()} if real_folder else set()
+    if (os.path.lexists(spare) and not real_folder) or (
+        names and not names & {MANIFEST_NAME, _STAMP}
+    ):
         # Not a folder this tool wrote: never emptied, as `--out` is not (write_output).
         raise SiteDataError.single(
             display_path(spare), None, "is not the build's spare output folder; remove it"
@@ -318,6 +316,10 @@ class _Written:
     files: dict[str, tuple[str, int]]
     manifest_mtime_ns: int
 
+    def vouches_for(self, stat: os.stat_result) -> bool:
+        """Whether the manifest was written after this file or folder last changed."""
+        return max(stat.st_mtime_ns, stat.st_ctime_ns) < self.manifest_mtime_ns
+
 
 def _written_before(out_dir: Path, previous: BuildManifest | None) -> _Written | None:
     if previous is None:
@@ -356,9 +358,7 @@ def _holds(live: str, artifact: Artifact, written: _Written | None) -> os.stat_r
             return None
         listed = written.files.get(artifact.path) if written else None
         trusted = (
-            written is not None
-            and listed == (artifact.sha256, size)
-            and max(stat.st_mtime_ns, stat.st_ctime_ns) < written.manifest_mtime_ns
+            written is not None and listed == (artifact.sha256, size) and written.vouches_for(stat)
         )
         if not trusted and Path(live).read_bytes() != artifact.body:
             return None
@@ -379,9 +379,7 @@ def _folder_holds(root: str, folder: str, written: _Written | None, memo: dict[s
         except OSError:
             memo[folder] = False
             return False
-        ok = S_ISDIR(stat.st_mode) and (
-            written is None or max(stat.st_mtime_ns, stat.st_ctime_ns) < written.manifest_mtime_ns
-        )
+        ok = S_ISDIR(stat.st_mode) and (written is None or written.vouches_for(stat))
         memo[folder] = ok and _folder_holds(root, os.path.dirname(folder), written, memo)
     return memo[folder]
 
