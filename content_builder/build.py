@@ -24,7 +24,7 @@ from agent_contract.artifacts import Artifact
 from agent_contract.endpoints import ENDPOINT, SINGLE_FILES
 from agent_contract.routes import rule_for
 from content_builder.budgets import check_budgets
-from content_builder.cache import EntryCache, entry_identity
+from content_builder.cache import entry_identity
 from content_builder.errors import Problem, SiteDataError
 from content_builder.loader import LOCK_FILE, Site, display_path, load_site
 from content_builder.lock import (
@@ -233,6 +233,3 @@ def build(
     if new_lock is not None:
         os.replace(new_lock, result.site.root / LOCK_FILE)
     return result, report
-
-
-__all__ = ["EntryCache", "Plan", "build", "check", "date", "plan", "render"]

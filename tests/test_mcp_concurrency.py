@@ -117,6 +117,16 @@ def test_a_call_over_its_time_limit_answers_a_json_rpc_error(
     assert took < SLOW  # answered at the limit, not when the work ended
 
 
+def _search_call(number: int) -> dict[str, Any]:
+    """A JSON-RPC tools/call of `search`, its id and query told apart by `number`."""
+    return {
+        "jsonrpc": "2.0",
+        "id": number,
+        "method": "tools/call",
+        "params": {"name": "search", "arguments": {"query": f"agents {number}"}},
+    }
+
+
 def _post(url: str, message: dict[str, Any]) -> tuple[int, dict[str, Any], float]:
     request = urllib.request.Request(
         url,
@@ -145,13 +155,7 @@ def test_more_calls_than_the_bound_over_http_are_all_answered_and_a_ping_too(
         _post(url, {"jsonrpc": "2.0", "id": 0, "method": "ping"})  # the endpoint, started
 
         def search(number: int) -> None:
-            message = {
-                "jsonrpc": "2.0",
-                "id": number,
-                "method": "tools/call",
-                "params": {"name": "search", "arguments": {"query": f"agents {number}"}},
-            }
-            answers.append(_post(url, message))
+            answers.append(_post(url, _search_call(number)))
 
         threads = [threading.Thread(target=search, args=(n,)) for n in range(1, calls + 1)]
         for thread in threads:
@@ -193,12 +197,7 @@ def test_the_bridge_answers_even_when_its_own_wait_runs_out(
     answers: dict[int, tuple[int, list[tuple[str, str]], bytes]] = {}
 
     def call(number: int) -> None:
-        body = {
-            "jsonrpc": "2.0",
-            "id": number,
-            "method": "tools/call",
-            "params": {"name": "search", "arguments": {"query": f"agents {number}"}},
-        }
+        body = _search_call(number)
         answers[number] = mcp_http.handle_http(
             "POST", "/mcp", headers, json.dumps(body).encode(), files
         )
