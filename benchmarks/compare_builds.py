@@ -29,38 +29,13 @@ import time
 from pathlib import Path
 from typing import Any
 
+from benchmarks import tree_memory
+
 REPO = Path(__file__).resolve().parents[1]
 
 
-def _children(pid: int) -> list[int]:
-    found = []
-    try:
-        for task in os.listdir(f"/proc/{pid}/task"):
-            with open(f"/proc/{pid}/task/{task}/children") as stream:
-                found += [int(child) for child in stream.read().split()]
-    except OSError:
-        pass
-    return found
-
-
-def _pss_kb(pid: int) -> int:
-    try:
-        with open(f"/proc/{pid}/smaps_rollup") as stream:
-            for line in stream:
-                if line.startswith("Pss:"):
-                    return int(line.split()[1])
-    except OSError:
-        pass
-    return 0
-
-
-def _tree_pss_kb(root: int) -> int:
-    total, pending = 0, [root]
-    while pending:
-        pid = pending.pop()
-        total += _pss_kb(pid)
-        pending += _children(pid)
-    return total
+def _tree_pss_kb(root: int, table: tree_memory.ProcessTable) -> int:
+    return sum(map(tree_memory.pss_kb, [root, *table.descendants(root)]))
 
 
 def timed_build(checkout: Path, site: Path, out: Path, cache: Path) -> tuple[float, int]:
@@ -77,11 +52,12 @@ def timed_build(checkout: Path, site: Path, out: Path, cache: Path) -> tuple[flo
     )
     peak = 0
     done = threading.Event()
+    table = tree_memory.ProcessTable()  # children by parent pid, as make bench samples
 
     def sample() -> None:
         nonlocal peak
         while not done.is_set():
-            peak = max(peak, _tree_pss_kb(process.pid))
+            peak = max(peak, _tree_pss_kb(process.pid, table))
             done.wait(0.02)
 
     sampler = threading.Thread(target=sample, daemon=True)
