@@ -8,6 +8,7 @@ import os
 import shutil
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -86,9 +87,13 @@ def test_the_default_bound_and_a_bad_setting(monkeypatch: pytest.MonkeyPatch) ->
     assert build_cache.max_bytes() == 500_000
 
 
-def _append_many(site: str, cache_dir: str, who: str, rounds: int) -> None:
+def _append_many(site: str, cache_dir: str, who: str, rounds: int, opened: Any) -> None:
     os.environ[build_cache.CACHE_ENV] = cache_dir
     cache = build_cache.EntryCache.open(Path(site), b"settings")
+    # Every writer reads the file before any appends: one that read a frame another was
+    # still appending would find the file not whole and rewrite it with its own records
+    # (a cache's right, and not what this test is about).
+    opened.wait()
     for number in range(rounds):
         # Frames written in several pieces, which unlocked writers interleave.
         cache.put(f"{who}-{number}", "body", [os.urandom(4096) for _ in range(16)])
@@ -99,12 +104,13 @@ def _append_many(site: str, cache_dir: str, who: str, rounds: int) -> None:
 def test_builds_that_save_at_once_leave_a_whole_cache(tmp_path: Path, cache_dir: Path) -> None:
     site = tmp_path / "site"
     site.mkdir()
-    first = build_cache.EntryCache.open(site, b"settings")  # a file to append to: no
-    first.put("start", "body", b"")  # worker rewrites it (a rewrite keeps only its own
-    first.save()  # records, which is a cache's right, not damage)
+    first = build_cache.EntryCache.open(site, b"settings")  # a file to append to
+    first.put("start", "body", b"")
+    first.save()
     context = multiprocessing.get_context("spawn")
+    opened = context.Barrier(3)
     workers = [
-        context.Process(target=_append_many, args=(str(site), str(cache_dir), who, 300))
+        context.Process(target=_append_many, args=(str(site), str(cache_dir), who, 300, opened))
         for who in ("one", "two", "three")
     ]
     for worker in workers:
