@@ -5,6 +5,10 @@
 # Both resolve through constraints.txt, so every machine and CI get the same versions.
 PYTHON ?= python3
 PORT ?= 8000
+# The site folder every target reads: `make serve SITE=../docs-site` (relative to this
+# folder, or absolute), so a team keeps this project beside its docs and never edits
+# site_data/, the sample.
+SITE ?= site_data
 VENV := .venv
 BIN := $(VENV)/bin
 SERVE_STAMP := $(VENV)/.installed-serve
@@ -39,13 +43,13 @@ $(DEV_STAMP): pyproject.toml constraints.txt | $(BIN)/python
 
 # Builds in memory and serves the whole API with the CDN's headers on 127.0.0.1:$(PORT).
 serve: $(SERVE_STAMP)
-	$(BIN)/python -m content_builder serve --host 127.0.0.1 --port $(PORT) --watch
+	$(BIN)/python -m content_builder serve --site "$(SITE)" --host 127.0.0.1 --port $(PORT) --watch
 
 build: $(SERVE_STAMP)
-	$(BIN)/python -m content_builder build
+	$(BIN)/python -m content_builder build --site "$(SITE)"
 
 check: $(SERVE_STAMP)
-	$(BIN)/python -m content_builder check --frozen
+	$(BIN)/python -m content_builder check --site "$(SITE)" --frozen
 
 lint: $(DEV_STAMP)
 	$(BIN)/ruff check .
@@ -56,7 +60,7 @@ test: $(DEV_STAMP)
 	$(BIN)/ruff format --check .
 	# GitHub Actions security lint, offline (no GitHub API); every finding fixed (docs/decisions.md).
 	$(BIN)/zizmor --offline --persona=auditor .github/workflows
-	$(BIN)/python -m content_builder check --frozen
+	$(BIN)/python -m content_builder check --site "$(SITE)" --frozen
 	# One pytest worker per CPU (pytest-xdist); the benchmark smoke tests share one worker,
 	# so their fixture runs once (tests/conftest.py).
 	$(BIN)/python -m pytest -q -n auto

@@ -52,12 +52,44 @@ def fold(text: str) -> str:
     return "".join(ch for ch in decomposed if not unicodedata.combining(ch))
 
 
+#: The longest token taken for a word: longer ones are concatenations (identifiers,
+#: joined paths, encoded data). "internationalization" has 20 letters.
+LONGEST_WORD = 24
+
+# Not a word (issue 23): the same letter three times running ("xxxxxxxx", "aaa"); hex
+# of 7+ characters with a digit and a letter (hashes, short git hashes); four or more
+# changes between letters and digits ("a1b2c", base64: "agvsbg8gd29ybgq"; "i18n",
+# "k8s", "utf8mb4" have two or three); six consonants running, y counted as a vowel
+# ("bcdfgh", "strncpy" keeps its y). Each is looked for in a folded token
+# (lowercase ASCII letters and digits).
+_REPEATED_LETTER = re.compile(r"([a-z])\1\1")
+_HEX = re.compile(r"(?=[0-9a-f]*[0-9])(?=[0-9a-f]*[a-f])[0-9a-f]{7,}")
+_ALTERNATING = re.compile(r"(?:[a-z]+[0-9]+){2}[a-z]|(?:[0-9]+[a-z]+){2}[0-9]")
+_NO_VOWEL = re.compile(r"[b-df-hj-np-tv-xz]{6,}")
+
+
+def is_word(token: str) -> bool:
+    """Whether a folded token can be a word someone searches for (see the patterns
+    above): hashes, encoded data, placeholders and long concatenations are not. Digits
+    alone are numbers ("404", "2024"), decided by `_is_term`, unless over-long."""
+    if len(token) > LONGEST_WORD:
+        return False
+    if token.isdigit():
+        return True
+    return not (
+        _REPEATED_LETTER.search(token)
+        or _HEX.fullmatch(token)
+        or _ALTERNATING.search(token)
+        or _NO_VOWEL.search(token)
+    )
+
+
 def _is_term(token: str) -> bool:
     if token in STOP_WORDS or token in GENERIC_WORDS:
         return False
     if token.isdigit():
-        return len(token) >= 3  # "404", "2024" carry meaning; "1" and "42" are noise
-    return len(token) >= 2
+        return 3 <= len(token) <= LONGEST_WORD  # "404", "2024" carry meaning; "42" is noise
+    return len(token) >= 2 and is_word(token)
 
 
 def words(text: str, folded: bool = False) -> list[str]:
@@ -84,12 +116,18 @@ def _compound(token: str) -> str | None:
     parts = _JOINERS.split(token)
     joined = "".join(parts)
     if (
-        all(part.isascii() and part.isalnum() for part in parts)
-        and len(joined) <= 24
+        len(parts) <= _MOST_COMPOUND_PARTS
+        and len(joined) <= LONGEST_WORD
+        and all(part.isascii() and part.isalnum() and is_word(part) for part in parts)
         and not joined.isdigit()
     ):
         return joined
     return None
+
+
+#: A compound of more parts is a path or a host ("ghcr.io/astral-sh/uv" ->
+#: "ghcrioastralshuv"), not a word people type as one: its parts are words of their own.
+_MOST_COMPOUND_PARTS = 3
 
 
 # Every compound holds a joiner between two letters or digits: found by the joiner and

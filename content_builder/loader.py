@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ValidationError
@@ -179,10 +179,12 @@ class Site:
     config: SiteSource
     documents: tuple[LoadedDocument, ...]
     faqs: tuple[LoadedFaq, ...]
-    architecture: ArchitectureDocument
-    on_site_agent: OnSiteAgentStatus
-    architecture_file: str
-    on_site_agent_file: str
+    #: None: the site has no file of its own; the build publishes what it knows
+    #: (render/site_facts.py). The file's display path, or None.
+    architecture: ArchitectureDocument | None
+    on_site_agent: OnSiteAgentStatus | None
+    architecture_file: str | None
+    on_site_agent_file: str | None
     #: What earlier builds derived from unchanged entries; not part of the site's value.
     cache: EntryCache = field(default_factory=EntryCache.disabled, compare=False, repr=False)
     #: This build's memo of the API path each URL names (validate.py), by URL.
@@ -281,20 +283,10 @@ def load_site(root: Path, base_url: str | None = None, last: EntryCache | None =
 
     documents = _load_documents(root, read, problems, cache, prepare)
     faqs = _load_faqs(root, read, problems, cache, prepare)
-    architecture = validate_model(
-        ArchitectureDocument,
-        read(root / ARCHITECTURE_FILE),
-        display_path(root / ARCHITECTURE_FILE),
-        problems,
-        path=root / ARCHITECTURE_FILE,
-    )
-    on_site_agent = validate_model(
-        OnSiteAgentStatus,
-        read(root / ON_SITE_AGENT_FILE),
-        display_path(root / ON_SITE_AGENT_FILE),
-        problems,
-        path=root / ON_SITE_AGENT_FILE,
-    )
+    # Optional (issue 23): a site without them publishes what is true of any build
+    # (render/site_facts.py), never a sample's claims.
+    architecture = _optional_model(ArchitectureDocument, root / ARCHITECTURE_FILE, read, problems)
+    on_site_agent = _optional_model(OnSiteAgentStatus, root / ON_SITE_AGENT_FILE, read, problems)
     _check_unique_ids(documents, faqs, problems)
     if (root / CONTENT_DIR).is_dir() and not any(d.id == SITE_DOCUMENT_ID for d in documents):
         problems.append(
@@ -307,7 +299,11 @@ def load_site(root: Path, base_url: str | None = None, last: EntryCache | None =
                 f"id: {SITE_DOCUMENT_ID}",
             )
         )
-    if problems or architecture is None or on_site_agent is None:
+    if not documents and not problems:
+        # Zero documents would publish an API whose overview (the MCP manifest's
+        # get_site_overview) and document enum name nothing: refused, with the way out.
+        problems.append(Problem(display_path(root / CONTENT_DIR), None, NO_CONTENT))
+    if problems or architecture is False or on_site_agent is False:
         raise SiteDataError(problems)
     return Site(
         root=root,
@@ -317,10 +313,24 @@ def load_site(root: Path, base_url: str | None = None, last: EntryCache | None =
         faqs=tuple(sorted(faqs, key=lambda f: f.id)),
         architecture=architecture,
         on_site_agent=on_site_agent,
-        architecture_file=display_path(root / ARCHITECTURE_FILE),
-        on_site_agent_file=display_path(root / ON_SITE_AGENT_FILE),
+        architecture_file=display_path(root / ARCHITECTURE_FILE) if architecture else None,
+        on_site_agent_file=display_path(root / ON_SITE_AGENT_FILE) if on_site_agent else None,
         cache=cache,
     )
+
+
+def _optional_model(
+    model: type[M],
+    path: Path,
+    read: Callable[[Path], dict[str, Any] | None],
+    problems: list[Problem],
+) -> M | Literal[False] | None:
+    """A file the site may leave out: its model, None when absent, False when refused.
+    Only a missing name is absence: a link or a FIFO of that name was refused before."""
+    if not os.path.lexists(path):
+        return None
+    validated = validate_model(model, read(path), display_path(path), problems, path=path)
+    return False if validated is None else validated
 
 
 def _bytes_or_empty(path: Path) -> bytes:
@@ -565,8 +575,10 @@ def _load_documents(
         return None if content is None else (document, content)
 
     loaded = []
+    # content/ is optional (a site's pages may come from elsewhere); no document at all
+    # is one error, NO_CONTENT, raised by load_site.
     for path, display, key, data, hit, parsed in _cached_entries(
-        root / CONTENT_DIR, problems, cache, True, prepare
+        root / CONTENT_DIR, problems, cache, False, prepare
     ):
         if isinstance(hit, tuple) and len(hit) == 3:  # (id, order, version) of a clean file
             entry_id, order, version = hit
@@ -631,6 +643,12 @@ def _yaml_files(folder: Path, problems: list[Problem], required: bool = True) ->
         problems.append(Problem(display_path(folder), None, "holds no .yaml files"))
     return files
 
+
+#: What a site without a single document is told.
+NO_CONTENT = (
+    "no content: add content/ (YAML documents, content/site.yaml the overview) or docs_dir "
+    "(a Markdown docs tree, named in site.yaml)"
+)
 
 #: The overview document the MCP manifest's get_site_overview tool returns.
 SITE_DOCUMENT_ID = "site"

@@ -114,6 +114,10 @@ def load_questions(path: Path) -> list[Question]:
 
 
 def evaluate(index: SearchIndex, questions: list[Question], ranker: Ranker) -> Scores:
+    """Recall@1, recall@3 and MRR over `questions` (at least one: a set may be absent,
+    and the callers leave an empty one out rather than score it)."""
+    if not questions:
+        raise ValueError("no questions to evaluate")
     at_1 = at_3 = reciprocal = 0.0
     misses = []
     for question in questions:
@@ -148,7 +152,15 @@ def report(site_dir: Path, questions_file: Path | None = None, show_misses: bool
     artifacts = {a.path: a for a in plan(site_dir).artifacts}
     body = artifacts[paths.SEARCH_INDEX].body
     index = SearchIndex.model_validate_json(body)
-    questions = load_questions(questions_file or site_dir / QUESTIONS_FILE)
+    source = questions_file or site_dir / QUESTIONS_FILE
+    questions = load_questions(source)
+    if not questions:
+        raise SiteDataError.single(
+            str(source),
+            "questions",
+            "no questions: add `questions` (and, if you like, "
+            "`held_out`), each a `q` with the ids that answer it in `answers`",
+        )
     stats = index_stats(body)
     lines = [
         f"{len(questions)} questions, {stats.entries} entries, search index {stats.size_bytes} "

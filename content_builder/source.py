@@ -10,7 +10,14 @@ from __future__ import annotations
 import re
 from typing import Annotated, Any
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    model_validator,
+)
 
 from agent_contract.models import ContentType, Url
 from agent_contract.uri import url_problem
@@ -99,18 +106,29 @@ class SearchEvalSettings(SourceModel):
 
 
 class SiteSource(SourceModel):
+    """Identity keys (name, description, website, base_url, contact) are required; the
+    rest have defaults a new site can live with (issue 23)."""
+
     brand: Annotated[
         str, StringConstraints(pattern=r"^[a-z][a-z0-9-]*$"), AfterValidator(_require_free_brand)
     ] = "service"
     name: Line
     description: Line
+    #: The paragraph llms.txt and llms-full.txt open with; the description when unset.
     about: Line
     website: Url
     base_url: Annotated[Url, AfterValidator(_require_https_origin)]
-    api_version: Annotated[SemVer, AfterValidator(_require_major_one)]
-    language: LanguageCode
+    api_version: Annotated[SemVer, AfterValidator(_require_major_one)] = "1.0.0"
+    language: LanguageCode = "en"
     contact: Annotated[Line, AfterValidator(_require_contact)]
     search_eval: SearchEvalSettings = SearchEvalSettings()
+
+    @model_validator(mode="before")
+    @classmethod
+    def _about_defaults_to_description(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "about" not in data and "description" in data:
+            return {**data, "about": data["description"]}
+        return data
 
 
 class SectionSource(SourceModel):

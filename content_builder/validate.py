@@ -77,9 +77,15 @@ def check_authored_links(
             for (loaded, entry), done in zip(entries, settled, strict=True)
             if not done
         ),
-        (site.architecture_file, _api_links(site, site.architecture.model_dump(mode="json"))),
-        (site.on_site_agent_file, _api_links(site, site.on_site_agent.model_dump(mode="json"))),
     ]
+    # The site's own architecture.yaml and on-site-agent.yaml (the build's own, when
+    # absent, link only what the endpoint table publishes).
+    for file, model in (
+        (site.architecture_file, site.architecture),
+        (site.on_site_agent_file, site.on_site_agent),
+    ):
+        if file is not None and model is not None:
+            sources.append((file, _api_links(site, model.model_dump(mode="json"))))
     for file, found_links in sources:
         found = [
             Problem(file, location, f"link {url} does not resolve to a published file")

@@ -9,6 +9,8 @@ from pathlib import Path
 from infra.aws_rules import ACM_REGION, web_acl_problem
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
+#: The site folder when the stack sets no `siteDir`: the sample.
+DEFAULT_SITE_DIR = "site_data"
 PRICE_CLASSES = ("PriceClass_100", "PriceClass_200", "PriceClass_All")
 
 
@@ -31,7 +33,7 @@ class SiteConfig:
     # subdomain, for years; only the domain's owner can make that promise (hstspreload.org).
     hsts_preload: bool = False
     tags: dict[str, str] = field(default_factory=dict)
-    site_dir: Path = PROJECT_ROOT / "site_data"
+    site_dir: Path = PROJECT_ROOT / DEFAULT_SITE_DIR
     dist_dir: Path = PROJECT_ROOT / "dist"
     mcp: McpServerConfig | None = None  # the live MCP server at /mcp (infra/mcp_function.py)
 
@@ -85,6 +87,21 @@ class McpServerConfig:
             raise ConfigError("mcpReservedConcurrency: expected a whole number >= 1")
 
 
+def resolve_site_dir(value: str, root: Path = PROJECT_ROOT) -> Path:
+    """The stack's `siteDir`: a folder holding site.yaml, relative to the project folder
+    (where Pulumi.yaml is, whatever folder `pulumi` was started from) or absolute, so a
+    team keeps this project beside its docs (`../docs-site`) or as a submodule."""
+    if not value.strip():
+        raise ConfigError(f"siteDir: expected a folder, got {value!r}")
+    folder = (root / value).resolve()
+    where = f"siteDir {value!r} is {folder} (relative to the project folder {root})"
+    if not folder.is_dir():
+        raise ConfigError(f"siteDir: {where}, which is not a folder")
+    if not (folder / "site.yaml").is_file():
+        raise ConfigError(f"siteDir: {where}, which has no site.yaml")
+    return folder
+
+
 def _int_or(value: int | None, default: int) -> int:
     # Not `value or default`: 0 is a value to validate (and refuse), not "unset".
     return default if value is None else value
@@ -95,7 +112,11 @@ def load() -> SiteConfig:
 
     config = pulumi.Config()
     aws = pulumi.Config("aws")
+    site_dir = config.get("siteDir")
+    # Unset: the dataclass's default (site_data/); a test harness may set its own.
+    where = {} if site_dir is None else {"site_dir": resolve_site_dir(site_dir)}
     return SiteConfig(
+        **where,  # type: ignore[arg-type]
         region=aws.require("region"),
         domain=config.get("domain"),
         certificate_arn=config.get("certificateArn"),

@@ -211,6 +211,14 @@ def document_headings(document: ContentDocument) -> list[str]:
     return [body.headline, *(section.title for section in body.sections)]
 
 
+def document_code(document: ContentDocument) -> list[str]:
+    """The sections' code examples: code, which the search index takes last."""
+    body = document.content
+    if isinstance(body, FeatureContent):
+        return []
+    return [section.code_example for section in body.sections if section.code_example]
+
+
 def document_text(document: ContentDocument) -> list[str]:
     """The prose of a document, for the search index and llms-full.txt (no code)."""
     body = document.content

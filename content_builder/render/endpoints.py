@@ -15,6 +15,7 @@ from pydantic import BaseModel
 from agent_contract import paths
 from agent_contract.artifacts import Artifact, json_body, text_body
 from content_builder.loader import Site
+from content_builder.render import site_facts
 from content_builder.render.catalog import Catalog, entry_file
 from content_builder.render.discovery import discovery_document
 from content_builder.render.errors import not_found
@@ -53,11 +54,16 @@ class Renderer:
 
 
 RENDERERS: dict[str, Renderer] = {
+    # The site's own file, else what the build knows (site_facts.py, issue 23).
     "architecture": Renderer(
-        lambda c: json_body(c.site.architecture), lambda site: site.architecture_file
+        lambda c: json_body(
+            c.site.architecture or site_facts.architecture(c.site, c.catalog, c.mcp_endpoint)
+        ),
+        lambda site: site.architecture_file,
     ),
     "on_site_agent": Renderer(
-        lambda c: json_body(c.site.on_site_agent), lambda site: site.on_site_agent_file
+        lambda c: json_body(c.site.on_site_agent or site_facts.on_site_agent(c.site)),
+        lambda site: site.on_site_agent_file,
     ),
     "not_found": Renderer(lambda c: json_body(not_found(c.site))),
     "content_index": Renderer(lambda c: content_index(c.site, c.catalog)),

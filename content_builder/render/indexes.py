@@ -23,8 +23,14 @@ from agent_contract.models import (
     SearchIndex,
 )
 from content_builder.loader import LoadedDocument, LoadedFaq, Site
+from content_builder.render import code_text
 from content_builder.render.catalog import Catalog, around, around_value, compact_item
-from content_builder.render.documents import document_headings, document_text, summarize
+from content_builder.render.documents import (
+    document_code,
+    document_headings,
+    document_text,
+    summarize,
+)
 
 _URL = re.compile(r"https?://\S+")
 
@@ -114,9 +120,10 @@ class _EntryTerms:
     body: tuple[str, ...]  # body words and stems
     body_counts: tuple[int, ...]  # occurrences in the entry of each of `body`
     inflections: tuple[str, ...]  # regular forms of the salient words' stems
+    code: tuple[str, ...] = ()  # words only in code (fences, spans, code_example): last
 
 
-_ALL_GROUPS = attrgetter("title", "salient", "stems", "body", "inflections")
+_ALL_GROUPS = attrgetter("title", "salient", "stems", "body", "inflections", "code")
 
 #: Words `acronym_terms` looks for: acronyms, their plurals, their expansions.
 _ACRONYM_WORDS = frozenset(
@@ -127,11 +134,17 @@ _ACRONYM_WORDS = frozenset(
 
 
 def _entry_terms(
-    title: list[str], salient: list[str], body: list[str], tokenizer: search_terms.Tokenizer
+    title: list[str],
+    salient: list[str],
+    body: list[str],
+    tokenizer: search_terms.Tokenizer,
+    code: list[str] = (),  # type: ignore[assignment]
 ) -> _EntryTerms:
     """An entry's candidate keywords by salience: title words; other salient words (title,
     description, authored keywords, headings); their stems, regular inflections and
-    acronyms both ways; body words and stems with their counts."""
+    acronyms both ways; body words and stems with their counts; last, the words found
+    only in code (identifiers, flags, paths: rarely what people search with, and rare
+    across a site, so tf-idf would put them first)."""
     title_found = tokenizer.scan(title)
     salient_found = tokenizer.scan(salient)
     body_found = tokenizer.scan(body, counted=True)
@@ -152,6 +165,14 @@ def _entry_terms(
     inflections -= stems
     for term in body_counts.keys() & (salient_words | stems):  # a loop over the smaller
         del body_counts[term]
+    code_words: set[str] = set()
+    if code:
+        code_found = tokenizer.scan(list(code))
+        code_words = set(code_found.words | code_found.compounds)
+        code_words -= salient_words
+        code_words -= stems
+        code_words -= inflections
+        code_words = code_words.difference(body_counts)
     # The tokenizer gives one object per distinct word, stems and inflections come from
     # memos: a pickle of many entries stores each term once (and loads it once).
     return _EntryTerms(
@@ -161,6 +182,7 @@ def _entry_terms(
         body=tuple(body_counts),
         body_counts=tuple(body_counts.values()),
         inflections=tuple(inflections),
+        code=tuple(code_words),
     )
 
 
@@ -216,10 +238,11 @@ def _ranked_groups(entry: _EntryTerms, ranking: _Ranking) -> Iterator[list[str]]
     yield ranking.by_idf(entry.stems)
     yield ranking.by_tf_idf(entry.body, entry.body_counts)
     yield ranking.by_idf(entry.inflections)
+    yield ranking.by_idf(entry.code)
 
 
 #: The groups `_ranked_groups` ranks, in its order: what an entry's choice read.
-_RANKED_GROUP_GETTERS = tuple(map(attrgetter, ("salient", "stems", "body", "inflections")))
+_RANKED_GROUP_GETTERS = tuple(map(attrgetter, ("salient", "stems", "body", "inflections", "code")))
 #: How many groups are ranked once the body has been: from then on the choice depends
 #: on the number of entries too (idf and the common limit).
 _BODY_REACHED = 3
@@ -464,13 +487,29 @@ def document_search(
     head = search_head(document.id, document.title, loaded.source.description,
                        site.base_url + paths.document(document.id))  # fmt: skip
     salient = [loaded.source.description, *loaded.source.keywords]
+    prose, headings, code = _split_bodies(document_text(document))
+    code += document_code(document)
     terms = _entry_terms(
         [document.title],
-        [*salient, *document_headings(document)],
-        document_text(document),
+        [*salient, *document_headings(document), *headings],
+        prose,
         tokenizer,
+        code,
     )
     return head, terms
+
+
+def _split_bodies(texts: list[str]) -> tuple[list[str], list[str], list[str]]:
+    """The prose, headings and code of a document's or an answer's texts (code_text.py)."""
+    prose: list[str] = []
+    headings: list[str] = []
+    code: list[str] = []
+    for text in texts:
+        parts = code_text.split(text)
+        prose += parts.prose
+        headings += parts.headings
+        code += parts.code
+    return prose, headings, code
 
 
 def faq_search(
@@ -479,7 +518,10 @@ def faq_search(
     """The FAQ entry's search entry around its keywords, and its candidate keywords."""
     head = search_head(faq.id, faq.question, summarize(faq.answer),
                        site.base_url + paths.faq(faq.id))  # fmt: skip
-    terms = _entry_terms([faq.question], list(loaded.source.keywords), [faq.answer], tokenizer)
+    prose, headings, code = _split_bodies([faq.answer])
+    terms = _entry_terms(
+        [faq.question], [*loaded.source.keywords, *headings], prose, tokenizer, code
+    )
     return head, terms
 
 

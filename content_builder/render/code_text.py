@@ -1,0 +1,83 @@
+"""A body's prose, its headings and its code, apart: the search index weighs them apart.
+
+A section's `body` is CommonMark (the contract with the Markdown loader: fenced code
+blocks and inline code spans stay as written). Words inside code (fences, indented
+blocks, code spans, raw HTML) are identifiers, flags, paths and hashes far more often
+than the words people search with: the index takes them last (render/indexes.py).
+Headings inside a body (a page's `###` under its `##`) say what the section is about:
+the index takes them with the salient words.
+
+A body with neither a backtick, a `~~~` fence, a `#` heading nor an indented line can
+hold no code and no heading: it is prose as it is, without a parse (most bodies of a
+YAML site, and all of the sample's).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from markdown_it import MarkdownIt
+    from markdown_it.token import Token
+
+# What may start code or a heading in CommonMark: a backtick (fence or span), a tilde
+# fence, an ATX heading, a line indented by four spaces or a tab (an indented code block),
+# or raw HTML. Anything else is prose for certain.
+_MAY_HOLD_CODE = re.compile(r"[`<]|~~~|^ {0,3}#|^(?: {4}|\t)", re.MULTILINE)
+
+
+@dataclass
+class Parts:
+    """A body's text by what it is: prose, headings inside it, code."""
+
+    prose: list[str] = field(default_factory=list)
+    headings: list[str] = field(default_factory=list)
+    code: list[str] = field(default_factory=list)
+
+
+def split(body: str) -> Parts:
+    """The body's prose, headings and code (see the module's docstring)."""
+    if not _MAY_HOLD_CODE.search(body):
+        return Parts(prose=[body])
+    parts = Parts()
+    heading = False
+    for token in _parser().parse(body):
+        kind = token.type
+        if kind in ("fence", "code_block", "html_block"):
+            parts.code.append(token.content)
+        elif kind == "heading_open":
+            heading = True
+        elif kind == "heading_close":
+            heading = False
+        elif kind == "inline":
+            _inline(token, parts.headings if heading else parts.prose, parts.code)
+    return parts
+
+
+def _inline(token: Token, prose: list[str], code: list[str]) -> None:
+    words: list[str] = []
+    for child in token.children or ():
+        kind = child.type
+        if kind == "text":
+            words.append(child.content)
+        elif kind == "image":
+            words.append(child.content)  # the alt text
+        elif kind in ("code_inline", "html_inline"):
+            code.append(child.content)
+            words.append(" ")  # the span separates the words around it
+        elif kind in ("softbreak", "hardbreak"):
+            words.append("\n")
+    if words:
+        prose.append("".join(words))
+
+
+@lru_cache(maxsize=1)
+def _parser() -> MarkdownIt:
+    # Imported on first use: a body that may hold code is the only reader, and a build
+    # of a YAML site with none never pays for the import.
+    from markdown_it import MarkdownIt
+
+    return MarkdownIt("commonmark")
