@@ -53,8 +53,14 @@ def _parser() -> argparse.ArgumentParser:
 
     verify_cmd = commands.add_parser("verify", help="check a live deployment end to end")
     verify_cmd.add_argument("base_url", help="the deployment's base URL")
-    verify_cmd.add_argument(
+    expected = verify_cmd.add_mutually_exclusive_group()
+    expected.add_argument(
         "--expect-from", type=Path, help="a local build (dist/) every file must match"
+    )
+    expected.add_argument(
+        "--site",
+        type=Path,
+        help="a site folder, built (frozen) for BASE_URL: every file must match that build",
     )
     verify_cmd.add_argument("--timeout", type=float, default=10.0, help="seconds per request")
     verify_cmd.add_argument(
@@ -139,9 +145,17 @@ def run_serve(args: argparse.Namespace) -> int:
 
 
 def run_verify(args: argparse.Namespace) -> int:
+    import tempfile
+
     from agent_client.verify import verify
 
-    report = verify(args.base_url, args.expect_from, args.timeout, args.retry_for)
+    with tempfile.TemporaryDirectory(prefix="agent-access-verify-") as folder:
+        expected = args.expect_from
+        if args.site is not None:
+            # What the deployment should serve: the site built as a deployment builds it.
+            expected = Path(folder) / "dist"
+            build(args.site, expected, args.base_url, frozen=True)
+        report = verify(args.base_url, expected, args.timeout, args.retry_for)
     print(report.render(args.verbose))
     return 1 if report.failures else 0
 

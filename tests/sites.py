@@ -27,6 +27,13 @@ class Shape:
     brand: str = "service"
     name: str = "Example"
     unicode: bool = False
+    #: Only what a new site needs (issue 23): site.yaml's identity keys and content/; no
+    #: architecture.yaml, on-site-agent.yaml, faq/ or search-questions.yaml.
+    minimal: bool = False
+
+
+#: The site.yaml keys a new site must write (the rest have defaults).
+IDENTITY_KEYS = ("brand", "name", "description", "website", "base_url", "contact")
 
 
 def _dump(path: Path, data: object) -> None:
@@ -59,13 +66,23 @@ def make_site(root: Path, shape: Shape) -> Path:
     if root.exists():
         shutil.rmtree(root)
     (root / "content").mkdir(parents=True)
-    (root / "faq").mkdir()
     config = yaml.safe_load((SPEC_SITE / "site.yaml").read_text(encoding="utf-8"))
     config.update(brand=shape.brand, name=shape.name)
     config.pop("search_eval", None)
     if shape.unicode:
         config["description"] = "Ünïcödé site — " + " ".join(UNICODE_WORDS)
+    if shape.minimal:
+        config = {key: config[key] for key in IDENTITY_KEYS}
     _dump(root / "site.yaml", config)
+    if not shape.minimal:
+        _write_architecture_and_agent(root, shape)
+        (root / "faq").mkdir()
+    _write_entries(root, shape)
+    refresh_lock(root)
+    return root
+
+
+def _write_architecture_and_agent(root: Path, shape: Shape) -> None:
     architecture = yaml.safe_load((SPEC_SITE / "architecture.yaml").read_text(encoding="utf-8"))
     if not shape.faqs:  # what the owner of a site without FAQ writes: no FAQ resource type
         layer = architecture["data_layer"]
@@ -81,7 +98,11 @@ def make_site(root: Path, shape: Shape) -> Path:
     ]
     _dump(root / "on-site-agent.yaml", agent)
 
+
+def _write_entries(root: Path, shape: Shape) -> None:
     documents, faqs = document_ids(shape), faq_ids(shape)
+    if faqs:
+        (root / "faq").mkdir(exist_ok=True)
     for index, document_id in enumerate(documents):
         links = [link_sentence(f"content/{documents[(index + 1) % len(documents)]}")]
         if faqs:
@@ -129,8 +150,6 @@ def make_site(root: Path, shape: Shape) -> Path:
                 "answer": "The answer, in {name}'s words.\n\n" + link_sentence(f"content/{target}"),
             },
         )
-    refresh_lock(root)
-    return root
 
 
 def refresh_lock(root: Path) -> None:

@@ -82,6 +82,8 @@ SHAPES: dict[str, Callable[[Path], None]] = {
         sites.Shape(documents=5, faqs=4, name="Ünïcödé Söftware ✨", unicode=True)
     ),
     "generated-document-removed": _generated_then_removed,
+    # site.yaml's identity keys and content/, nothing else (issue 23).
+    "minimal-no-faq": _generated(sites.Shape(documents=3, faqs=0, minimal=True)),
 }
 
 
@@ -128,6 +130,11 @@ def test_the_shape_is_what_it_claims(built: Built) -> None:
         assert built.site.config.brand == "acme-docs"
     if name.startswith("generated-document-removed"):
         assert len(built.document_ids) == 5 and "topic-003" not in built.document_ids
+    if name.startswith("minimal"):
+        assert sorted(p.name for p in built.site_dir.iterdir()) == [
+            "content", "content.lock.json", "site.yaml"
+        ]  # fmt: skip
+        assert built.faq_ids == [] and built.site.architecture is None
     if name.startswith("site_data-document-removed"):
         owner = len(list((SITE_DATA / "content").glob("*.yaml")))
         assert len(built.document_ids) == owner - 1

@@ -92,3 +92,63 @@ def test_build_lists_what_changed_and_every_file_only_when_asked(
     verbose = run_cli(*args, "--verbose")
     unchanged = [line for line in verbose.out.splitlines() if line.endswith("  unchanged")]
     assert len(unchanged) == len(new_rows), "--verbose lists every file"
+
+
+# --- `--site` on every command (issue 23): a team keeps its site beside this project ---
+
+
+def _site_with_a_bad_website(tmp_path: Path) -> Path:
+    """A copy of the fixture site, elsewhere, whose site.yaml only that copy has wrong."""
+    import shutil
+
+    from tests.conftest import SPEC_SITE
+
+    site = tmp_path / "our-docs-site"
+    shutil.copytree(SPEC_SITE, site)
+    config = site / "site.yaml"
+    text = config.read_text(encoding="utf-8")
+    assert "\nwebsite: " in text
+    config.write_text(
+        "".join(
+            "website: not-a-url\n" if line.startswith("website: ") else line
+            for line in text.splitlines(keepends=True)
+        ),
+        encoding="utf-8",
+    )
+    return site
+
+
+@pytest.mark.parametrize("command", sorted(ARGUMENTS))
+def test_every_subcommand_reads_the_site_named_by_site(command: str, tmp_path: Path) -> None:
+    """Each command reads the folder `--site` names, not site_data/: the copy's own
+    error (site_data/ and the fixture are valid) comes back, naming its file and field."""
+    site = _site_with_a_bad_website(tmp_path)
+    result = run_cli(command, *ARGUMENTS[command], "--site", site)
+    assert result.code == 1, (result.out, result.err)
+    (line,) = [line for line in result.err.splitlines() if "field 'website'" in line]
+    assert "our-docs-site" in line and "site.yaml" in line, line
+    assert "Traceback" not in result.err
+
+
+def test_verify_site_compares_the_deployment_with_a_build_of_that_site(tmp_path: Path) -> None:
+    import shutil
+
+    from tests.conftest import SPEC_SITE, running_server
+
+    site = tmp_path / "our-docs-site"
+    shutil.copytree(SPEC_SITE, site)
+    with running_server(site) as server:
+        good = run_cli("verify", server.base_url, "--site", site)
+        assert good.code == 0, good.out
+        assert ", 0 failed" in good.out
+        # The deployment no longer matches the site once the site changes.
+        import yaml
+
+        faq = next((site / "faq").glob("*.yaml"))
+        data = yaml.safe_load(faq.read_text(encoding="utf-8"))
+        data["answer"] += " Changed since the deployment."
+        faq.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
+        run_cli("build", "--site", site, "--out", tmp_path / "dist")  # the lock moves on
+        stale = run_cli("verify", server.base_url, "--site", site)
+    assert stale.code == 1
+    assert f"/api/v1/faq/{faq.stem}.json" in stale.out

@@ -20,7 +20,8 @@ from agent_contract import manifest as build_manifest
 from content_builder.errors import SiteDataError
 from infra.config import ConfigError, SiteConfig
 from infra.site_content import decode_input
-from tests.conftest import REPO
+from tests import sites
+from tests.conftest import REPO, run_cli
 from tests.conftest import SPEC_SITE as SITE_DATA  # pins the spec's files and brand
 from tests.pulumi_harness import (
     DISTRIBUTION_DOMAIN,
@@ -654,3 +655,76 @@ def test_no_output_is_made_per_published_file(
         counted[count] = {kind: calls.count(kind) for kind in ("from_input", "serialize")}
     assert counted[2000]["from_input"] - counted[20]["from_input"] < 100, counted
     assert counted[2000]["serialize"] - counted[20]["serialize"] < 100, counted
+
+
+# --- siteDir: the site a team keeps beside this project (issue 23) ------------------------
+
+
+def test_site_dir_is_relative_to_the_project_folder(tmp_path: Path) -> None:
+    from infra.config import resolve_site_dir
+
+    project = tmp_path / "agent-access"
+    project.mkdir()
+    shutil.copytree(SITE_DATA, tmp_path / "docs-site")
+    assert resolve_site_dir("../docs-site", project) == (tmp_path / "docs-site").resolve()
+    assert resolve_site_dir(str(tmp_path / "docs-site"), project) == tmp_path / "docs-site"
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        ("../missing-site", "which is not a folder"),
+        ("../not-a-site", "which has no site.yaml"),
+        ("  ", "expected a folder"),
+    ],
+)
+def test_a_bad_site_dir_is_refused_with_what_it_resolved_to(
+    tmp_path: Path, value: str, message: str
+) -> None:
+    from infra.config import resolve_site_dir
+
+    project = tmp_path / "agent-access"
+    project.mkdir()
+    (tmp_path / "not-a-site").mkdir()
+    with pytest.raises(ConfigError, match=re.escape(message)) as refused:
+        resolve_site_dir(value, project)
+    assert str(refused.value).startswith("siteDir: ")
+    if value.strip():
+        assert str((project / value).resolve()) in str(refused.value)
+
+
+def test_main_program_publishes_the_site_the_stack_names(tmp_path: Path) -> None:
+    """`pulumi config set siteDir ../docs-site`: the program builds that site, not
+    site_data/ (the harness's default here)."""
+    shutil.copytree(SITE_DATA, tmp_path / "site_data")
+    other = tmp_path / "docs-site"
+    shutil.copytree(SITE_DATA, other)
+    sites.rename_brand(other, "docs-team")
+    assert run_cli("build", "--site", other, "--out", tmp_path / "scratch").code == 0  # its lock
+    config = {"aws:region": REGION, "agent-access:siteDir": str(other)}
+    completed = subprocess.run(
+        [sys.executable, "-m", "tests.run_main_under_mocks", str(tmp_path), json.dumps(config)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert completed.returncode == 0, completed.stderr[-3000:]
+    published = json.loads((tmp_path / "dist" / "manifest.json").read_text())["files"]
+    assert "/.well-known/docs-team.json" in published
+    assert "/.well-known/service.json" not in published
+
+
+def test_main_program_refuses_a_site_dir_that_is_not_a_site(tmp_path: Path) -> None:
+    config = {"aws:region": REGION, "agent-access:siteDir": str(tmp_path / "nowhere")}
+    completed = subprocess.run(
+        [sys.executable, "-m", "tests.run_main_under_mocks", str(tmp_path), json.dumps(config)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert completed.returncode != 0
+    assert "siteDir: " in completed.stderr and "which is not a folder" in completed.stderr

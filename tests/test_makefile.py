@@ -149,3 +149,21 @@ def test_the_suite_still_starts_without_xdist() -> None:
         cwd=REPO, capture_output=True, text=True, check=False,
     )  # fmt: skip
     assert completed.returncode == 0, completed.stdout[-2000:] + completed.stderr[-2000:]
+
+
+@pytest.mark.parametrize("target", ["serve", "build", "check", "test"])
+def test_site_points_every_target_at_a_site_beside_the_project(tmp_path: Path, target: str) -> None:
+    """`make serve SITE=../docs-site`: a team keeps its site beside this project (or this
+    project as a submodule of its docs) and never edits site_data/, the sample."""
+    project = _project(tmp_path)
+    _venv_with(project, _same_python_script())
+
+    def site_arguments(*args: str) -> list[str]:
+        result = _dry_run(project, target, *args)
+        assert result.returncode == 0, result.stderr
+        return [line for line in result.stdout.splitlines() if "-m content_builder" in line]
+
+    default = site_arguments()
+    chosen = site_arguments("SITE=../docs site")
+    assert default and all('--site "site_data"' in line for line in default), default
+    assert chosen and all('--site "../docs site"' in line for line in chosen), chosen
