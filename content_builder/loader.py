@@ -288,7 +288,7 @@ def load_site(root: Path, base_url: str | None = None, last: EntryCache | None =
     architecture = _optional_model(ArchitectureDocument, root / ARCHITECTURE_FILE, read, problems)
     on_site_agent = _optional_model(OnSiteAgentStatus, root / ON_SITE_AGENT_FILE, read, problems)
     _check_unique_ids(documents, faqs, problems)
-    if (root / CONTENT_DIR).is_dir() and not any(d.id == SITE_DOCUMENT_ID for d in documents):
+    if documents and not any(d.id == SITE_DOCUMENT_ID for d in documents):
         problems.append(
             Problem(
                 display_path(root / CONTENT_DIR),

@@ -71,8 +71,9 @@ def make_site(root: Path, shape: Shape) -> Path:
     config.pop("search_eval", None)
     if shape.unicode:
         config["description"] = "Ünïcödé site — " + " ".join(UNICODE_WORDS)
-    if shape.minimal:
+    if shape.minimal:  # a new site, in its own words (the fixture's describe Parlance)
         config = {key: config[key] for key in IDENTITY_KEYS}
+        config["description"] = f"How to use {shape.name}, the product."
     _dump(root / "site.yaml", config)
     if not shape.minimal:
         _write_architecture_and_agent(root, shape)

@@ -147,7 +147,8 @@ def llms_txt(site: Site, catalog: Catalog) -> str:
         blocks = [
             *_head(site),
             "## Interfaces\n\n" + "\n".join(listed("Interfaces")),
-            *(f"## {name}\n\n" + "\n".join(lines) for name, lines in sections.items()),
+            # A section with nothing to list (a site without FAQ) is left out, not empty.
+            *(f"## {name}\n\n" + "\n".join(lines) for name, lines in sections.items() if lines),
             "## Optional\n\n" + "\n".join(listed("Optional")),
         ]
         return "\n\n".join(blocks)

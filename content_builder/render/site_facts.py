@@ -78,7 +78,7 @@ def architecture(site: Site, catalog: Catalog, mcp_endpoint: str | None) -> Arch
             ],
             resource_types=[
                 ResourceType(
-                    name=endpoint.summary,
+                    name=endpoint.llms.title if endpoint.llms else endpoint.operation_id,
                     description=endpoint.summary,
                     endpoint=url(endpoint.resolve(site.config.brand)),
                 )
