@@ -120,10 +120,14 @@ class _EntryTerms:
     body: tuple[str, ...]  # body words and stems
     body_counts: tuple[int, ...]  # occurrences in the entry of each of `body`
     inflections: tuple[str, ...]  # regular forms of the salient words' stems
-    code: tuple[str, ...] = ()  # words only in code (fences, spans, code_example): last
+    # Words found only in code (fences, spans, code_example), most used first: taken
+    # last, and counted in no site-wide frequency (`_ALL_GROUPS`), so code can neither
+    # crowd out prose nor make a prose word look common.
+    code: tuple[str, ...] = ()
 
 
-_ALL_GROUPS = attrgetter("title", "salient", "stems", "body", "inflections", "code")
+#: The groups whose terms the site-wide frequency counts: the prose, not `code`.
+_ALL_GROUPS = attrgetter("title", "salient", "stems", "body", "inflections")
 
 #: Words `acronym_terms` looks for: acronyms, their plurals, their expansions.
 _ACRONYM_WORDS = frozenset(
@@ -165,14 +169,17 @@ def _entry_terms(
     inflections -= stems
     for term in body_counts.keys() & (salient_words | stems):  # a loop over the smaller
         del body_counts[term]
-    code_words: set[str] = set()
+    code_words: list[str] = []
     if code:
-        code_found = tokenizer.scan(list(code))
-        code_words = set(code_found.words | code_found.compounds)
-        code_words -= salient_words
-        code_words -= stems
-        code_words -= inflections
-        code_words = code_words.difference(body_counts)
+        code_counts = tokenizer.counts(tokenizer.scan(list(code), counted=True))
+        taken = salient_words | stems | inflections
+        # Most used in the entry's code first, then alphabetical: reads nothing of the
+        # site, so no other entry's change can move it (`_keyword_json`).
+        code_words = [
+            term
+            for _, term in sorted((-count, term) for term, count in code_counts.items())
+            if term not in taken and term not in body_counts
+        ]
     # The tokenizer gives one object per distinct word, stems and inflections come from
     # memos: a pickle of many entries stores each term once (and loads it once).
     return _EntryTerms(
@@ -238,11 +245,12 @@ def _ranked_groups(entry: _EntryTerms, ranking: _Ranking) -> Iterator[list[str]]
     yield ranking.by_idf(entry.stems)
     yield ranking.by_tf_idf(entry.body, entry.body_counts)
     yield ranking.by_idf(entry.inflections)
-    yield ranking.by_idf(entry.code)
+    yield list(entry.code)  # ranked when the entry's terms were made: by the entry alone
 
 
-#: The groups `_ranked_groups` ranks, in its order: what an entry's choice read.
-_RANKED_GROUP_GETTERS = tuple(map(attrgetter, ("salient", "stems", "body", "inflections", "code")))
+#: The groups `_ranked_groups` ranks by the site's counts, in its order: what an
+#: entry's choice read of them (the code group, last, reads none).
+_RANKED_GROUP_GETTERS = tuple(map(attrgetter, ("salient", "stems", "body", "inflections")))
 #: How many groups are ranked once the body has been: from then on the choice depends
 #: on the number of entries too (idf and the common limit).
 _BODY_REACHED = 3
