@@ -59,13 +59,13 @@ LONGEST_WORD = 24
 # Not a word (issue 23): the same letter three times running ("xxxxxxxx", "aaa"); hex
 # of 7+ characters with a digit and a letter (hashes, short git hashes); four or more
 # changes between letters and digits ("a1b2c", base64: "agvsbg8gd29ybgq"; "i18n",
-# "k8s", "utf8mb4" have two or three); six consonants running, y counted as a vowel
-# ("bcdfgh", "strncpy" keeps its y). Each is looked for in a folded token
+# "k8s", "utf8mb4" have two or three); seven consonants running, y counted as a vowel
+# ("bcdfghk"; "strncpy" and "latchstring" have six). Each is looked for in a folded token
 # (lowercase ASCII letters and digits).
 _REPEATED_LETTER = re.compile(r"([a-z])\1\1")
 _HEX = re.compile(r"(?=[0-9a-f]*[0-9])(?=[0-9a-f]*[a-f])[0-9a-f]{7,}")
 _ALTERNATING = re.compile(r"(?:[a-z]+[0-9]+){2}[a-z]|(?:[0-9]+[a-z]+){2}[0-9]")
-_NO_VOWEL = re.compile(r"[b-df-hj-np-tv-xz]{6,}")
+_NO_VOWEL = re.compile(r"[b-df-hj-np-tv-xz]{7,}")
 
 
 def is_word(token: str) -> bool:

@@ -176,3 +176,97 @@ def rename_brand(root: Path, brand: str) -> None:
     edited = [f"brand: {brand}\n" if line.startswith("brand:") else line for line in lines]
     assert edited != lines, "site.yaml has a brand line"
     path.write_text("".join(edited), encoding="utf-8")
+
+
+# --- a real docs page in a site where the keyword budget bites (issue 23, item 8) --------
+
+#: The prose of an installation page as docs tools publish it: words people search with.
+INSTALL_PROSE = (
+    "Install the tool with the standalone installer on macOS, Linux or Windows. On "
+    "Windows, run the installer from PowerShell; on macOS and Linux, from a terminal. "
+    "The installer downloads a prebuilt binary, verifies its checksum and adds it to "
+    "your PATH. Upgrading later replaces the binary in place; uninstalling removes it "
+    "and its cache. Behind a corporate proxy, set the proxy variables first. Docker "
+    "users can pull the published image instead."
+)
+
+#: What the same page's code blocks hold: commands, flags, an image reference, hashes,
+#: placeholders, a long token. Identifiers and not-words, none a word people search.
+INSTALL_CODE = """\
+```console
+$ curl -LsSf https://astral.example/uv/install.sh | sh
+$ powershell -ExecutionPolicy ByPass -c "irm https://astral.example/uv/install.ps1 | iex"
+$ docker pull ghcr.io/astral-sh/uv:0.5.1
+$ docker run --rm ghcr.io/astral-sh/uv:0.5.1-bookworm-slim uvx --from httpie http
+$ export UV_INSTALL_DIR=xxxxxxxx UV_NO_MODIFY_PATH=1 XDG_BIN_HOME=$HOME/.local/bin
+$ sha256sum uv-x86_64-unknown-linux-gnu.tar.gz
+3f2a9c1b7d4e8f60a1b2c3d4e5f60718293a4b5c6d7e8f90a1b2c3d4e5f60718  uv-x86_64.tar.gz
+$ cosign verify-blob --bundle uv.sigstore aGVsbG8gd29ybGQgdGhpcyBpcyBiYXNlNjQ=
+$ gh attestation verify --owner astral-sh --predicate-type slsaprovenance1 uvbinary
+$ brew install uv && winget install --id=astral-sh.uv -e && scoop install main/uv
+$ cargo install --git https://github.example/astral-sh/uv --locked uvworkspace
+$ pipx install uv --pip-args=--no-cache-dir --index-url=$PIP_INDEX_URL
+```
+"""
+
+
+def add_installation_page(root: Path, document_id: str = "installation") -> None:
+    """An installation page, its prose first and its commands in a fenced block, as the
+    body of one section (CommonMark, as a Markdown page's section body is)."""
+    _dump(
+        root / "content" / f"{document_id}.yaml",
+        {
+            "id": document_id,
+            "title": "Installing the command line tool",
+            "content_type": "page",
+            "description": "Every way to install, upgrade and remove it.",
+            "canonical_url": f"https://www.example.test/{document_id}",
+            "content": {
+                "headline": "Installation",
+                "sections": [
+                    {
+                        "title": "Standalone installer",
+                        "body": INSTALL_PROSE + "\n\n" + INSTALL_CODE,
+                    },
+                ],
+            },
+        },
+    )
+
+
+def mention_windows(root: Path, every: int = 4) -> None:
+    """Windows in the prose of every `every`th document: a word a site uses often enough
+    that its idf is below a one-page identifier's, as on real docs sites."""
+    for index, path in enumerate(sorted((root / "content").glob("topic-*.yaml"))):
+        if index % every:
+            continue
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        body = data["content"]
+        if "sections" in body:
+            body["sections"][0]["body"] += " It also runs on Windows."
+        else:
+            body["summary"] += " It also runs on Windows."
+        _dump(path, data)
+
+
+#: Questions a user of the installation page asks, written before looking at its index.
+INSTALL_QUESTIONS = [
+    ("how do I install it on windows", ["installation"]),
+    ("install with powershell on windows", ["installation"]),
+    ("standalone installer for macos", ["installation"]),
+    ("linux install from a terminal", ["installation"]),
+    ("upgrading to a newer version", ["installation"]),
+    ("uninstalling and removing the cache", ["installation"]),
+    ("installing behind a corporate proxy", ["installation"]),
+    ("does the installer verify a checksum", ["installation"]),
+    ("pull the docker image", ["installation"]),
+    ("add the binary to my PATH", ["installation"]),
+]
+
+
+def write_questions(root: Path, questions: list[tuple[str, list[str]]]) -> None:
+    """search-questions.yaml with a `questions` set only (no `held_out`)."""
+    _dump(
+        root / "search-questions.yaml",
+        {"questions": [{"q": q, "answers": answers} for q, answers in questions]},
+    )

@@ -1,0 +1,142 @@
+"""Search that fits real docs (issue 23, item 8): code and not-words never crowd out prose.
+
+The failure reported: on a real docs site an installation page lost "windows" to
+`ghcrioastralshuv` and `xxxxxxxx` from its code blocks. Reproduced on a generated site
+where the per-entry keyword budget bites (the page's candidate terms are several times
+its budget) and "windows" is a word other pages use too (a lower idf than a one-page
+identifier's).
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from agent_contract import paths, search_terms
+from agent_contract.models import SearchIndex
+from content_builder.build import plan
+from content_builder.render import code_text, indexes
+from content_builder.search_eval import evaluate, naive_rank, project_rank, site_search_quality
+from tests import sites
+from tests.conftest import TEST_BASE_URL
+
+
+@pytest.fixture(scope="module")
+def install_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("install") / "site"
+    sites.make_site(root, sites.Shape(documents=40, faqs=40))
+    sites.add_installation_page(root)
+    sites.mention_windows(root)
+    sites.write_questions(root, sites.INSTALL_QUESTIONS)
+    sites.refresh_lock(root)
+    return root
+
+
+@pytest.fixture(scope="module")
+def index(install_site: Path) -> SearchIndex:
+    files = {a.path: a.body for a in plan(install_site, TEST_BASE_URL).artifacts}
+    return SearchIndex.model_validate_json(files[paths.SEARCH_INDEX])
+
+
+def _keywords(index: SearchIndex, entry_id: str) -> set[str]:
+    (entry,) = [e for e in index.entries if e.id == entry_id]
+    return set(entry.keywords)
+
+
+def test_the_budget_bites_on_the_page(index: SearchIndex) -> None:
+    """Guards the reproduction: a page whose every term fits would prove nothing."""
+    found = search_terms.Tokenizer().scan([sites.INSTALL_PROSE, sites.INSTALL_CODE])
+    kept = _keywords(index, "installation")
+    spent = sum(map(indexes.keyword_cost, kept))
+    assert spent > indexes.KEYWORD_BYTES_PER_ENTRY - 20, "the budget is spent"
+    assert len((found.words | found.compounds) - kept) > 10, "and words were left out"
+    windows = [e.id for e in index.entries if "windows" in e.keywords]
+    assert len(windows) > 5, "windows is a word several pages use"
+
+
+def test_every_prose_word_of_the_page_is_kept(index: SearchIndex) -> None:
+    kept = _keywords(index, "installation")
+    prose = search_terms.Tokenizer().scan([sites.INSTALL_PROSE]).words
+    assert "windows" in prose
+    assert prose <= kept, sorted(prose - kept)
+
+
+def test_hashes_placeholders_and_paths_are_not_keywords(index: SearchIndex) -> None:
+    kept = _keywords(index, "installation")
+    for not_a_word in ("ghcrioastralshuv", "xxxxxxxx", "agvsbg8gd29ybgqgdghpcybpcybiyxnlnjq"):
+        assert not_a_word not in kept
+    assert not any(re.fullmatch(r"[0-9a-f]{16,}", keyword) for keyword in kept), kept
+
+
+def test_the_owners_questions_find_the_page(install_site: Path, index: SearchIndex) -> None:
+    """The questions file has only a `questions` set; both clients answer them."""
+    questions = [search_eval_question for search_eval_question in _questions(install_site)]
+    for ranker in (naive_rank, project_rank):
+        scores = evaluate(index, questions, ranker)
+        assert scores.recall_at_3 >= 0.9, scores.misses
+
+
+def _questions(site: Path) -> list:
+    from content_builder.search_eval import QUESTIONS_FILE, load_questions
+
+    return load_questions(site / QUESTIONS_FILE)
+
+
+def test_check_measures_a_questions_only_file(install_site: Path) -> None:
+    from content_builder.loader import load_site
+
+    body = {a.path: a.body for a in plan(install_site).artifacts}[paths.SEARCH_INDEX]
+    quality = site_search_quality(load_site(install_site), body)
+    assert not quality.problems
+    assert any(line.startswith("search: questions: 10 questions") for line in quality.lines)
+
+
+# --- what is a word, and what is code --------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "token",
+    ["xxxxxxxx", "aaa", "3f2a9c1", "deadbeef0", "a1b2c3", "agvsbg8gd29ybgq", "bcdfghk",
+     "a" * 10 + "b" * 10 + "c" * 5, "x" * 25],
+)  # fmt: skip
+def test_not_words(token: str) -> None:
+    assert not search_terms.is_word(token)
+    assert token not in search_terms.words(token)
+
+
+@pytest.mark.parametrize(
+    "token",
+    ["windows", "i18n", "k8s", "utf8mb4", "sha256", "x86", "ipv6", "deadbeef", "strncpy",
+     "internationalization", "404", "2024", "rhythms", "latchstring", "llms", "https", "mp4",
+     "e2e"],
+)  # fmt: skip
+def test_words(token: str) -> None:
+    assert search_terms.is_word(token)
+
+
+def test_a_compound_of_many_parts_is_a_path_not_a_word() -> None:
+    assert search_terms.compounds("SHA-256 llms.txt content.lock.json") == {
+        "sha256", "llmstxt", "contentlockjson"
+    }  # fmt: skip
+    assert search_terms.compounds("ghcr.io/astral-sh/uv X-Content-Type-Options") == set()
+
+
+def test_code_is_told_from_prose_in_a_commonmark_body() -> None:
+    body = (
+        "Run `uv sync --frozen` to install.\n\n### On Windows\n\nUse PowerShell.\n\n"
+        "~~~sh\nexport UV_INDEX=x\n~~~\n\n    indented_code()\n\nThe end <b>bold</b>."
+    )
+    parts = code_text.split(body)
+    assert parts.headings == ["On Windows"]
+    assert "uv sync --frozen" in parts.code and "export UV_INDEX=x\n" in parts.code
+    assert "indented_code()\n" in parts.code
+    prose = " ".join(parts.prose)
+    assert "Run" in prose and "install" in prose and "PowerShell" in prose and "end" in prose
+    assert "sync" not in prose and "UV_INDEX" not in prose and "indented_code" not in prose
+
+
+def test_a_body_without_code_is_prose_as_written() -> None:
+    body = "Plain text: a * b, [brackets] and under_scores stay.\nSecond line."
+    assert code_text.split(body).prose == [body]
