@@ -170,3 +170,17 @@ def test_a_questions_file_with_no_question_is_an_error_not_a_division(tmp_path: 
     assert result.code == 1
     assert "search-questions.yaml: field 'questions': no questions" in result.err
     assert "Traceback" not in result.err
+
+
+def test_openapi_of_a_site_without_faq_describes_only_callable_operations(
+    minimal_files: dict[str, bytes],
+) -> None:
+    from openapi_spec_validator import validate as validate_openapi
+
+    document = json.loads(minimal_files[paths.OPENAPI])
+    validate_openapi(document)
+    assert not any("/faq/" in path for path in document["paths"])
+    for path, item in document["paths"].items():
+        for parameter in item["get"].get("parameters", []):
+            assert parameter["schema"]["enum"], (path, "an operation no id can call")
+    assert paths.document("{document_id}") in document["paths"]
