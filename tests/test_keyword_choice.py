@@ -41,11 +41,12 @@ def _entry_terms(draw: st.DrawFn) -> _EntryTerms:
         own = draw(st.integers(0, 10**9))
         terms = [f"{term}{own}" for term in terms]
     cuts = sorted(draw(st.lists(st.integers(0, len(terms)), min_size=5, max_size=5)))
-    title, salient, stems, body, inflections, _ = (
+    title, salient, stems, body, inflections, code = (
         tuple(terms[start:end]) for start, end in zip([0, *cuts], [*cuts, len(terms)], strict=True)
     )
     counts = tuple(draw(st.lists(st.integers(1, 4), min_size=len(body), max_size=len(body))))
-    return _EntryTerms(title, salient, stems, body, counts, inflections)
+    # The code group last (words found only in code: issue 23), in the entry's own order.
+    return _EntryTerms(title, salient, stems, body, counts, inflections, code)
 
 
 class _Site:

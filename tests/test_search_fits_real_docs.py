@@ -140,3 +140,20 @@ def test_code_is_told_from_prose_in_a_commonmark_body() -> None:
 def test_a_body_without_code_is_prose_as_written() -> None:
     body = "Plain text: a * b, [brackets] and under_scores stay.\nSecond line."
     assert code_text.split(body).prose == [body]
+
+
+def test_code_elsewhere_does_not_make_a_prose_word_common() -> None:
+    """A word in another page's code counts in no site-wide frequency: with two pages,
+    counting it would make "sandbox" common (in more than half of the entries) and drop
+    it from the page whose prose says it."""
+    tokenizer = indexes.search_tokenizer()
+
+    def terms(body: str, code: list[str]) -> indexes._EntryTerms:
+        return indexes._entry_terms(["A page"], [], [body], tokenizer, code)
+
+    prose = terms("Run it in the sandbox.", [])
+    plain = terms("Nothing here.", [])
+    coded = terms("Nothing here.", ["sandbox --enable\n"])
+    assert "sandbox" in coded.code
+    assert indexes._keywords([prose, coded], 0)[0] == indexes._keywords([prose, plain], 0)[0]
+    assert "sandbox" in indexes._keywords([prose, coded], 0)[0]
