@@ -79,6 +79,7 @@ def test_the_spec_files_are_published_with_what_the_build_knows(
     assert agent.configuration.telemetry.enabled is False
     assert agent.configuration.telemetry.retention_days == 0
     assert agent.configuration.knowledge_sources == [] and agent.capabilities == []
+    assert agent.configuration.languages == []
 
 
 def test_a_live_mcp_server_is_named_when_the_build_has_one(minimal: Path) -> None:

@@ -190,7 +190,7 @@ def on_site_agent(site: Site) -> OnSiteAgentStatus:
         deployment=AgentDeployment(mode=not_deployed, version="none", placement=not_deployed),
         configuration=AgentConfiguration(
             knowledge_sources=[],
-            languages=[site.config.language],
+            languages=[],  # no agent speaks any
             grounding=not_deployed,
             escalation=f"{not_deployed}; contact {site.config.contact}",
             telemetry=TelemetrySettings(enabled=False, anonymized=False, retention_days=0),
