@@ -52,20 +52,24 @@ def fold(text: str) -> str:
     return "".join(ch for ch in decomposed if not unicodedata.combining(ch))
 
 
-#: The longest token taken for a word: longer ones are concatenations (identifiers,
-#: joined paths, encoded data). "internationalization" has 20 letters.
-LONGEST_WORD = 24
+#: The longest token taken for a word: longer ones are concatenations (minified names,
+#: encoded data). English words stop near 20 letters; an API's class names reach 30
+#: ("ResponseHeadersPolicyCorsConfig" is 31) and are searched for by name.
+LONGEST_WORD = 32
 
-# Not a word (issue 23): the same letter three times running ("xxxxxxxx", "aaa"); hex
-# of 7+ characters with a digit and a letter (hashes, short git hashes); four or more
-# changes between letters and digits ("a1b2c", base64: "agvsbg8gd29ybgq"; "i18n",
-# "k8s", "utf8mb4" have two or three); seven consonants running, y counted as a vowel
-# ("bcdfghk"; "strncpy" and "latchstring" have six). Each is looked for in a folded token
-# (lowercase ASCII letters and digits).
-_REPEATED_LETTER = re.compile(r"([a-z])\1\1")
+# Not a word (issue 23): any letter four times running ("xxxxxxxx", "oooo"), or a token
+# that is one consonant three times or more ("xxx", "zzz"; "aaa", "ieee" and identifiers
+# joined over a double letter, "classsetup", "calllist", are words); hex of 7+
+# characters with a digit and a letter (hashes, short git hashes); four or more changes
+# between letters and digits ("a1b2c", base64: "agvsbg8gd29ybgq"; "i18n", "k8s",
+# "utf8mb4" have two or three); eight consonants running, y counted as a vowel (random
+# letters; "threadinghttpserver" and "xmlrpclib" have seven). Each is looked for in a
+# folded token (lowercase ASCII letters and digits).
+_FOUR_LETTERS = re.compile(r"([a-z])\1\1\1")
+_ONE_CONSONANT = re.compile(r"([b-df-hj-np-tv-z])\1{2,}")
 _HEX = re.compile(r"(?=[0-9a-f]*[0-9])(?=[0-9a-f]*[a-f])[0-9a-f]{7,}")
 _ALTERNATING = re.compile(r"(?:[a-z]+[0-9]+){2}[a-z]|(?:[0-9]+[a-z]+){2}[0-9]")
-_NO_VOWEL = re.compile(r"[b-df-hj-np-tv-xz]{7,}")
+_NO_VOWEL = re.compile(r"[b-df-hj-np-tv-xz]{8,}")
 
 
 def is_word(token: str) -> bool:
@@ -77,7 +81,8 @@ def is_word(token: str) -> bool:
     if token.isdigit():
         return True
     return not (
-        _REPEATED_LETTER.search(token)
+        _FOUR_LETTERS.search(token)
+        or _ONE_CONSONANT.fullmatch(token)
         or _HEX.fullmatch(token)
         or _ALTERNATING.search(token)
         or _NO_VOWEL.search(token)
@@ -117,7 +122,7 @@ def _compound(token: str) -> str | None:
     joined = "".join(parts)
     if (
         len(parts) <= _MOST_COMPOUND_PARTS
-        and len(joined) <= LONGEST_WORD
+        and len(joined) <= _LONGEST_COMPOUND
         and all(part.isascii() and part.isalnum() and is_word(part) for part in parts)
         and not joined.isdigit()
     ):
@@ -128,6 +133,8 @@ def _compound(token: str) -> str | None:
 #: A compound of more parts is a path or a host ("ghcr.io/astral-sh/uv" ->
 #: "ghcrioastralshuv"), not a word people type as one: its parts are words of their own.
 _MOST_COMPOUND_PARTS = 3
+#: ... and a joined form longer than this is no word people type as one.
+_LONGEST_COMPOUND = 24
 
 
 # Every compound holds a joiner between two letters or digits: found by the joiner and
