@@ -132,10 +132,25 @@ def test_code_is_told_from_prose_in_a_commonmark_body() -> None:
     parts = code_text.split(body)
     assert parts.headings == ["On Windows"]
     assert "uv sync --frozen" in parts.code and "export UV_INDEX=x\n" in parts.code
-    assert "indented_code()\n" in parts.code
+    assert "indented_code()" in " ".join(parts.prose), "an indented block is read as Markdown"
     prose = " ".join(parts.prose)
     assert "Run" in prose and "install" in prose and "PowerShell" in prose and "end" in prose
-    assert "sync" not in prose and "UV_INDEX" not in prose and "indented_code" not in prose
+    assert "sync" not in prose and "UV_INDEX" not in prose
+
+
+def test_an_admonition_or_tab_left_indented_keeps_its_prose_and_its_code_apart() -> None:
+    """mkdocs indents a tab's or an admonition's body by four spaces, which CommonMark
+    reads as an indented code block: its prose stays prose, its fences code."""
+    body = (
+        '=== "Windows"\n\n    Use the installer from PowerShell:\n\n'
+        '    ```console\n    $ powershell -ExecutionPolicy ByPass -c "irm x | iex"\n    ```\n\n'
+        "!!! tip\n\n    Check the checksum first.\n"
+    )
+    parts = code_text.split(body)
+    prose = " ".join(parts.prose)
+    assert "Windows" in prose and "PowerShell" in prose and "checksum" in prose
+    assert "ExecutionPolicy" not in prose
+    assert any("ExecutionPolicy" in code for code in parts.code)
 
 
 def test_a_body_without_code_is_prose_as_written() -> None:

@@ -1,9 +1,10 @@
 """A body's prose, its headings and its code, apart: the search index weighs them apart.
 
 A section's `body` is CommonMark (the contract with the Markdown loader: fenced code
-blocks and inline code spans stay as written). Words inside code (fences, indented
-blocks, code spans, raw HTML) are identifiers, flags, paths and hashes far more often
-than the words people search with: the index takes them last (render/indexes.py).
+blocks and inline code spans stay as written). Words inside code (fences, code spans,
+raw HTML) are identifiers, flags, paths and hashes far more often than the words people
+search with: the index takes them last (render/indexes.py). An indented block is read
+as Markdown again (see `split`).
 Headings inside a body (a page's `###` under its `##`) say what the section is about:
 the index takes them with the salient words.
 
@@ -48,7 +49,11 @@ class Parts:
     code: list[str] = field(default_factory=list)
 
 
-def split(body: str) -> Parts:
+#: How deep indented blocks are read as Markdown (`split`); deeper, they are code.
+_NESTED = 8
+
+
+def split(body: str, depth: int = 0) -> Parts:
     """The body's prose, headings and code (see the module's docstring)."""
     if not _may_hold_code(body):
         return Parts(prose=[body])
@@ -56,7 +61,17 @@ def split(body: str) -> Parts:
     heading = False
     for token in _parser().parse(body):
         kind = token.type
-        if kind in ("fence", "code_block", "html_block"):
+        if kind == "code_block" and depth < _NESTED:
+            # An indented block is, in a docs tree, far more often the body of an
+            # admonition or a content tab (`!!! note`, `=== "Windows"`: mkdocs indents
+            # them by four spaces) than code: read as Markdown again, dedented (its
+            # fences stay code). The loader degrades those to text; this holds if it
+            # leaves one indented.
+            inner = split(token.content, depth + 1)
+            parts.prose += inner.prose
+            parts.headings += inner.headings
+            parts.code += inner.code
+        elif kind in ("fence", "code_block", "html_block"):
             parts.code.append(token.content)
         elif kind == "heading_open":
             heading = True
