@@ -148,9 +148,30 @@ def test_an_admonition_or_tab_left_indented_keeps_its_prose_and_its_code_apart()
     )
     parts = code_text.split(body)
     prose = " ".join(parts.prose)
-    assert "Windows" in prose and "PowerShell" in prose and "checksum" in prose
-    assert "ExecutionPolicy" not in prose
+    assert parts.headings == ["Windows"], "a tab's title names what follows"
+    assert "PowerShell" in prose and "checksum" in prose
+    assert "ExecutionPolicy" not in prose and "tip" not in prose
     assert any("ExecutionPolicy" in code for code in parts.code)
+
+
+@pytest.mark.parametrize(
+    ("body", "heading"),
+    [
+        ('=== "macOS and Linux"\n\n    Use `curl`.', "macOS and Linux"),
+        ('??? note "Before you upgrade"\n\n    Read `this`.', "Before you upgrade"),
+        ('!!!+ warning "Proxies"\n\n    Set `HTTPS_PROXY`.', "Proxies"),
+        ("**Windows**\n\nRun `setup.exe`.", "Windows"),
+    ],
+)
+def test_a_label_paragraph_is_a_heading(body: str, heading: str) -> None:
+    parts = code_text.split(body)
+    assert parts.headings == [heading]
+    assert heading not in " ".join(parts.prose)
+
+
+def test_bold_inside_a_sentence_stays_prose() -> None:
+    parts = code_text.split("Use **only** the `uv` binary.")
+    assert parts.headings == [] and "only" in " ".join(parts.prose)
 
 
 def test_a_body_without_code_is_prose_as_written() -> None:

@@ -78,8 +78,31 @@ def split(body: str, depth: int = 0) -> Parts:
         elif kind == "heading_close":
             heading = False
         elif kind == "inline":
-            _inline(token, parts.headings if heading else parts.prose, parts.code)
+            label = None if heading else _label(token)
+            if label is not None:
+                if label:
+                    parts.headings.append(label)
+            else:
+                _inline(token, parts.headings if heading else parts.prose, parts.code)
     return parts
+
+
+# A content tab's or an admonition's first line, as mkdocs-material writes it:
+# `=== "Windows"`, `??? note "Title"`, `!!!+ tip`. Its title names what follows.
+_TAB_OR_ADMONITION = re.compile(r'(?:===|\?\?\?\+?|!!!\+?)(?:[ \t]+[\w-]+)*(?:[ \t]+"(.*)")?[ \t]*')
+
+
+def _label(token: Token) -> str | None:
+    """What a paragraph that only labels what follows says, as a heading ("" for a bare
+    `!!! tip`, which says nothing), or None for prose: a tab's or an admonition's first
+    line, or a paragraph that is all bold (`**Windows**`, the usual pseudo-heading)."""
+    found = _TAB_OR_ADMONITION.fullmatch(token.content)
+    if found:
+        return found.group(1) or ""
+    children = [c for c in token.children or () if c.type != "text" or c.content]
+    if [c.type for c in children] == ["strong_open", "text", "strong_close"]:
+        return children[1].content
+    return None
 
 
 def _inline(token: Token, prose: list[str], code: list[str]) -> None:
