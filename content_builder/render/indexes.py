@@ -6,7 +6,7 @@ import math
 import re
 from bisect import bisect_left, bisect_right
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from itertools import chain, compress
 from operator import attrgetter, itemgetter, mul, not_
@@ -142,7 +142,7 @@ def _entry_terms(
     salient: list[str],
     body: list[str],
     tokenizer: search_terms.Tokenizer,
-    code: list[str] = (),  # type: ignore[assignment]
+    code: Sequence[str] = (),
 ) -> _EntryTerms:
     """An entry's candidate keywords by salience: title words; other salient words (title,
     description, authored keywords, headings); their stems, regular inflections and
