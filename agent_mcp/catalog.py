@@ -37,8 +37,9 @@ _PLACEHOLDER = re.compile(r"\{([a-z_][a-z0-9_]*)\}")
 #: and the answer stays small at any site size (issue 25: the whole list was 458,812
 #: characters at 10,000 entries).
 CLOSE_NAMES = 5
-#: resources/list answers this many resources a page (about 200 characters each).
-RESOURCE_PAGE = 200
+#: resources/list answers this many resources a page (a generated site's are about 400
+#: characters each: 40,000 a page).
+RESOURCE_PAGE = 100
 #: The paging argument each large aggregate's tool takes (agent_mcp.paging).
 PAGE_ARGUMENT = {paths.CONTENT_INDEX: "page", paths.LLMS_FULL_TXT: "part"}
 

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from typing import Any
 
 #: The most characters of entries one content index page holds.
-PAGE_CHARS = 40_000
+PAGE_CHARS = 25_000
 #: The nominal size of an llms-full.txt part, and the window before each nominal cut in
 #: which a heading or a line start is looked for: a part is at most their sum in bytes.
 PART_BYTES = 60_000
