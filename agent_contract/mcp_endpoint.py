@@ -42,3 +42,20 @@ PACKAGED_SITE_FOLDER: Final = "site"
 #: one number, true on both. An MCP request here is one tool call with one short string
 #: argument, far below it. Sources: docs/decisions.md.
 MCP_MAX_BODY: Final = 1024 * 1024
+
+#: The Lambda environment variable naming the bucket the function reads the published
+#: files from (set by the Pulumi program, read by the handler): the function packages
+#: no content (issue 25).
+BUCKET_ENV: Final = "MCP_BUCKET"
+
+#: Where clients look for the live server's MCP Server Card (SEP-2127, media type
+#: SERVER_CARD_MEDIA): the location the extension reserves, `<streamable-http-url>/
+#: server-card`, and the well-known one clients and crawlers in the field request. The
+#: MCP Catalog (the extension's site-wide entry point) names the first. Answered by the
+#: server itself wherever it runs (`serve`, the Lambda behind the CDN), so a card exists
+#: exactly when a server does. Sources: docs/decisions.md ("Issue 25: the MCP server card").
+SERVER_CARD_PATH: Final = MCP_PATH + "/server-card"
+SERVER_CARD_WELL_KNOWN: Final = "/.well-known/mcp/server-card.json"
+MCP_CATALOG_PATH: Final = "/.well-known/mcp/catalog.json"
+SERVER_CARD_PATHS: Final = (SERVER_CARD_PATH, SERVER_CARD_WELL_KNOWN, MCP_CATALOG_PATH)
+SERVER_CARD_MEDIA: Final = "application/mcp-server-card+json"

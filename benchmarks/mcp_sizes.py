@@ -135,9 +135,8 @@ def main(argv: list[str] | None = None) -> int:
     entries = len(json.loads(files[paths.CONTENT_INDEX])["documents"])
     started = time.perf_counter()
     sizes = measure(files)
-    print(
-        f"{entries:,} entries (build {built:.1f} s, measured in {time.perf_counter() - started:.1f} s)"
-    )
+    took = time.perf_counter() - started
+    print(f"{entries:,} entries (build {built:.1f} s, measured in {took:.1f} s)")
     for label, size in sizes.items():
         print(f"  {size:>9,}  {label}{'  OVER' if size >= BOUND else ''}")
     return 0 if all(size < BOUND for size in sizes.values()) else 1
