@@ -6,7 +6,8 @@ bounded cache), so it serves any site size and a publish is seen without a redep
 (tests without AWS point MCP_SITE_DIR at a folder instead). It serves them through the
 same `handle_http` as `serve`: /mcp and the server card's paths. The function URL is
 public (auth NONE: origin access control would require `x-amz-content-sha256` on every
-POST, which MCP clients never send), so it answers only requests carrying the secret origin header CloudFront adds.
+POST, which MCP clients never send), so it answers only requests carrying the secret
+origin header CloudFront adds.
 
 The handler answers every event and never raises: an exception is a 502 from the function
 URL with no reason given to the client. In order: 400 for what is not an event at all,
@@ -87,6 +88,8 @@ def source() -> FileSource:
     if _DIRECTORY is None:
         _DIRECTORY = DirectoryFiles(SITE_DIR)
     return _DIRECTORY
+
+
 #: The longest base64 text that can decode to at most MCP_MAX_BODY bytes (4 characters
 #: per 3 bytes, padded): anything longer is refused without decoding it.
 MAX_BASE64_BODY = 4 * -(-MCP_MAX_BODY // 3)

@@ -275,6 +275,7 @@ def declare(
             )
         ],
     )
+
     def behaviour(pattern: str, methods: list[str]) -> Any:
         return aws.cloudfront.DistributionOrderedCacheBehaviorArgs(
             path_pattern=pattern,
