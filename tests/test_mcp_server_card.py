@@ -154,3 +154,20 @@ def test_the_lambda_answers_the_card_naming_the_deployed_endpoint(deployed: str)
     # The origin secret guards the card too, and other paths stay 404.
     assert lambda_handler.handler(event(CARD_PATHS[0], secret=None))["statusCode"] == 403
     assert lambda_handler.handler(event("/mcp/other"))["statusCode"] == 404
+
+
+def test_the_readme_server_json_example_keeps_the_registry_rules() -> None:
+    """The MCP Registry's server.json (schema 2025-12-11): name reverse-DNS with one
+    slash, 3 to 200 characters; description 1 to 100; a version, not a range; a remote
+    over streamable HTTP at the MCP endpoint."""
+    from tests.conftest import REPO
+
+    readme = (REPO / "README.md").read_text("utf-8")
+    block = readme.split("server.json` like this one", 1)[1].split("```json", 1)[1]
+    example = json.loads(block.split("```", 1)[0])
+    assert example["$schema"].endswith("/schemas/2025-12-11/server.schema.json")
+    assert NAME.match(example["name"]) and 3 <= len(example["name"]) <= 200
+    assert 1 <= len(example["description"]) <= 100
+    assert re.fullmatch(r"\d+\.\d+\.\d+", example["version"])
+    (remote,) = example["remotes"]
+    assert remote["type"] == "streamable-http" and remote["url"].endswith("/mcp")
