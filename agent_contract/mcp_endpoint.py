@@ -23,8 +23,9 @@ ORIGIN_VERIFY_HEADER: Final = "x-origin-verify"
 #: Pulumi program, read by the handler).
 ORIGIN_SECRET_ENV: Final = "MCP_ORIGIN_SECRET"
 
-#: The folder, beside the handler's packages in the function's archive, that holds the
-#: published files the Lambda serves (URL path /x -> site/x).
+#: The folder beside the handler's packages the handler reads published files from when
+#: no bucket is named (BUCKET_ENV unset: tests, a function-URL emulator; URL path /x ->
+#: site/x). The deployed function packages none: it reads the bucket (issue 25).
 PACKAGED_SITE_FOLDER: Final = "site"
 
 #: The largest MCP request body, in bytes, on every path: `serve` refuses a larger

@@ -296,6 +296,18 @@ class Catalog:
         )
 
     def _paged(self, tool: ToolSpec, number: int | None) -> Answer:
+        count = (
+            self._pages.count
+            if tool.path_template == paths.CONTENT_INDEX
+            else paging.part_count(self.full_content_size())
+        )
+        if number is not None and not 1 <= number <= count:
+            # The schema says so too, unless the manifest declared the argument itself.
+            argument = PAGE_ARGUMENT[tool.path_template]
+            raise ToolError(
+                f"{tool.name}: {argument} {number} does not exist; {argument}s are 1 to {count}",
+                {"tool": tool.name, "argument": argument},
+            )
         if tool.path_template == paths.CONTENT_INDEX:
             if self._pages.count == 1 and number in (None, 1):
                 return Answer(self._read(paths.CONTENT_INDEX).decode("utf-8"), "application/json")

@@ -545,3 +545,44 @@ def test_the_server_follows_the_published_manifest_not_the_builder(
                 await client.call_tool("get_architecture", {})
 
     run(go)
+
+
+def test_sized_answers_validate_against_the_official_schema(http_server: Any) -> None:
+    """The new answers on the wire (fetch's structuredContent, a tool error, a page of
+    the index, a part of llms-full.txt, a resources/list page) against MCP 2025-11-25's
+    own JSON schema (/work/shared/mcp-schema), not the SDK's parsing of them."""
+    import jsonschema
+
+    schema = json.loads(Path("/work/shared/mcp-schema/2025-11-25.json").read_text())
+
+    def check(result: dict[str, Any], definition: str) -> None:
+        validator = jsonschema.Draft202012Validator(
+            {"$ref": f"#/$defs/{definition}", "$defs": schema["$defs"]}
+        )
+        validator.validate(result)
+
+    url = http_server.base_url + "/mcp"
+    files = {path: a.body for path, a in http_server.edge.artifacts.items()}
+    faq = json.loads(files[paths.CONTENT_INDEX])["documents"][-1]["id"]
+    version = "2025-11-25"
+    _, listed = post(url, {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}, version)
+    check(listed["result"], "ListToolsResult")
+    calls = [
+        ("fetch", {"id": faq}, False),
+        ("fetch", {"id": faq + "-nope"}, True),
+        ("get_faq", {"faq_id": "nope"}, True),
+        ("get_content_index", {"page": 1}, False),
+        ("get_full_content", {"part": 1}, False),
+    ]
+    for number, (name, arguments, error) in enumerate(calls, start=2):
+        message = {
+            "jsonrpc": "2.0",
+            "id": number,
+            "method": "tools/call",
+            "params": {"name": name, "arguments": arguments},
+        }
+        _, answer = post(url, message, version)
+        check(answer["result"], "CallToolResult")
+        assert answer["result"].get("isError", False) is error, (name, arguments)
+    _, resources = post(url, {"jsonrpc": "2.0", "id": 9, "method": "resources/list"}, version)
+    check(resources["result"], "ListResourcesResult")

@@ -163,3 +163,21 @@ def test_resources_list_pages_through_every_resource(large: dict[str, bytes]) ->
             break
     assert seen == [resource.uri for resource in catalog.resources]
     assert len(seen) > RESOURCE_PAGE
+
+
+def test_a_page_argument_the_manifest_declares_itself_is_still_checked(
+    large: dict[str, bytes],
+) -> None:
+    """A manifest may declare `page` itself (no maximum): the server keeps it, and a page
+    past the last is still the tool's error, not a crash."""
+    files = dict(large)
+    manifest = json.loads(files[paths.MCP_MANIFEST])
+    tool = next(t for t in manifest["tools"] if t["name"] == "get_content_index")
+    tool["inputSchema"]["properties"]["page"] = {"type": "integer"}
+    files[paths.MCP_MANIFEST] = json.dumps(manifest).encode()
+    catalog = Catalog(MemoryFiles(files))
+    live = next(t for t in catalog.tools if t.name == "get_content_index")
+    assert live.input_schema["properties"]["page"] == {"type": "integer"}
+    for page in (0, 10_000):
+        with pytest.raises(ToolError, match="does not exist"):
+            catalog.call("get_content_index", {"page": page})
