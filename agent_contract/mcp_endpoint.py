@@ -54,7 +54,8 @@ BUCKET_ENV: Final = "MCP_BUCKET"
 #: server-card`, and the well-known one clients and crawlers in the field request. The
 #: MCP Catalog (the extension's site-wide entry point) names the first. Answered by the
 #: server itself wherever it runs (`serve`, the Lambda behind the CDN), so a card exists
-#: exactly when a server does. Sources: docs/decisions.md ("Issue 25: the MCP server card").
+#: exactly when a server does. Sources: docs/decisions.md, issue 25's section ("The
+#: server card").
 SERVER_CARD_PATH: Final = MCP_PATH + "/server-card"
 SERVER_CARD_WELL_KNOWN: Final = "/.well-known/mcp/server-card.json"
 MCP_CATALOG_PATH: Final = "/.well-known/mcp/catalog.json"

@@ -9,8 +9,8 @@ larger than `max_object` are not kept at all, and a ranged read (a part of
 llms-full.txt) is never kept. A missing key is MissingFile: with s3:ListBucket on the
 bucket S3 answers 404 NoSuchKey (without it, 403, which is read the same way).
 
-Sources for every S3 behaviour relied on are in docs/decisions.md ("Issue 25: the MCP
-Lambda reads the bucket").
+Sources for every S3 behaviour relied on are in docs/decisions.md ("MCP answers sized for
+agents, the Lambda reading the bucket, the server card", issue 25).
 """
 
 from __future__ import annotations

@@ -228,7 +228,7 @@ def create_server(
         return types.ListToolsResult(tools=tools)
 
     def answer_tool(name: str, arguments: dict[str, Any]) -> types.CallToolResult:
-        if name == "fetch":
+        if name == "fetch":  # first: the block below is search's own
             return _fetch(catalog, arguments)
         if name in ("search", "fetch"):
             key = "query" if name == "search" else "id"

@@ -11,7 +11,8 @@ with GET or HEAD, an ETag (304 on If-None-Match), CORS and a one-hour Cache-Cont
 (the extension's "Discovery" page asks for both).
 
 What is settled and what is not (the card's shape is an experimental extension's draft,
-its schema URL versioned v2) is in docs/decisions.md ("Issue 25: the MCP server card").
+its schema URL versioned v2) is in docs/decisions.md ("MCP answers sized for agents, the
+Lambda reading the bucket, the server card", issue 25).
 """
 
 from __future__ import annotations

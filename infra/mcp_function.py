@@ -2,7 +2,7 @@
 
 Returns what the distribution needs: an origin and ordered cache behaviours. Sources
 for every AWS behaviour relied on are in docs/decisions.md ("MCP server on AWS", and
-"Issue 25: the MCP Lambda reads the bucket").
+"MCP answers sized for agents, the Lambda reading the bucket, the server card").
 
 - The content: none packaged. The function reads the published files from the bucket on
   demand (agent_mcp.s3), through a role allowed s3:GetObject on the bucket's objects
