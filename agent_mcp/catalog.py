@@ -391,6 +391,8 @@ class Catalog:
         raise self._unknown_id(tool.name, name, str(value), known)
 
     def _unknown_id(self, tool: str, argument: str, value: str, known: list[str]) -> ToolError:
+        # Matched and echoed cut short: a request may carry a megabyte-long "id".
+        value = _short(value, 120)
         close = close_names(value, known)
         hint = f" Did you mean: {', '.join(close)}?" if close else ""
         return ToolError(
@@ -407,9 +409,9 @@ class Catalog:
         unexpected = sorted(set(arguments) - set(schema.get("properties", {})))
         if unexpected:
             raise ToolError(
-                f"{tool.name}: unexpected argument(s) {', '.join(unexpected)}; "
+                f"{tool.name}: unexpected argument(s) {_short(', '.join(unexpected), 200)}; "
                 f"it takes: {', '.join(schema.get('properties', {})) or 'no arguments'}",
-                {"tool": tool.name, "unexpected": unexpected},
+                {"tool": tool.name, "unexpected": [_short(name, 60) for name in unexpected[:5]]},
             )
         error = jsonschema.exceptions.best_match(self._validators[tool.name].iter_errors(arguments))
         if error is None:
@@ -511,8 +513,12 @@ class Catalog:
         next one absent on the last page); one resource per entry is 10,000 at 10,000."""
         start = 0
         if cursor is not None:
-            if not cursor.isdigit() or int(cursor) >= len(self.resources) or int(cursor) == 0:
-                raise InvalidRequest(f"invalid cursor {_short(cursor, 40)!r}", {"cursor": cursor})
+            # Digits, and few of them: int() refuses 4,301 digits and more with a ValueError.
+            if not (cursor.isascii() and cursor.isdigit() and len(cursor) <= 18) or not 0 < int(
+                cursor
+            ) < len(self.resources):
+                shown = _short(cursor, 40)
+                raise InvalidRequest(f"invalid cursor {shown!r}", {"cursor": shown})
             start = int(cursor)
         end = start + RESOURCE_PAGE
         return self.resources[start:end], str(end) if end < len(self.resources) else None
@@ -520,11 +526,12 @@ class Catalog:
     def read_resource(self, uri: str) -> tuple[ResourceSpec, str]:
         resource = self._resources_by_uri.get(uri)
         if resource is None:
-            close = close_names(uri, list(self._resources_by_uri))
+            shown = _short(uri, 200)
+            close = close_names(shown, list(self._resources_by_uri))
             hint = f"; did you mean: {', '.join(close)}?" if close else ""
             raise ResourceNotFound(
-                f"unknown resource {_short(uri, 200)!r}{hint} (resources/list pages through "
-                f"all {len(self.resources):,})",
-                {"uri": uri, "close": close},
+                f"unknown resource {shown!r}{hint} (resources/list pages through all "
+                f"{len(self.resources):,})",
+                {"uri": shown, "close": close},
             )
         return resource, self._read(resource.path).decode("utf-8")

@@ -181,3 +181,22 @@ def test_a_page_argument_the_manifest_declares_itself_is_still_checked(
     for page in (0, 10_000):
         with pytest.raises(ToolError, match="does not exist"):
             catalog.call("get_content_index", {"page": page})
+
+
+def test_a_huge_argument_is_not_echoed_back(large: dict[str, bytes]) -> None:
+    """Errors cut what the client sent: a 500,000-character id, URI or cursor answers an
+    error of a few hundred characters (the request body limit is 1 MiB)."""
+    from agent_mcp.catalog import InvalidRequest
+
+    catalog = Catalog(MemoryFiles(large))
+    huge = "q" * 500_000
+    for call in (
+        lambda: catalog.call("get_faq", {"faq_id": huge}),
+        lambda: catalog.fetch(huge),
+        lambda: catalog.read_resource("service://content/" + huge),
+        lambda: catalog.resources_page("9" * 500_000),
+        lambda: catalog.call("get_faq", {f"{n}{huge[:10_000]}": 1 for n in range(50)}),
+    ):
+        with pytest.raises(InvalidRequest) as caught:
+            call()
+        assert len(caught.value.message) + len(json.dumps(caught.value.data)) < 2_000
