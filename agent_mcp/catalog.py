@@ -9,6 +9,13 @@ Every answer is the published file's text, byte for byte, except `search_content
 static endpoint is the whole search index: the live tool does the filtering the manifest
 tells a client to do, with the client's own ranking (`agent_client.client.rank`), and
 answers a search index holding only the best matching entries (at most ten), best first.
+
+Sized for agents at any site size (issue 25): the two aggregates that grow with the site
+(the content index, llms-full.txt) answer a page or a part (agent_mcp.paging; a site they
+fit whole gets the file as before), and their tools say the whole's size; ids are checked
+against the index, not only a schema's enum (past 200 entries the manifest lists none);
+an unknown id or a bad argument is a ToolError, answered as the tool's result with
+isError and at most five close ids; `fetch` answers the entry's Markdown twin.
 """
 
 from __future__ import annotations
