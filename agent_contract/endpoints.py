@@ -57,6 +57,12 @@ class McpListing:
     instance: str | None = None
 
 
+#: The most ids an MCP tool's input schema enumerates (the static manifest, and so the live
+#: server's tools/list). Past it the schema names the id's pattern and where ids are
+#: listed: at 10,000 entries the enums made tools/list 482,220 characters (issue 25).
+MCP_ENUM_LIMIT = 200
+
+
 @dataclass(frozen=True)
 class Parameter:
     """A path template's variable, whose values the catalog's ids enumerate."""

@@ -23,8 +23,9 @@ ORIGIN_VERIFY_HEADER: Final = "x-origin-verify"
 #: Pulumi program, read by the handler).
 ORIGIN_SECRET_ENV: Final = "MCP_ORIGIN_SECRET"
 
-#: The folder, beside the handler's packages in the function's archive, that holds the
-#: published files the Lambda serves (URL path /x -> site/x).
+#: The folder beside the handler's packages the handler reads published files from when
+#: no bucket is named (BUCKET_ENV unset: tests, a function-URL emulator; URL path /x ->
+#: site/x). The deployed function packages none: it reads the bucket (issue 25).
 PACKAGED_SITE_FOLDER: Final = "site"
 
 #: The largest MCP request body, in bytes, on every path: `serve` refuses a larger
@@ -42,3 +43,21 @@ PACKAGED_SITE_FOLDER: Final = "site"
 #: one number, true on both. An MCP request here is one tool call with one short string
 #: argument, far below it. Sources: docs/decisions.md.
 MCP_MAX_BODY: Final = 1024 * 1024
+
+#: The Lambda environment variable naming the bucket the function reads the published
+#: files from (set by the Pulumi program, read by the handler): the function packages
+#: no content (issue 25).
+BUCKET_ENV: Final = "MCP_BUCKET"
+
+#: Where clients look for the live server's MCP Server Card (SEP-2127, media type
+#: SERVER_CARD_MEDIA): the location the extension reserves, `<streamable-http-url>/
+#: server-card`, and the well-known one clients and crawlers in the field request. The
+#: MCP Catalog (the extension's site-wide entry point) names the first. Answered by the
+#: server itself wherever it runs (`serve`, the Lambda behind the CDN), so a card exists
+#: exactly when a server does. Sources: docs/decisions.md, issue 25's section ("The
+#: server card").
+SERVER_CARD_PATH: Final = MCP_PATH + "/server-card"
+SERVER_CARD_WELL_KNOWN: Final = "/.well-known/mcp/server-card.json"
+MCP_CATALOG_PATH: Final = "/.well-known/mcp/catalog.json"
+SERVER_CARD_PATHS: Final = (SERVER_CARD_PATH, SERVER_CARD_WELL_KNOWN, MCP_CATALOG_PATH)
+SERVER_CARD_MEDIA: Final = "application/mcp-server-card+json"

@@ -26,7 +26,7 @@ from typing import cast
 import h11
 
 from agent_contract import paths
-from agent_contract.mcp_endpoint import MCP_MAX_BODY, MCP_PATH
+from agent_contract.mcp_endpoint import MCP_MAX_BODY, MCP_PATH, SERVER_CARD_PATHS
 from agent_contract.routes import HEADER_POLICY
 from agent_edge.changes import SiteChanges
 from agent_edge.edge import Edge, Response
@@ -230,7 +230,8 @@ class EdgeRequestHandler(socketserver.BaseRequestHandler):
         persistent = request.http_version != b"1.0" and not closing
         edge = self.server.edge
         assert edge is not None, "the server is published only after its first build"
-        if target.partition("?")[0] == MCP_PATH:  # the live MCP server (agent_mcp)
+        # The live MCP server (agent_mcp), and its server card where clients look for it.
+        if target.partition("?")[0] in (MCP_PATH, *SERVER_CARD_PATHS):
             return self._answer_mcp(
                 edge, request, method, target, headers, chunked, length, persistent
             )

@@ -9,14 +9,22 @@ Every answer is the published file's text, byte for byte, except `search_content
 static endpoint is the whole search index: the live tool does the filtering the manifest
 tells a client to do, with the client's own ranking (`agent_client.client.rank`), and
 answers a search index holding only the best matching entries (at most ten), best first.
+
+Sized for agents at any site size (issue 25): the two aggregates that grow with the site
+(the content index, llms-full.txt) answer a page or a part (agent_mcp.paging; a site they
+fit whole gets the file as before), and their tools say the whole's size; ids are checked
+against the index, not only a schema's enum (past 200 entries the manifest lists none);
+an unknown id or a bad argument is a ToolError, answered as the tool's result with
+isError and at most five close ids; `fetch` answers the entry's Markdown twin.
 """
 
 from __future__ import annotations
 
+import difflib
 import json
 import re
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -25,12 +33,22 @@ import jsonschema
 from agent_client.client import rank
 from agent_contract import paths
 from agent_contract.models import SearchIndex
-from agent_mcp.sources import FileSource, MissingFile
+from agent_mcp import paging
+from agent_mcp.sources import FileSource, MissingFile, read_range, size_of
 
 #: How many results a search answers, best first: enough to choose from, and a tool
 #: result stays small in a context window (a broad query matches most of a large site).
 SEARCH_LIMIT = 10
 _PLACEHOLDER = re.compile(r"\{([a-z_][a-z0-9_]*)\}")
+#: How many known names an error about an unknown one suggests: enough to correct a typo,
+#: and the answer stays small at any site size (issue 25: the whole list was 458,812
+#: characters at 10,000 entries).
+CLOSE_NAMES = 5
+#: resources/list answers this many resources a page (a generated site's are about 400
+#: characters each: 40,000 a page).
+RESOURCE_PAGE = 100
+#: The paging argument each large aggregate's tool takes (agent_mcp.paging).
+PAGE_ARGUMENT = {paths.CONTENT_INDEX: "page", paths.LLMS_FULL_TXT: "part"}
 
 
 class InvalidRequest(ValueError):
@@ -40,6 +58,22 @@ class InvalidRequest(ValueError):
         super().__init__(message)
         self.message = message
         self.data = data or {}
+
+
+class ToolError(InvalidRequest):
+    """A tool's arguments are wrong (an unknown id, a page past the last): answered as the
+    tool's result with `isError: true`, which the model reads and corrects, not as a
+    protocol error (MCP 2025-11-25, CallToolResult.isError: "Any errors that originate
+    from the tool SHOULD be reported inside the result object")."""
+
+
+class ResourceNotFound(InvalidRequest):
+    """resources/read of a URI the server does not have (MCP: error -32002)."""
+
+
+def close_names(name: str, known: list[str]) -> list[str]:
+    """At most CLOSE_NAMES of `known` that look like `name`, closest first."""
+    return difflib.get_close_matches(name, known, n=CLOSE_NAMES, cutoff=0.5)
 
 
 @dataclass(frozen=True)
@@ -75,10 +109,12 @@ class ResourceSpec:
 
 @dataclass(frozen=True)
 class Answer:
-    """A tool's answer: the text (the published bytes, decoded) and its media type."""
+    """A tool's answer: the text (the published bytes, decoded, or a page of them), its
+    media type, and `notes`: short text blocks after it (where a part sits in the whole)."""
 
     text: str
     mime_type: str
+    notes: tuple[str, ...] = field(default=())
 
     def structured(self) -> dict[str, Any] | None:
         if self.mime_type != "application/json":
@@ -130,6 +166,12 @@ def compact(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
+def _short(message: str, limit: int = 300) -> str:
+    """jsonschema's message quotes the offending value and, for an enum, every allowed
+    one: cut, so an error stays small whatever the client sent or the site holds."""
+    return message if len(message) <= limit else message[: limit - 1] + "…"
+
+
 class Catalog:
     """The published API as MCP tools and resources, read once from a file source."""
 
@@ -138,7 +180,8 @@ class Catalog:
         # Read leniently, field by field: the published shapes may grow (an endpoint
         # table, a later API version) and the server must follow, not refuse.
         manifest = _object(_json(source.read(paths.MCP_MANIFEST)), paths.MCP_MANIFEST)
-        index = _object(_json(source.read(paths.CONTENT_INDEX)), paths.CONTENT_INDEX)
+        index_body = source.read(paths.CONTENT_INDEX)
+        index = _object(_json(index_body), paths.CONTENT_INDEX)
         server_info = _object(manifest.get("serverInfo"), "serverInfo")
         self.server_name = _text(server_info, "name", paths.MCP_MANIFEST)
         self.server_version = _text(server_info, "version", paths.MCP_MANIFEST)
@@ -173,15 +216,129 @@ class Catalog:
                 for raw in _objects(index, "documents", paths.CONTENT_INDEX)
             )
         }
+        self._index = index
+        self._pages = paging.IndexPages.of(
+            _objects(index, "documents", paths.CONTENT_INDEX),
+            len(index_body.decode("utf-8")),
+        )
+        self._full_size: int | None = None
+        self.tools = [self._sized(tool) for tool in self.tools]
+        self._tools = {tool.name: tool for tool in self.tools}
+        # Per path template (a tool's, e.g. /api/v1/faq/{faq_id}.json): the ids whose
+        # index entry is published at it, in the index's order. The manifest enumerates
+        # them only on a small site (agent_contract.endpoints.MCP_ENUM_LIMIT); the server
+        # checks every id itself.
+        self._template_ids = {
+            tool.path_template: self._ids_at(tool.path_template) for tool in self.tools
+        }
         self.resources = self._resources()
         self._resources_by_uri = {resource.uri: resource for resource in self.resources}
         self._search_index: SearchIndex | None = None
         # Calls run on several threads (agent_mcp.server.CallGate): the first searches
         # at once parse the index once, not once each.
         self._search_index_lock = threading.Lock()
+        self._known_sets = {path: frozenset(ids) for path, ids in self._template_ids.items()}
         self._validators = {
             tool.name: jsonschema.Draft202012Validator(tool.input_schema) for tool in self.tools
         }
+
+    # --- the large aggregates, paged -------------------------------------------------
+
+    def _ids_at(self, template: str) -> list[str]:
+        names = _PLACEHOLDER.findall(template)
+        if len(names) != 1:
+            return []
+        placeholder = "{" + names[0] + "}"
+        return [
+            entry.id
+            for entry in self.entries.values()
+            if urlsplit(entry.api_url).path == template.replace(placeholder, entry.id)
+        ]
+
+    def full_content_size(self) -> int:
+        if self._full_size is None:
+            self._full_size = size_of(self.source, paths.LLMS_FULL_TXT)
+        return self._full_size
+
+    def _sized(self, tool: ToolSpec) -> ToolSpec:
+        """A large aggregate's tool with its paging argument and its size said: the
+        manifest's schema, plus one optional property (unless the manifest has it)."""
+        argument = PAGE_ARGUMENT.get(tool.path_template)
+        if argument is None:
+            return tool
+        if tool.path_template == paths.CONTENT_INDEX:
+            count, whole = self._pages.count, self._pages.total_chars
+            entries = len(self.entries)
+            size = f" The index lists {entries:,} entries ({whole:,} characters): " + (
+                "one page, answered whole."
+                if count == 1
+                else f"{count:,} pages of at most {paging.PAGE_CHARS:,} characters of "
+                f"entries each; pass page (1 to {count:,}, default 1). Each page says "
+                "its first and last entry and the next page."
+            )
+            what = "Page of the index to read (1 = the first)."
+        else:
+            whole = self.full_content_size()
+            count = paging.part_count(whole)
+            size = f" The file is {whole:,} bytes: " + (
+                "one part, answered whole."
+                if count == 1
+                else f"{count:,} parts of at most {paging.PART_BYTES + paging.WINDOW:,} "
+                f"characters, each cut at an entry's heading where one is near; pass part (1 "
+                f"to {count:,}, default 1). To find one entry, search_content and fetch cost "
+                "far less."
+            )
+            what = "Part of the file to read (1 = the first)."
+        properties = dict(tool.input_schema.get("properties", {}))
+        properties.setdefault(
+            argument,
+            {"type": "integer", "minimum": 1, "maximum": count, "description": what},
+        )
+        return ToolSpec(
+            name=tool.name,
+            description=tool.description + size,
+            input_schema={**tool.input_schema, "properties": properties},
+            path_template=tool.path_template,
+            returns=tool.returns,
+        )
+
+    def _paged(self, tool: ToolSpec, number: int | None) -> Answer:
+        count = (
+            self._pages.count
+            if tool.path_template == paths.CONTENT_INDEX
+            else paging.part_count(self.full_content_size())
+        )
+        if number is not None and not 1 <= number <= count:
+            # The schema says so too, unless the manifest declared the argument itself.
+            argument = PAGE_ARGUMENT[tool.path_template]
+            raise ToolError(
+                f"{tool.name}: {argument} {number} does not exist; {argument}s are 1 to {count}",
+                {"tool": tool.name, "argument": argument},
+            )
+        if tool.path_template == paths.CONTENT_INDEX:
+            if self._pages.count == 1 and number in (None, 1):
+                return Answer(self._read(paths.CONTENT_INDEX).decode("utf-8"), "application/json")
+            return Answer(compact(self._pages.page(self._index, number or 1)), "application/json")
+        whole = self.full_content_size()
+        count = paging.part_count(whole)
+        if count == 1:
+            return Answer(self._read(paths.LLMS_FULL_TXT).decode("utf-8"), "text/plain")
+        number = number or 1
+        start, end, body = paging.part_bounds(
+            number, whole, lambda a, b: self._read_range(paths.LLMS_FULL_TXT, a, b)
+        )
+        note = f"[part {number:,} of {count:,}: bytes {start:,} to {end:,} of {whole:,}" + (
+            f"; next: part {number + 1:,}]" if number < count else "; the last part]"
+        )
+        return Answer(body.decode("utf-8"), "text/plain", (note,))
+
+    def _read_range(self, path: str, start: int, end: int) -> bytes:
+        try:
+            return read_range(self.source, path, start, end)
+        except MissingFile as error:
+            raise InvalidRequest(
+                f"{path} is listed but not published by {self.source.label}", {"path": path}
+            ) from error
 
     # --- names ------------------------------------------------------------------------
 
@@ -222,8 +379,34 @@ class Catalog:
         self._check_arguments(tool, arguments)
         if tool.path_template == paths.SEARCH_INDEX and "query" in arguments:
             return Answer(self.search_index_for(arguments["query"]), "application/json")
+        if tool.path_template in PAGE_ARGUMENT:
+            return self._paged(tool, arguments.get(PAGE_ARGUMENT[tool.path_template]))
+        self._check_ids(tool, arguments)
         path = _PLACEHOLDER.sub(lambda m: str(arguments[m.group(1)]), tool.path_template)
         return Answer(self._read(path).decode("utf-8"), media_type(path))
+
+    def _check_ids(self, tool: ToolSpec, arguments: dict[str, Any]) -> None:
+        """An id the index does not publish at the tool's path: a tool error naming the
+        closest known ids (never all of them) and where the rest are listed."""
+        known = self._template_ids.get(tool.path_template)
+        if not known:
+            return
+        (name,) = _PLACEHOLDER.findall(tool.path_template)
+        value = arguments.get(name)
+        if value in self._known_sets[tool.path_template]:
+            return
+        raise self._unknown_id(tool.name, name, str(value), known)
+
+    def _unknown_id(self, tool: str, argument: str, value: str, known: list[str]) -> ToolError:
+        # Matched and echoed cut short: a request may carry a megabyte-long "id".
+        value = _short(value, 120)
+        close = close_names(value, known)
+        hint = f" Did you mean: {', '.join(close)}?" if close else ""
+        return ToolError(
+            f"{tool}: no {argument} {value!r} is published ({len(known):,} are).{hint} Find "
+            "ids with search_content (or search), or list them with get_content_index.",
+            {"tool": tool, "argument": argument, "close": close},
+        )
 
     def tool_names(self) -> list[str]:
         return [tool.name for tool in self.tools] + ["search", "fetch"]
@@ -232,10 +415,10 @@ class Catalog:
         schema = tool.input_schema
         unexpected = sorted(set(arguments) - set(schema.get("properties", {})))
         if unexpected:
-            raise InvalidRequest(
-                f"{tool.name}: unexpected argument(s) {', '.join(unexpected)}; "
+            raise ToolError(
+                f"{tool.name}: unexpected argument(s) {_short(', '.join(unexpected), 200)}; "
                 f"it takes: {', '.join(schema.get('properties', {})) or 'no arguments'}",
-                {"tool": tool.name, "unexpected": unexpected},
+                {"tool": tool.name, "unexpected": [_short(name, 60) for name in unexpected[:5]]},
             )
         error = jsonschema.exceptions.best_match(self._validators[tool.name].iter_errors(arguments))
         if error is None:
@@ -246,15 +429,10 @@ class Catalog:
                 (name for name in schema.get("required", []) if name not in arguments), None
             )
         spec = schema.get("properties", {}).get(field, {}) if isinstance(field, str) else {}
-        if "enum" in spec:
-            valid = list(spec["enum"])
-            raise InvalidRequest(
-                f"{tool.name}: {field} must be one of the published ids: {', '.join(valid)}"
-                + (f" (got {arguments[field]!r})" if field in arguments else " (missing)"),
-                {"tool": tool.name, "argument": field, "valid": valid},
-            )
-        raise InvalidRequest(
-            f"{tool.name}: invalid arguments: {error.message}",
+        if "enum" in spec and isinstance(arguments.get(field), str):
+            raise self._unknown_id(tool.name, str(field), arguments[field], list(spec["enum"]))
+        raise ToolError(
+            f"{tool.name}: invalid arguments: {_short(error.message)}",
             {"tool": tool.name, "argument": field},
         )
 
@@ -304,22 +482,32 @@ class Catalog:
         }
 
     def fetch(self, entry_id: str) -> dict[str, Any]:
-        """ChatGPT's `fetch`: {id, title, text, url, metadata}; text is the published JSON."""
+        """ChatGPT's `fetch`: {id, title, text, url, metadata}; text is the entry's
+        Markdown twin (what a model reads best, and a third of its JSON's size), or its
+        JSON where the deployment publishes no twin (metadata.mime_type says which)."""
         entry = self.entries.get(entry_id)
         if entry is None:
-            valid = list(self.entries)
-            raise InvalidRequest(
-                f"fetch: unknown id {entry_id!r}; valid ids: {', '.join(valid)}",
-                {"argument": "id", "valid": valid},
-            )
+            raise self._unknown_id("fetch", "id", entry_id, list(self.entries))
+        json_path = urlsplit(entry.api_url).path
+        twin = paths.markdown_twin(json_path)
+        try:
+            if twin is None:
+                raise MissingFile(json_path)
+            text, mime, read_from = self.source.read(twin).decode("utf-8"), "text/markdown", twin
+        except MissingFile:
+            text, mime = self._read(json_path).decode("utf-8"), "application/json"
+            read_from = json_path
+        origin = urlsplit(entry.api_url)
         return {
             "id": entry.id,
             "title": entry.title,
-            "text": self._read(urlsplit(entry.api_url).path).decode("utf-8"),
+            "text": text,
             "url": entry.canonical_url,
             "metadata": {
                 "content_type": entry.content_type,
                 "api_url": entry.api_url,
+                "text_url": f"{origin.scheme}://{origin.netloc}{read_from}",
+                "mime_type": mime,
                 "updated_at": entry.updated_at,
                 "description": entry.description,
             },
@@ -327,12 +515,30 @@ class Catalog:
 
     # --- resources --------------------------------------------------------------------
 
+    def resources_page(self, cursor: str | None) -> tuple[list[ResourceSpec], str | None]:
+        """resources/list, RESOURCE_PAGE at a time (MCP pagination: an opaque cursor, the
+        next one absent on the last page); one resource per entry is 10,000 at 10,000."""
+        start = 0
+        if cursor is not None:
+            # Digits, and few of them: int() refuses 4,301 digits and more with a ValueError.
+            if not (cursor.isascii() and cursor.isdigit() and len(cursor) <= 18) or not 0 < int(
+                cursor
+            ) < len(self.resources):
+                shown = _short(cursor, 40)
+                raise InvalidRequest(f"invalid cursor {shown!r}", {"cursor": shown})
+            start = int(cursor)
+        end = start + RESOURCE_PAGE
+        return self.resources[start:end], str(end) if end < len(self.resources) else None
+
     def read_resource(self, uri: str) -> tuple[ResourceSpec, str]:
         resource = self._resources_by_uri.get(uri)
         if resource is None:
-            valid = list(self._resources_by_uri)
-            raise InvalidRequest(
-                f"unknown resource {uri!r}; valid URIs: {', '.join(valid)}",
-                {"uri": uri, "valid": valid},
+            shown = _short(uri, 200)
+            close = close_names(shown, list(self._resources_by_uri))
+            hint = f"; did you mean: {', '.join(close)}?" if close else ""
+            raise ResourceNotFound(
+                f"unknown resource {shown!r}{hint} (resources/list pages through all "
+                f"{len(self.resources):,})",
+                {"uri": shown, "close": close},
             )
         return resource, self._read(resource.path).decode("utf-8")

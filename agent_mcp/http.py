@@ -8,10 +8,12 @@ thread, shared by every caller; each file source gets its own MCP server (create
 first use, kept while that source is the latest one seen), so `serve --watch` swaps in a
 rebuilt site simply by passing the new files.
 
-Only POST reaches the SDK: stateless with JSON responses, there is no stream to GET and
-no session to DELETE, so every other method answers 405 with `Allow: POST`, except a
-CORS preflight (OPTIONS with Origin and Access-Control-Request-Method), which answers
-204 so that browser-based MCP clients can POST (CORS_PREFLIGHT).
+GET and HEAD of the server card's paths (SERVER_CARD_PATHS) answer the card
+(agent_mcp.server_card). Only POST reaches the SDK: stateless with JSON responses, there
+is no stream to GET and no session to DELETE, so every other method answers 405 with
+`Allow: POST`, except a CORS preflight (OPTIONS with Origin and
+Access-Control-Request-Method), which answers 204 so that browser-based MCP clients
+can POST (CORS_PREFLIGHT).
 
 Every request is answered, and framed: a body over MCP_MAX_BODY is 413 before the SDK
 sees it (the SDK is given the same limit), and a request the server has not answered
@@ -31,8 +33,9 @@ from typing import Any
 import mcp_types as types
 from mcp.server.transport_security import TransportSecuritySettings
 
-from agent_contract.mcp_endpoint import MCP_MAX_BODY, MCP_PATH
+from agent_contract.mcp_endpoint import MCP_MAX_BODY, MCP_PATH, SERVER_CARD_PATHS
 from agent_mcp import server as mcp_server
+from agent_mcp import server_card
 from agent_mcp.catalog import Catalog
 from agent_mcp.server import CallGate, create_server
 from agent_mcp.sources import FileSource, MemoryFiles
@@ -172,7 +175,11 @@ class HttpEndpoint:
 
     def handle(self, method: str, path: str, headers: Mapping[str, str], body: bytes) -> Response:
         names = {k.lower() for k in headers}
-        if method.upper() == "OPTIONS" and {"origin", "access-control-request-method"} <= names:
+        if path.partition("?")[0] in SERVER_CARD_PATHS:  # the card and catalog (SEP-2127)
+            status, response_headers, payload = server_card.answer(
+                self.catalog, method, path.partition("?")[0], headers
+            )
+        elif method.upper() == "OPTIONS" and {"origin", "access-control-request-method"} <= names:
             status, response_headers, payload = 204, list(CORS_PREFLIGHT.items()), b""
         elif method.upper() != "POST":
             status, response_headers, payload = (

@@ -1,9 +1,13 @@
 """AWS Lambda entry point (function URL, payload format 2.0) for the MCP endpoint.
 
-The build's files are packaged beside this package under `site/`; the handler serves them
-through the same `handle_http` as `serve`. The function URL is public (auth NONE: origin
-access control would require `x-amz-content-sha256` on every POST, which MCP clients never
-send), so it answers only requests carrying the secret origin header CloudFront adds.
+The function packages no content: it reads the published files from the bucket named by
+MCP_BUCKET on demand (agent_mcp.s3: GetObject, revalidated with If-None-Match, a
+bounded cache), so it serves any site size and a publish is seen without a redeploy
+(tests without AWS point MCP_SITE_DIR at a folder instead). It serves them through the
+same `handle_http` as `serve`: /mcp and the server card's paths. The function URL is
+public (auth NONE: origin access control would require `x-amz-content-sha256` on every
+POST, which MCP clients never send), so it answers only requests carrying the secret
+origin header CloudFront adds.
 
 The handler answers every event and never raises: an exception is a 502 from the function
 URL with no reason given to the client. In order: 400 for what is not an event at all,
@@ -25,22 +29,67 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from agent_contract import paths
 from agent_contract.mcp_endpoint import (
+    BUCKET_ENV,
     MCP_MAX_BODY,
     MCP_PATH,
     ORIGIN_SECRET_ENV,
     ORIGIN_VERIFY_HEADER,
     PACKAGED_SITE_FOLDER,
+    SERVER_CARD_PATHS,
 )
 from agent_mcp.http import declared_length, handle_http, too_large
-from agent_mcp.sources import DirectoryFiles
+from agent_mcp.s3 import S3Files, Snapshot
+from agent_mcp.sources import DirectoryFiles, FileSource
 
 ORIGIN_HEADER = ORIGIN_VERIFY_HEADER
 SECRET_ENV = ORIGIN_SECRET_ENV
+#: The paths this function answers: the MCP endpoint and the server card's.
+PATHS = (MCP_PATH, *SERVER_CARD_PATHS)
+#: The files whose change makes a new catalog (the tools and the entries it parses once).
+GENERATION_FILES = (paths.MCP_MANIFEST, paths.CONTENT_INDEX)
 SITE_DIR = Path(
     os.environ.get("MCP_SITE_DIR", Path(__file__).resolve().parents[1] / PACKAGED_SITE_FOLDER)
 )
-SOURCE = DirectoryFiles(SITE_DIR)
+
+
+class BucketSource:
+    """The published files in the bucket named by BUCKET_ENV, as one Snapshot per
+    generation: each invocation revalidates GENERATION_FILES (two conditional GETs,
+    304s while nothing was published) and gets a new Snapshot, so a new server, only
+    after a publish changed one of them. Every other read is revalidated as it is made."""
+
+    def __init__(self, files: S3Files) -> None:
+        self.files = files
+        self._snapshot: Snapshot | None = None
+
+    def current(self) -> Snapshot:
+        for path in GENERATION_FILES:
+            self.files.read(path)
+        generation = tuple(self.files.etag(path) for path in GENERATION_FILES)
+        if self._snapshot is None or self._snapshot.generation != generation:
+            self._snapshot = Snapshot(self.files, generation)
+        return self._snapshot
+
+
+_BUCKET: BucketSource | None = None
+_DIRECTORY: DirectoryFiles | None = None
+
+
+def source() -> FileSource:
+    """Where this invocation reads: the bucket (deployed), else MCP_SITE_DIR (tests)."""
+    global _BUCKET, _DIRECTORY
+    bucket = os.environ.get(BUCKET_ENV)
+    if bucket:
+        if _BUCKET is None or _BUCKET.files.bucket != bucket:
+            _BUCKET = BucketSource(S3Files(bucket))
+        return _BUCKET.current()
+    if _DIRECTORY is None:
+        _DIRECTORY = DirectoryFiles(SITE_DIR)
+    return _DIRECTORY
+
+
 #: The longest base64 text that can decode to at most MCP_MAX_BODY bytes (4 characters
 #: per 3 bytes, padded): anything longer is refused without decoding it.
 MAX_BASE64_BODY = 4 * -(-MCP_MAX_BODY // 3)
@@ -141,13 +190,13 @@ def _answer(event: Any) -> dict[str, Any]:
     path = event.get("rawPath")
     if not isinstance(path, str):
         raise _malformed("rawPath is not a string")
-    if path != MCP_PATH:
+    if path not in PATHS:
         raise Refused(404, "not_found", f"the MCP endpoint is {MCP_PATH}")
     method = _field(_field(event.get("requestContext"), "http"), "method")
     if not isinstance(method, str):
         raise _malformed("requestContext.http.method is not a string")
     raw = _body(event, headers)
-    status, response_headers, payload = handle_http(method, path, headers, raw, SOURCE)
+    status, response_headers, payload = handle_http(method, path, headers, raw, source())
     combined: dict[str, str] = {}
     for name, value in response_headers:
         combined[name.lower()] = value

@@ -2,8 +2,9 @@
 
 The low-level server, not `MCPServer`: the tools' input schemas are the published
 manifest's, verbatim, and `MCPServer` derives schemas from Python signatures instead.
-Every tool is read-only (annotated so); a bad tool name, id, argument or URI answers a
-JSON-RPC error naming what is valid, never a crash.
+Every tool is read-only (annotated so). A bad tool name or URI answers a JSON-RPC error;
+a bad argument or id answers the tool's own result with `isError: true`, naming at most
+five close ids (the model reads it and corrects the call); never a crash.
 
 Tool calls and resource reads run off the event loop (`CallGate`): a search of a large
 site's index is seconds of CPU, and on the loop it held up every other request of every
@@ -28,7 +29,7 @@ from mcp.server import Server
 from mcp.server.context import ServerRequestContext
 from mcp.shared.exceptions import MCPError
 
-from agent_mcp.catalog import Catalog, InvalidRequest, compact
+from agent_mcp.catalog import Catalog, InvalidRequest, ToolError, compact
 from agent_mcp.sources import SourceError
 
 READ_ONLY = types.ToolAnnotations(
@@ -47,15 +48,40 @@ SEARCH_TOOL = types.Tool(
     },
     annotations=READ_ONLY,
 )
+#: fetch's structuredContent: OpenAI's fetch shape, its metadata as this server fills it.
+FETCH_OUTPUT_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "id": {"type": "string"},
+        "title": {"type": "string"},
+        "text": {"type": "string", "description": "The entry as Markdown (its .md twin)."},
+        "url": {"type": "string", "description": "The page to cite (canonical_url)."},
+        "metadata": {
+            "type": "object",
+            "properties": {
+                "content_type": {"type": "string"},
+                "api_url": {"type": "string"},
+                "text_url": {"type": "string", "description": "The file `text` is."},
+                "mime_type": {"enum": ["text/markdown", "application/json"]},
+                "updated_at": {"type": "string"},
+                "description": {"type": "string"},
+            },
+            "required": ["content_type", "api_url", "text_url", "mime_type", "updated_at"],
+        },
+    },
+    "required": ["id", "title", "text", "url", "metadata"],
+}
 FETCH_TOOL = types.Tool(
     name="fetch",
     description="Retrieve one document or FAQ entry by the id `search` returned: {id, title, "
-    "text, url, metadata}; text is the published JSON document.",
+    "text, url, metadata}; text is the entry as Markdown (its published .md twin), url the "
+    "page to cite. An unknown id answers an error naming the closest ids.",
     input_schema={
         "type": "object",
         "properties": {"id": {"type": "string", "description": "An id from `search`."}},
         "required": ["id"],
     },
+    output_schema=FETCH_OUTPUT_SCHEMA,
     annotations=READ_ONLY,
 )
 
@@ -150,10 +176,33 @@ def _error(problem: InvalidRequest) -> MCPError:
     return MCPError(code=types.INVALID_PARAMS, message=problem.message, data=problem.data or None)
 
 
-def _text_result(text: str, structured: dict[str, Any] | None) -> types.CallToolResult:
+def _text_result(
+    text: str, structured: dict[str, Any] | None, notes: tuple[str, ...] = ()
+) -> types.CallToolResult:
     return types.CallToolResult(
-        content=[types.TextContent(type="text", text=text)], structured_content=structured
+        content=[types.TextContent(type="text", text=item) for item in (text, *notes)],
+        structured_content=structured,
     )
+
+
+def _tool_error(problem: ToolError) -> types.CallToolResult:
+    """A tool's own error, in its result (isError): the model reads it and corrects the
+    call. Small at any site size: it names at most five close ids (catalog.CLOSE_NAMES)."""
+    return types.CallToolResult(
+        content=[types.TextContent(type="text", text=problem.message)],
+        structured_content={"error": problem.message, **problem.data},
+        is_error=True,
+    )
+
+
+def _fetch(catalog: Catalog, arguments: dict[str, Any]) -> types.CallToolResult:
+    value = arguments.get("id")
+    if not isinstance(value, str) or set(arguments) != {"id"}:
+        raise ToolError(
+            "fetch: takes exactly one string argument, 'id'", {"tool": "fetch", "argument": "id"}
+        )
+    result = catalog.fetch(value)
+    return _text_result(compact(result), result)
 
 
 def create_server(
@@ -179,6 +228,8 @@ def create_server(
         return types.ListToolsResult(tools=tools)
 
     def answer_tool(name: str, arguments: dict[str, Any]) -> types.CallToolResult:
+        if name == "fetch":  # first: the block below is search's own
+            return _fetch(catalog, arguments)
         if name in ("search", "fetch"):
             key = "query" if name == "search" else "id"
             value = arguments.get(key)
@@ -190,7 +241,7 @@ def create_server(
             result = catalog.search(value) if key == "query" else catalog.fetch(value)
             return _text_result(compact(result), result)
         answer = catalog.call(name, arguments)
-        return _text_result(answer.text, answer.structured())
+        return _text_result(answer.text, answer.structured(), answer.notes)
 
     async def call_tool(
         ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
@@ -198,6 +249,8 @@ def create_server(
         arguments = params.arguments or {}
         try:
             return await gate.run(params.name, lambda: answer_tool(params.name, arguments))
+        except ToolError as problem:
+            return _tool_error(problem)
         except InvalidRequest as problem:
             raise _error(problem) from None
         except SourceError as error:
@@ -206,6 +259,10 @@ def create_server(
     async def list_resources(
         ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
     ) -> types.ListResourcesResult:
+        try:
+            page, next_cursor = catalog.resources_page(params.cursor if params else None)
+        except InvalidRequest as problem:
+            raise _error(problem) from None
         return types.ListResourcesResult(
             resources=[
                 types.Resource(
@@ -214,8 +271,9 @@ def create_server(
                     description=resource.description,
                     mime_type=resource.mime_type,
                 )
-                for resource in catalog.resources
-            ]
+                for resource in page
+            ],
+            next_cursor=next_cursor,
         )
 
     async def read_resource(

@@ -16,7 +16,7 @@ import urllib.error
 import urllib.request
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 USER_AGENT = "agent-access-mcp/1.0"
 
@@ -42,6 +42,30 @@ class FileSource(Protocol):
         ...
 
 
+class RangedSource(FileSource, Protocol):
+    """A source that can also tell a file's size and read part of it: what paging a file
+    of tens of MB (llms-full.txt) needs without reading it whole (agent_mcp.paging)."""
+
+    def size(self, path: str) -> int: ...
+
+    def read_range(self, path: str, start: int, end: int) -> bytes:
+        """Bytes [start, end) of the file at `path`; raises MissingFile."""
+        ...
+
+
+def size_of(source: FileSource, path: str) -> int:
+    """The file's size, from the source's own `size` when it has one."""
+    sized = getattr(source, "size", None)
+    return sized(path) if callable(sized) else len(source.read(path))
+
+
+def read_range(source: FileSource, path: str, start: int, end: int) -> bytes:
+    ranged = getattr(source, "read_range", None)
+    if callable(ranged):
+        return ranged(path, start, end)
+    return source.read(path)[start:end]
+
+
 class MemoryFiles:
     def __init__(self, files: Mapping[str, bytes], label: str = "in-memory build") -> None:
         self._files = dict(files)
@@ -53,20 +77,37 @@ class MemoryFiles:
         except KeyError:
             raise MissingFile(path) from None
 
+    def size(self, path: str) -> int:
+        return len(self.read(path))
+
+    def read_range(self, path: str, start: int, end: int) -> bytes:
+        return self.read(path)[start:end]
+
 
 class DirectoryFiles:
     def __init__(self, root: Path) -> None:
         self.root = root.resolve()
         self.label = str(root)
 
-    def read(self, path: str) -> bytes:
+    def _file(self, path: str) -> Path:
         if not path.startswith("/"):
             raise MissingFile(path, "not an absolute URL path")
         target = (self.root / path.lstrip("/")).resolve()
         # A crafted path ("/../x") must not read outside the published folder.
         if not target.is_relative_to(self.root) or not target.is_file():
             raise MissingFile(path)
-        return target.read_bytes()
+        return target
+
+    def read(self, path: str) -> bytes:
+        return self._file(path).read_bytes()
+
+    def size(self, path: str) -> int:
+        return self._file(path).stat().st_size
+
+    def read_range(self, path: str, start: int, end: int) -> bytes:
+        with self._file(path).open("rb") as file:
+            file.seek(start)
+            return file.read(max(0, end - start))
 
 
 class HttpFiles:
@@ -87,20 +128,46 @@ class HttpFiles:
         with self._lock:
             if path in self._cache:
                 return self._cache[path]
+        _, body = self._request(path)
+        with self._lock:
+            self._cache[path] = body
+        return body
+
+    def _request(
+        self, path: str, method: str = "GET", headers: dict[str, str] | None = None
+    ) -> tuple[Any, bytes]:
         url = self.base_url + path
-        request = urllib.request.Request(url, headers={"User-Agent": USER_AGENT})
+        request = urllib.request.Request(
+            url, method=method, headers={"User-Agent": USER_AGENT, **(headers or {})}
+        )
         try:
             with urllib.request.urlopen(request, timeout=self.timeout) as response:
-                body = response.read()
+                return response, response.read()
         except urllib.error.HTTPError as error:
             if error.code in (403, 404):  # S3 behind CloudFront answers 403 for a missing key
                 raise MissingFile(path, f"HTTP {error.code} from {url}") from None
             raise SourceError(f"{url}: HTTP {error.code}") from None
         except (urllib.error.URLError, OSError) as error:
             raise SourceError(f"{url}: cannot connect ({error})") from None
+
+    def size(self, path: str) -> int:
         with self._lock:
-            self._cache[path] = body
-        return body
+            if path in self._cache:
+                return len(self._cache[path])
+        response, _ = self._request(path, "HEAD")
+        length = response.headers.get("Content-Length")
+        return int(length) if length and length.isdigit() else len(self.read(path))
+
+    def read_range(self, path: str, start: int, end: int) -> bytes:
+        """One ranged GET (RFC 9110 14.2), not kept: a part of a file too large to keep.
+        A server that ignores Range answers the whole file (200), sliced here."""
+        with self._lock:
+            if path in self._cache:
+                return self._cache[path][start:end]
+        if end <= start:
+            return b""
+        response, body = self._request(path, headers={"Range": f"bytes={start}-{end - 1}"})
+        return body if response.status == 206 else body[start:end]
 
 
 def build_in_memory(site_dir: Path, base_url: str | None = None) -> MemoryFiles:

@@ -18,6 +18,7 @@ from pydantic import BaseModel
 
 from agent_contract import links, paths
 from agent_contract.artifacts import Artifact
+from agent_contract.endpoints import MCP_ENUM_LIMIT
 from content_builder.errors import Problem, SiteDataError
 from content_builder.loader import Site, located_strings, located_strings_containing
 from content_builder.yaml_io import with_lines
@@ -27,6 +28,13 @@ if TYPE_CHECKING:
 
 #: An API link an author wrote: where (dotted location), the URL, the path it names.
 ApiLink = tuple[str, str, str]
+
+
+def _head(ids: list[str] | None) -> str:
+    """A list of ids as a message shows it: the first few, not thousands."""
+    if ids is None:
+        return "none"
+    return repr(ids) if len(ids) <= 8 else f"{ids[:8]!r}[:8] of {len(ids):,}"
 
 
 def _api_links(site: Site, data: Any) -> list[ApiLink]:
@@ -166,10 +174,15 @@ def check_artifacts(
     ):
         if tool not in tools and not ids:
             continue  # no entries of this kind: the manifest leaves the tool out
-        enum = tools[tool]["inputSchema"]["properties"][parameter]["enum"]
-        if enum != ids:
+        enum = tools[tool]["inputSchema"]["properties"][parameter].get("enum")
+        expected = ids if len(ids) <= MCP_ENUM_LIMIT else None  # past it: no enum at all
+        if enum != expected:
             problems.append(
-                Problem(paths.MCP_MANIFEST, f"{tool}.{parameter}", f"enum {enum} != ids {ids}")
+                Problem(
+                    paths.MCP_MANIFEST,
+                    f"{tool}.{parameter}",
+                    f"enum {_head(enum)} != {_head(expected)} ({len(ids):,} ids)",
+                )
             )
     if by_path[paths.MCP_WELL_KNOWN].body != by_path[paths.MCP_MANIFEST].body:
         problems.append(Problem(paths.MCP_WELL_KNOWN, None, "differs from " + paths.MCP_MANIFEST))

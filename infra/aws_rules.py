@@ -11,6 +11,7 @@ each rule an input that breaks it.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -661,6 +662,136 @@ def web_acl_scope(resources: Sequence[Declared]) -> list[Violation]:
     return found
 
 
+# --- the MCP function (issue 25: it reads the bucket) -----------------------------------------
+
+LAMBDA_FUNCTION = "aws:lambda/function:Function"
+ROLE_POLICY = "aws:iam/rolePolicy:RolePolicy"
+#: The function's environment variables naming its bucket and holding the origin secret
+#: (agent_contract.mcp_endpoint, restated: the rules import nothing of the project).
+BUCKET_VARIABLE = "MCP_BUCKET"
+SECRET_VARIABLE = "MCP_ORIGIN_SECRET"
+# GetObject is authorized on the object ARN (bucket/*), ListBucket on the bucket ARN; with
+# s3:ListBucket a missing key answers 404 NoSuchKey, without it 403 AccessDenied (S3 API
+# Reference, GetObject, "Permissions"):
+# https://docs.aws.amazon.com/AmazonS3/latest/API/API_GetObject.html
+# The function reads and lists, nothing else: its role must not be able to write, delete or
+# read another bucket.
+READ_GRANTS = {"s3:GetObject": "{arn}/*", "s3:ListBucket": "{arn}"}
+# "You can reserve up to the Unreserved account concurrency value that is shown, minus 100
+# for functions that don't have reserved concurrency" (default account quota 1,000):
+# https://docs.aws.amazon.com/lambda/latest/dg/configuration-concurrency.html
+RESERVED_CONCURRENCY_MAX = 1000 - 100
+
+
+def _bucket_functions(resources: Sequence[Declared]) -> list[tuple[Declared, str]]:
+    found = []
+    for function in _of(resources, LAMBDA_FUNCTION):
+        variables = (function.inputs.get("environment") or {}).get("variables") or {}
+        if variables.get(BUCKET_VARIABLE):
+            found.append((function, str(variables[BUCKET_VARIABLE])))
+    return found
+
+
+def mcp_function_shape(resources: Sequence[Declared]) -> list[Violation]:
+    """The MCP function keeps its throttle and its origin secret, and packages code only:
+    a published file in its archive would tie the function to the content again."""
+    found = []
+    for function, _ in _bucket_functions(resources):
+        inputs = function.inputs
+        reserved = inputs.get("reservedConcurrentExecutions")
+        # A whole number (serialized inputs carry numbers as floats: 5.0).
+        whole = isinstance(reserved, int | float) and float(reserved).is_integer()
+        if not whole or not 1 <= reserved <= RESERVED_CONCURRENCY_MAX:  # type: ignore[operator]
+            found.append(
+                Violation(
+                    "mcp-function",
+                    function.name,
+                    f"reservedConcurrentExecutions {reserved!r}: the throttle must be a whole "
+                    f"number from 1 to {RESERVED_CONCURRENCY_MAX}",
+                )
+            )
+        variables = (inputs.get("environment") or {}).get("variables") or {}
+        if len(str(variables.get(SECRET_VARIABLE) or "")) < 32:
+            found.append(
+                Violation(
+                    "mcp-function",
+                    function.name,
+                    f"environment.variables.{SECRET_VARIABLE}: the origin secret (32+ "
+                    "characters) the handler checks is missing",
+                )
+            )
+        assets = getattr(inputs.get("code"), "assets", None) or {}
+        packaged = sorted(name for name in assets if not name.endswith(".py"))
+        if packaged:
+            found.append(
+                Violation(
+                    "mcp-function",
+                    function.name,
+                    f"code holds {len(packaged)} file(s) that are not code ({packaged[0]}, "
+                    "...): the function reads the bucket, it packages no content",
+                )
+            )
+    return found
+
+
+def _statements(policy: Any) -> list[Mapping[str, Any]]:
+    try:
+        document = json.loads(policy) if isinstance(policy, str) else policy
+    except ValueError:
+        return []
+    statements = (document or {}).get("Statement") or []
+    return [statements] if isinstance(statements, Mapping) else list(statements)
+
+
+def _listed(value: Any) -> list[str]:
+    return [value] if isinstance(value, str) else [str(item) for item in value or []]
+
+
+def mcp_bucket_read_only(resources: Sequence[Declared]) -> list[Violation]:
+    """Each role policy's S3 grants are exactly reading the MCP function's bucket (GetObject
+    on its objects, ListBucket on it), and the function can read its bucket at all."""
+    buckets = {bucket for _, bucket in _bucket_functions(resources)}
+    if not buckets:
+        return []
+    allowed = {
+        (action, pattern.format(arn=f"arn:aws:s3:::{bucket}"))
+        for bucket in buckets
+        for action, pattern in READ_GRANTS.items()
+    }
+    found, granted = [], set()
+    for policy in _of(resources, ROLE_POLICY):
+        for index, statement in enumerate(_statements(policy.inputs.get("policy"))):
+            actions = _listed(statement.get("Action"))
+            if not any(action.lower().startswith("s3:") or action == "*" for action in actions):
+                continue
+            for action in actions:
+                for resource in _listed(statement.get("Resource")):
+                    pair = (action, resource)
+                    if statement.get("Effect") == "Allow" and pair in allowed:
+                        granted.add(pair)
+                    else:
+                        found.append(
+                            Violation(
+                                "mcp-bucket-read",
+                                policy.name,
+                                f"Statement[{index}] {statement.get('Effect')} {action} on "
+                                f"{resource}: the MCP function's role may only read its bucket "
+                                "(s3:GetObject on bucket/*, s3:ListBucket on the bucket)",
+                            )
+                        )
+    for action, resource in sorted(allowed - granted):
+        if action == "s3:GetObject":
+            found.append(
+                Violation(
+                    "mcp-bucket-read",
+                    resource,
+                    "no role policy grants s3:GetObject here: the MCP function cannot read "
+                    "the published files",
+                )
+            )
+    return found
+
+
 # --- invalidations ---------------------------------------------------------------------------
 
 # Paths start with `/`; `*` only as the last character; at most 3,000 file paths and 15
@@ -702,6 +833,8 @@ RULES: tuple[Rule, ...] = (
     acm_certificate_region,
     viewer_certificate_tls,
     web_acl_scope,
+    mcp_function_shape,
+    mcp_bucket_read_only,
 )
 
 

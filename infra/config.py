@@ -63,10 +63,6 @@ class SiteConfig:
                 "hstsPreload: preload lists take registrable domains, not *.cloudfront.net; "
                 "set a domain too"
             )
-        if self.mcp and not self.domain:
-            # The function packages files built for the base URL; without a custom domain
-            # that URL is the distribution's, which depends on the function: a cycle.
-            raise ConfigError("mcpServer: needs a custom domain (set domain)")
 
     @property
     def base_url(self) -> str | None:

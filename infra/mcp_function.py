@@ -1,37 +1,47 @@
 """The live MCP server on AWS (opt-in, `mcpServer: true`): a Lambda function URL at /mcp.
 
-Returns what the distribution needs: an origin and an ordered cache behaviour. Sources
-for every AWS behaviour relied on are in docs/decisions.md ("MCP server on AWS").
+Returns what the distribution needs: an origin and ordered cache behaviours. Sources
+for every AWS behaviour relied on are in docs/decisions.md ("MCP server on AWS", and
+"MCP answers sized for agents, the Lambda reading the bucket, the server card").
 
+- The content: none packaged. The function reads the published files from the bucket on
+  demand (agent_mcp.s3), through a role allowed s3:GetObject on the bucket's objects
+  and s3:ListBucket on the bucket (so a missing key is a 404, not a 403) and nothing
+  else of S3. So it serves a site of any size, its code does not change when the
+  content does (a publish does not redeploy it), and it needs no custom domain: it
+  depends on nothing the distribution is made from.
 - The way in: a function URL with auth NONE, reachable only with a secret header that
   CloudFront adds as an origin custom header and the handler checks in constant time.
   Origin access control is not an option: with OAC, Lambda needs `x-amz-content-sha256`
   on every POST ("Lambda doesn't support unsigned payloads"), and MCP clients send none.
 - The Host header must not reach a function URL (it routes on its own host name): the
-  behaviour uses the managed origin request policy AllViewerExceptHostHeader.
-- Nothing is cached (managed CachingDisabled); the behaviour allows all seven methods,
-  the only set that includes POST; the handler refuses all but POST (and a CORS
-  preflight) with 405. Its own response headers policy: CORS with POST (CORS below).
+  behaviours use the managed origin request policy AllViewerExceptHostHeader.
+- Nothing is cached (managed CachingDisabled); /mcp allows all seven methods, the only
+  set that includes POST; the handler refuses all but POST (and a CORS preflight) with
+  405. The server card's paths (SEP-2127) go to the function too, GET/HEAD/OPTIONS.
+  Its own response headers policy: CORS with POST (CORS below).
 - Reserved concurrency is the throttle: a flood of agents cannot run up the bill past it.
 """
 
 from __future__ import annotations
 
-import zlib
+import json
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit
 
 import pulumi
 import pulumi_aws as aws
 
 from agent_contract.mcp_endpoint import (
+    BUCKET_ENV,
     MCP_PATH,
     ORIGIN_SECRET_ENV,
     ORIGIN_VERIFY_HEADER,
-    PACKAGED_SITE_FOLDER,
+    SERVER_CARD_PATH,
+    SERVER_CARD_WELL_KNOWN,
 )
-from content_builder.build import plan
 from infra.config import PROJECT_ROOT, ConfigError, SiteConfig
 
 ORIGIN_ID = "mcp-function"
@@ -46,7 +56,18 @@ FUNCTION_TIMEOUT = 30
 HANDLER = "agent_mcp.lambda_handler.handler"
 #: CloudFront allows GET/HEAD, GET/HEAD/OPTIONS, or all seven; only the last has POST.
 ALL_METHODS = ["GET", "HEAD", "OPTIONS", "PUT", "POST", "PATCH", "DELETE"]
+READ_METHODS = ["GET", "HEAD", "OPTIONS"]
 CACHED_METHODS = ["GET", "HEAD"]
+#: The server card's paths, as CloudFront path patterns (the card beside /mcp; the
+#: well-known card and the MCP catalog beside it), each sent to the function.
+CARD_PATTERNS = (
+    SERVER_CARD_PATH,
+    SERVER_CARD_WELL_KNOWN.rsplit("/", 1)[0] + "/*",  # /.well-known/mcp/*
+)
+#: The only S3 actions the function's role is allowed, on its bucket only: read an
+#: object, and list (so that a missing key answers 404 NoSuchKey, not 403).
+OBJECT_ACTIONS = ("s3:GetObject",)
+BUCKET_ACTIONS = ("s3:ListBucket",)
 #: The /mcp response headers policy's CORS section (methods, allow headers, expose
 #: headers), as agent_mcp.http answers a preflight: browser-based MCP clients POST.
 CORS = (
@@ -87,18 +108,19 @@ def check_origin_header(name: str) -> str:
 @dataclass(frozen=True)
 class McpOrigin:
     origin: aws.cloudfront.DistributionOriginArgs
-    behaviour: aws.cloudfront.DistributionOrderedCacheBehaviorArgs
+    behaviours: list[aws.cloudfront.DistributionOrderedCacheBehaviorArgs]
     function: aws.lambda_.Function
     function_url: aws.lambda_.FunctionUrl
 
 
-def mcp_endpoint(config: SiteConfig) -> str | None:
-    """The endpoint the discovery document names, or None when the server is off."""
-    return f"{config.base_url}{MCP_PATH}" if config.mcp and config.base_url else None
+def mcp_endpoint(config: SiteConfig, base_url: str) -> str | None:
+    """The endpoint the discovery document names (the distribution's base URL, custom
+    domain or not, + /mcp), or None when the server is off."""
+    return f"{base_url}{MCP_PATH}" if config.mcp else None
 
 
-def code_archive(files: dict[str, bytes]) -> pulumi.AssetArchive:
-    """The handler's code and the build's files, `site/` beside the packages.
+def code_archive() -> pulumi.AssetArchive:
+    """The handler's code only: no content (the function reads the bucket).
 
     Source files are listed one by one (no folder archive): a stray __pycache__ would
     change the archive, and with it the function, on every preview.
@@ -107,8 +129,6 @@ def code_archive(files: dict[str, bytes]) -> pulumi.AssetArchive:
     for package in PACKAGES:
         for source in sorted((PROJECT_ROOT / package).rglob("*.py")):
             assets[str(source.relative_to(PROJECT_ROOT))] = pulumi.FileAsset(str(source))
-    for path in sorted(files):
-        assets[PACKAGED_SITE_FOLDER + path] = pulumi.StringAsset(files[path].decode("utf-8"))
     return pulumi.AssetArchive(assets)
 
 
@@ -116,39 +136,52 @@ def _folder_size(folder: Path) -> int:
     return sum(path.stat().st_size for path in folder.rglob("*") if path.is_file())
 
 
-def check_package_size(files: dict[str, bytes], layer_dir: Path) -> None:
-    """Refuse, at preview, a package Lambda would refuse at deploy time."""
+def check_package_size(layer_dir: Path) -> None:
+    """Refuse, at preview, a package Lambda would refuse at deploy time. The package is
+    the code and the SDK layer, the same size for a site of any size."""
     code = sum(_folder_size(PROJECT_ROOT / package) for package in PACKAGES)
-    site = sum(len(body) for body in files.values())
-    unzipped = code + site + _folder_size(layer_dir)
+    unzipped = code + _folder_size(layer_dir)
     if unzipped >= UNZIPPED_LIMIT:
         raise ConfigError(
-            f"mcpServer: the function would hold {unzipped / 1e6:.1f} MB unzipped (the "
-            f"site's files {site / 1e6:.1f} MB, code and SDK layer included); Lambda's limit "
-            f"is {UNZIPPED_LIMIT / 1e6:.1f} MB. This site is too large to package with the "
-            "function (see docs/decisions.md)"
+            f"mcpServer: the function would hold {unzipped / 1e6:.1f} MB unzipped (code and "
+            f"SDK layer); Lambda's limit is {UNZIPPED_LIMIT / 1e6:.1f} MB"
         )
-    if code + site > ZIPPED_DIRECT_LIMIT:  # only then is compressing worth its time
-        zipped = code + sum(len(zlib.compress(body, 6)) for body in files.values())
-        if zipped >= ZIPPED_DIRECT_LIMIT:
-            raise ConfigError(
-                f"mcpServer: the function's .zip would be about {zipped / 1e6:.1f} MB; a "
-                f"directly uploaded package must stay under {ZIPPED_DIRECT_LIMIT / 1e6:.1f} MB "
-                "(see docs/decisions.md)"
-            )
+    if code >= ZIPPED_DIRECT_LIMIT:
+        raise ConfigError(
+            f"mcpServer: the function's code is {code / 1e6:.1f} MB; a directly uploaded "
+            f"package must stay under {ZIPPED_DIRECT_LIMIT / 1e6:.1f} MB"
+        )
 
 
-def published_files(config: SiteConfig) -> dict[str, bytes]:
-    """The same files the bucket gets (frozen lock, the same base URL and discovery
-    document), from the builder's public entry point: URL path -> bytes."""
-    result = plan(config.site_dir, config.base_url, frozen=True, mcp_endpoint=mcp_endpoint(config))
-    return {artifact.path: artifact.body for artifact in result.artifacts}
+def read_policy(bucket_arn: str) -> str:
+    """The role's only S3 permissions: read the bucket's objects, list the bucket."""
+    return json.dumps(
+        {
+            "Version": "2012-10-17",
+            "Statement": [
+                {
+                    "Sid": "ReadPublishedFiles",
+                    "Effect": "Allow",
+                    "Action": list(OBJECT_ACTIONS),
+                    "Resource": f"{bucket_arn}/*",
+                },
+                {
+                    "Sid": "ListForNotFound",
+                    "Effect": "Allow",
+                    "Action": list(BUCKET_ACTIONS),
+                    "Resource": bucket_arn,
+                },
+            ],
+        },
+        indent=2,
+    )
 
 
 def declare(
     name: str,
     config: SiteConfig,
     response_headers_policy_id: pulumi.Input[str],
+    bucket: aws.s3.Bucket,
     opts: pulumi.ResourceOptions,
 ) -> McpOrigin:
     mcp = config.mcp
@@ -170,6 +203,9 @@ def declare(
     aws.iam.RolePolicyAttachment(
         f"{name}-logs", role=role.name, policy_arn=BASIC_EXECUTION_POLICY, opts=opts
     )
+    aws.iam.RolePolicy(
+        f"{name}-read-bucket", role=role.id, policy=bucket.arn.apply(read_policy), opts=opts
+    )
     layer = aws.lambda_.LayerVersion(
         f"{name}-sdk",
         layer_name=f"{name}-sdk",
@@ -178,21 +214,23 @@ def declare(
         compatible_architectures=["x86_64"],
         opts=opts,
     )
-    files = published_files(config)
-    check_package_size(files, Path(mcp.layer_dir))
+    check_package_size(Path(mcp.layer_dir))
     function = aws.lambda_.Function(
         f"{name}-function",
         runtime=RUNTIME,
         handler=HANDLER,
         architectures=["x86_64"],
         role=role.arn,
-        code=code_archive(files),
+        code=code_archive(),
         layers=[layer.arn],
         memory_size=512,
         timeout=FUNCTION_TIMEOUT,
         reserved_concurrent_executions=mcp.reserved_concurrency,
         environment=aws.lambda_.FunctionEnvironmentArgs(
-            variables={ORIGIN_SECRET_ENV: pulumi.Output.secret(mcp.origin_secret)}
+            variables={
+                ORIGIN_SECRET_ENV: pulumi.Output.secret(mcp.origin_secret),
+                BUCKET_ENV: bucket.bucket,
+            }
         ),
         opts=opts,
     )
@@ -237,15 +275,22 @@ def declare(
             )
         ],
     )
-    behaviour = aws.cloudfront.DistributionOrderedCacheBehaviorArgs(
-        path_pattern=MCP_PATH,
-        target_origin_id=ORIGIN_ID,
-        viewer_protocol_policy="https-only",
-        allowed_methods=ALL_METHODS,
-        cached_methods=CACHED_METHODS,
-        compress=True,
-        cache_policy_id=CACHING_DISABLED_POLICY_ID,
-        origin_request_policy_id=ALL_VIEWER_EXCEPT_HOST_HEADER_POLICY_ID,
-        response_headers_policy_id=response_headers_policy_id,
-    )
-    return McpOrigin(origin, behaviour, function, function_url)
+
+    def behaviour(pattern: str, methods: list[str]) -> Any:
+        return aws.cloudfront.DistributionOrderedCacheBehaviorArgs(
+            path_pattern=pattern,
+            target_origin_id=ORIGIN_ID,
+            viewer_protocol_policy="https-only",
+            allowed_methods=methods,
+            cached_methods=CACHED_METHODS,
+            compress=True,
+            cache_policy_id=CACHING_DISABLED_POLICY_ID,
+            origin_request_policy_id=ALL_VIEWER_EXCEPT_HOST_HEADER_POLICY_ID,
+            response_headers_policy_id=response_headers_policy_id,
+        )
+
+    behaviours = [
+        behaviour(MCP_PATH, ALL_METHODS),
+        *(behaviour(pattern, READ_METHODS) for pattern in CARD_PATTERNS),
+    ]
+    return McpOrigin(origin, behaviours, function, function_url)

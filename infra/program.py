@@ -15,7 +15,7 @@ def build_files(config: SiteConfig, base_url: str) -> dict[str, dict[str, Any]]:
     """Build with the frozen lock, so a deployment never dates content itself (a stale
     content.lock.json fails the preview, with the file and the fix named), and return
     the manifest's files: the SiteContent input `pulumi preview --diff` shows."""
-    endpoint = mcp_endpoint(config)
+    endpoint = mcp_endpoint(config, base_url)
     result, _ = build(
         config.site_dir, config.dist_dir, base_url, frozen=True, mcp_endpoint=endpoint
     )

@@ -139,7 +139,7 @@ class AgentSite(pulumi.ComponentResource):
 
         bucket, public_access = self._private_bucket(child)
         headers_policy, caches, oac = self._policies(child)
-        mcp = self._mcp_function(child)
+        mcp = self._mcp_function(bucket, child)
         negotiation = self._markdown_negotiation(child)
         certificate_arn = self._certificate(us_east_1)
         distribution = self._distribution(
@@ -358,8 +358,11 @@ class AgentSite(pulumi.ComponentResource):
         policy = self._headers_policy(f"{name}-headers-negotiated", NEGOTIATED_HEADERS, child)
         return function, policy
 
-    def _mcp_function(self, child: pulumi.ResourceOptions) -> mcp_function.McpOrigin | None:
-        """The live MCP server at /mcp, opt-in (infra/mcp_function.py)."""
+    def _mcp_function(
+        self, bucket: aws.s3.Bucket, child: pulumi.ResourceOptions
+    ) -> mcp_function.McpOrigin | None:
+        """The live MCP server at /mcp, opt-in (infra/mcp_function.py): it reads the
+        bucket's published files, so it depends on the bucket and nothing else here."""
         config = self._config
         if not config.mcp:
             return None
@@ -368,7 +371,7 @@ class AgentSite(pulumi.ComponentResource):
         mcp_policy = self._headers_policy(
             f"{self._name}-mcp-headers", {}, child, cors=mcp_function.CORS
         )
-        return mcp_function.declare(f"{self._name}-mcp", config, mcp_policy.id, child)
+        return mcp_function.declare(f"{self._name}-mcp", config, mcp_policy.id, bucket, child)
 
     def _certificate(self, us_east_1: aws.Provider) -> pulumi.Input[str] | None:
         """The ACM certificate for a custom domain: given, or requested and validated."""
@@ -435,7 +438,7 @@ class AgentSite(pulumi.ComponentResource):
             # The error body gets its own short edge TTL, and the same headers policy:
             # CORS must be on errors too.
             ordered_cache_behaviors=[
-                *([mcp.behaviour] if mcp else []),
+                *(mcp.behaviours if mcp else []),
                 aws.cloudfront.DistributionOrderedCacheBehaviorArgs(
                     path_pattern=ERROR_PATH_PATTERN, **behaviour(error_cache)
                 ),

@@ -4,13 +4,16 @@ variants, and each rule fed an input that breaks it."""
 from __future__ import annotations
 
 import copy
+import json
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+import pulumi
 import pytest
 
+from benchmarks import sitegen
 from infra import aws_rules
 from infra.publisher import invalidation_paths
 from tests.pulumi_harness import ProgramRun, Registered, run_program
@@ -274,14 +277,77 @@ def test_a_certificate_requested_outside_us_east_1_is_caught(
     assert "acm-region" in {v.rule for v in aws_rules.check(resources)}
 
 
+# The MCP function (issue 25), broken on the variant that declares it.
+def _code_with(extra: str) -> Any:
+    def change(inputs: dict[str, Any]) -> None:
+        inputs["code"] = pulumi.AssetArchive(
+            {**inputs["code"].assets, extra: pulumi.StringAsset("{}")}
+        )
+
+    return change
+
+
+def _statement(change: Callable[[dict[str, Any]], None]) -> Callable[[dict[str, Any]], None]:
+    def edit(inputs: dict[str, Any]) -> None:
+        policy = json.loads(inputs["policy"])
+        change(policy["Statement"][0])
+        inputs["policy"] = json.dumps(policy)
+
+    return edit
+
+
+MCP_BREAKS: dict[str, tuple[str, str, Callable[[dict[str, Any]], None]]] = {
+    "no-throttle": (aws_rules.LAMBDA_FUNCTION, "mcp-function",
+                    lambda i: i.pop("reservedConcurrentExecutions")),
+    "throttle-past-the-account-pool": (aws_rules.LAMBDA_FUNCTION, "mcp-function",
+                                       lambda i: i.update(reservedConcurrentExecutions=901)),
+    "no-origin-secret": (aws_rules.LAMBDA_FUNCTION, "mcp-function",
+                         lambda i: i.update(environment={"variables": {
+                             k: v for k, v in aws_rules.unwrap_secrets(i["environment"])[
+                                 "variables"].items() if k != "MCP_ORIGIN_SECRET"}})),
+    "content-packaged": (aws_rules.LAMBDA_FUNCTION, "mcp-function",
+                         _code_with("site/api/v1/content/index.json")),
+    "role-may-write": (aws_rules.ROLE_POLICY, "mcp-bucket-read",
+                       _statement(lambda s: s.update(Action=["s3:GetObject", "s3:PutObject"]))),
+    "role-reads-every-bucket": (aws_rules.ROLE_POLICY, "mcp-bucket-read",
+                                _statement(lambda s: s.update(Resource="arn:aws:s3:::*"))),
+    "role-has-s3-star": (aws_rules.ROLE_POLICY, "mcp-bucket-read",
+                         _statement(lambda s: s.update(Action="s3:*"))),
+    "role-cannot-read": (aws_rules.ROLE_POLICY, "mcp-bucket-read",
+                         _statement(lambda s: s.update(Action="s3:GetObjectTagging"))),
+}  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def with_mcp(tmp_path_factory: pytest.TempPathFactory) -> ProgramRun:
+    from tests.test_mcp_infra import config
+
+    root = tmp_path_factory.mktemp("rules-mcp")
+    sitegen.generate(root / "site_data", 3)
+    return run_program(config(root))
+
+
+def test_the_mcp_variant_breaks_no_aws_rule(with_mcp: ProgramRun) -> None:
+    assert with_mcp.mocks.of_type(aws_rules.LAMBDA_FUNCTION)
+    assert aws_rules.check(with_mcp.mocks.resources) == []
+
+
+@pytest.mark.parametrize("case", sorted(MCP_BREAKS))
+def test_each_mcp_rule_fails_on_a_violating_input(with_mcp: ProgramRun, case: str) -> None:
+    typ, rule, change = MCP_BREAKS[case]
+    resources = _mutate(with_mcp, typ, change)
+    assert rule in _rules_hit(resources), aws_rules.check(resources)
+
+
 def test_every_rule_is_run_and_has_a_breaking_case() -> None:
-    assert {rule for _, rule, _ in BREAKS.values()} == {
+    assert {rule for _, rule, _ in [*BREAKS.values(), *MCP_BREAKS.values()]} == {
         "response-policy-custom-header", "response-policy-cors", "origin-custom-header",
         "oac-origin",
         "cache-policy-ttl", "behaviour-methods", "distribution-shape", "s3-cors",
         "acm-region", "viewer-tls", "web-acl", "cloudfront-function", "etag-is-md5",
+        "mcp-function", "mcp-bucket-read",
     }  # fmt: skip
-    assert len(aws_rules.RULES) == 13
+    assert len(aws_rules.RULES) == 15
 
 
 def test_origin_is_not_on_cloudfronts_origin_header_denylist() -> None:

@@ -36,7 +36,8 @@ def source(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     site = sitegen.generate(tmp_path_factory.mktemp("lambda-events") / "site_data", 3)
     files = published(site.root, TEST_BASE_URL)
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(lambda_handler, "SOURCE", MemoryFiles(files))
+        memory = MemoryFiles(files)
+        patch.setattr(lambda_handler, "source", lambda: memory)
         patch.setenv(lambda_handler.SECRET_ENV, SECRET)
         yield
 

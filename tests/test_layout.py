@@ -137,6 +137,14 @@ RULES = (
         ("content_builder", "agent_edge", "infra", *AWS),
         allowed=("content_builder.build",),
         transitive=False,
+        exempt=("agent_mcp.s3",),
+    ),
+    Rule(
+        "the MCP Lambda's bucket source uses boto3 alone (the Lambda runtime has it), "
+        "nothing of the deployment",
+        "agent_mcp.s3",
+        ("content_builder", "agent_edge", "infra", "pulumi", "pulumi_aws"),
+        transitive=False,
     ),
     Rule(
         "the pure edge does not know the build",

@@ -168,7 +168,8 @@ def test_serve_reads_no_body_when_none_is_declared(site: sitegen.GeneratedSite) 
 
 @pytest.fixture
 def lambda_source(files: dict[str, bytes], monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(lambda_handler, "SOURCE", MemoryFiles(files))
+    memory = MemoryFiles(files)
+    monkeypatch.setattr(lambda_handler, "source", lambda: memory)
     monkeypatch.setenv(lambda_handler.SECRET_ENV, SECRET)
 
 

@@ -8,7 +8,7 @@ back from infra/mcp_function.py.
 from __future__ import annotations
 
 import json
-import os
+import shutil
 import threading
 import urllib.error
 import urllib.request
@@ -18,21 +18,29 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+import boto3
 import pulumi
 import pytest
 import yaml
 from mcp import Client
+from moto import mock_aws
 
 from agent_contract import paths
 from agent_mcp import lambda_handler
-from agent_mcp.sources import DirectoryFiles
 from benchmarks import sitegen
 from content_builder.build import plan
 from infra import aws_rules
 from infra.aws_rules import unwrap_secrets
 from infra.config import ConfigError, McpServerConfig, SiteConfig
+from infra.mcp_function import PACKAGES
 from tests.conftest import REPO
-from tests.pulumi_harness import FUNCTION_URL, ProgramRun, run_program
+from tests.pulumi_harness import (
+    DISTRIBUTION_DOMAIN,
+    FUNCTION_URL,
+    ProgramRun,
+    run_program,
+    site_content,
+)
 from tests.test_mcp_server import run
 
 DOMAIN = "agents.example.test"
@@ -134,23 +142,58 @@ def test_function_runtime_throttle_and_secret(on) -> None:
     assert function["runtime"] in layer["compatibleRuntimes"]
 
 
-def test_package_holds_the_handler_and_the_same_files_as_the_bucket(on, root) -> None:
+def test_package_holds_the_handler_and_no_content(on, root) -> None:
+    """The function packages code only: its archive names no published file, so a
+    publish cannot change it (the next test edits the content and compares)."""
     code = on.mocks.one("aws:lambda/function:Function").inputs["code"]
     assert isinstance(code, pulumi.AssetArchive)
     assets = code.assets
-    for module in ("agent_mcp/lambda_handler.py", "agent_mcp/http.py", "agent_client/client.py"):
+    for module in ("agent_mcp/lambda_handler.py", "agent_mcp/http.py", "agent_mcp/s3.py"):
         assert module in assets
     assert not [k for k in assets if "__pycache__" in k or k.endswith(".pyc")]
-    site = {
-        k.removeprefix("site/"): v.text.encode() for k, v in assets.items() if k.startswith("site/")
-    }
-    bucket = {
-        str(p.relative_to(root / "dist-on")): p.read_bytes()
-        for p in (root / "dist-on").rglob("*")
-        if p.is_file() and not p.name.startswith(".")
-    }
-    assert site == {k: v for k, v in bucket.items() if k in site}
-    assert set(site) >= {"api/v1/mcp.json", "api/v1/content/index.json", discovery_key(root)}
+    assert all(k.endswith(".py") and k.split("/")[0] in PACKAGES for k in assets)
+
+
+def function_inputs(run: ProgramRun) -> dict[str, Any]:
+    inputs = dict(run.mocks.one("aws:lambda/function:Function").inputs)
+    inputs["code"] = sorted(inputs["code"].assets)
+    return unwrap_secrets(inputs)
+
+
+def test_a_content_change_leaves_the_function_as_it_was(on, root, tmp_path) -> None:
+    """A publish does not redeploy the function: with one document edited, every input
+    of the function (its code, environment, limits) and its role's policy are what they
+    were, while the published files changed."""
+    edited = tmp_path / "edited"
+    shutil.copytree(root / "site_data", edited / "site_data")
+    document = next(
+        path.stem
+        for path in sorted((edited / "site_data" / "content").glob("*.yaml"))
+        if path.stem != "site" and "      body: >-\n" in path.read_text("utf-8")
+    )
+    sitegen.edit_document(edited / "site_data", document, "Quokkas publish this edit.")
+    sitegen.refresh_lock(edited / "site_data")
+    again = run_program(config(edited))
+    assert function_inputs(again) == function_inputs(on)
+    policy = "aws:iam/rolePolicy:RolePolicy"
+    assert again.mocks.one(policy).inputs == on.mocks.one(policy).inputs
+    assert site_content(again).inputs["files"] != site_content(on).inputs["files"]
+
+
+def test_the_function_reads_its_bucket_with_read_only_permissions(on) -> None:
+    bucket = on.mocks.one("aws:s3/bucket:Bucket")
+    name, arn = f"{bucket.name}-0a1b2c3", f"arn:aws:s3:::{bucket.name}-0a1b2c3"
+    function = on.mocks.one("aws:lambda/function:Function").inputs
+    assert unwrap_secrets(function["environment"])["variables"]["MCP_BUCKET"] == name
+    policy = json.loads(on.mocks.one("aws:iam/rolePolicy:RolePolicy").inputs["policy"])
+    granted = {
+        (action, statement["Resource"])
+        for statement in policy["Statement"]
+        for action in ([statement["Action"]] if isinstance(statement["Action"], str)
+                       else statement["Action"])
+    }  # fmt: skip
+    assert granted == {("s3:GetObject", f"{arn}/*"), ("s3:ListBucket", arn)}
+    assert all(statement["Effect"] == "Allow" for statement in policy["Statement"])
 
 
 def test_function_url_is_public_and_both_permissions_are_granted(on) -> None:
@@ -177,11 +220,18 @@ def test_distribution_origin_and_behaviour(on) -> None:
     first = behaviours[0]
     assert first["pathPattern"] == "/mcp" and first["targetOriginId"] == "mcp-function"
     assert set(first["allowedMethods"]) == SEVEN_METHODS
-    assert first["cachePolicyId"] == CACHING_DISABLED
-    assert first["originRequestPolicyId"] == ALL_VIEWER_EXCEPT_HOST  # never Host to Lambda
-    assert first["viewerProtocolPolicy"] == "https-only"
     default = inputs["defaultCacheBehavior"]
-    assert first["responseHeadersPolicyId"] != default["responseHeadersPolicyId"]
+    # The server card where clients look for it: beside /mcp and under /.well-known/mcp/
+    cards = {b["pathPattern"]: b for b in behaviours[1:3]}
+    assert set(cards) == {"/mcp/server-card", "/.well-known/mcp/*"}
+    for behaviour in (first, *cards.values()):
+        assert behaviour["targetOriginId"] == "mcp-function"
+        assert behaviour["cachePolicyId"] == CACHING_DISABLED
+        assert behaviour["originRequestPolicyId"] == ALL_VIEWER_EXCEPT_HOST  # never Host
+        assert behaviour["viewerProtocolPolicy"] == "https-only"
+        assert behaviour["responseHeadersPolicyId"] != default["responseHeadersPolicyId"]
+    for card in cards.values():
+        assert set(card["allowedMethods"]) == {"GET", "HEAD", "OPTIONS"}
 
 
 def test_mcp_behaviour_has_its_own_headers_policy_with_post(on) -> None:
@@ -211,9 +261,24 @@ def test_mcp_behaviour_has_its_own_headers_policy_with_post(on) -> None:
     assert aws_rules.check(on.mocks.resources) == []
 
 
+def test_no_custom_domain_needed(root: Path) -> None:
+    """The function depends on the bucket only, so the distribution's own domain works:
+    the discovery document names https://<distribution>/mcp (no cycle)."""
+    settings = config(root)
+    plain = SiteConfig(
+        region="eu-west-1",
+        site_dir=settings.site_dir,
+        dist_dir=root / "dist-no-domain",
+        mcp=settings.mcp,
+    )
+    run = run_program(plain)
+    assert run.mocks.one("aws:lambda/function:Function")
+    discovery = json.loads((root / "dist-no-domain" / discovery_key(root)).read_bytes())
+    assert discovery["protocols"]["mcp"]["endpoint"] == f"https://{DISTRIBUTION_DOMAIN}/mcp"
+    assert aws_rules.check(run.mocks.resources) == []
+
+
 def test_config_rules(root: Path) -> None:
-    with pytest.raises(ConfigError, match="custom domain"):
-        SiteConfig(region="eu-west-1", mcp=McpServerConfig(origin_secret=SECRET))
     with pytest.raises(ConfigError, match="at least 32"):
         McpServerConfig(origin_secret="short")
     with pytest.raises(ConfigError, match="mcpReservedConcurrency"):
@@ -232,29 +297,24 @@ def test_origin_header_cloudfront_refuses_is_refused_first(name: str) -> None:
 
 
 def test_package_size_limits(root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Lambda refuses a package over 250 MB unzipped or a direct upload over 50 MB zipped
-    (a 10,000-entry site is about 276 MB); the preview must say so first. The limits are
-    scaled down here, the rule is the same."""
+    """Lambda refuses a package over 250 MB unzipped or a direct upload over 50 MB; the
+    package is code and the SDK layer only, but the preview still says so first. The
+    limits are scaled down here, the rule is the same."""
     from infra import mcp_function
 
-    files = {"/a.json": b"x" * 4000}
     layer = root / "layer"
     code = sum(
-        p.stat().st_size
-        for package in ("agent_mcp", "agent_contract", "agent_client")
-        for p in (REPO / package).rglob("*")
-        if p.is_file()
+        p.stat().st_size for package in PACKAGES for p in (REPO / package).rglob("*") if p.is_file()
     )
     baseline = code + sum(p.stat().st_size for p in layer.rglob("*") if p.is_file())
-    monkeypatch.setattr(mcp_function, "UNZIPPED_LIMIT", baseline + 4000)
+    monkeypatch.setattr(mcp_function, "UNZIPPED_LIMIT", baseline)
     with pytest.raises(ConfigError, match="unzipped"):
-        mcp_function.check_package_size(files, layer)
-    monkeypatch.setattr(mcp_function, "UNZIPPED_LIMIT", baseline + 4001)
-    monkeypatch.setattr(mcp_function, "ZIPPED_DIRECT_LIMIT", code + 100)
-    mcp_function.check_package_size(files, layer)  # 4,000 x's compress to a few bytes
-    noise = {"/b.bin": os.urandom(4000)}  # does not compress
-    with pytest.raises(ConfigError, match="zip"):
-        mcp_function.check_package_size(noise, layer)
+        mcp_function.check_package_size(layer)
+    monkeypatch.setattr(mcp_function, "UNZIPPED_LIMIT", baseline + 1)
+    mcp_function.check_package_size(layer)
+    monkeypatch.setattr(mcp_function, "ZIPPED_DIRECT_LIMIT", code)
+    with pytest.raises(ConfigError, match="directly uploaded"):
+        mcp_function.check_package_size(layer)
 
 
 # --- the handler over real HTTP ----------------------------------------------------------
@@ -308,19 +368,29 @@ def emulator(secret: str | None) -> Iterator[str]:
 
 
 @pytest.fixture
-def packaged(on: ProgramRun, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, bytes]:
-    """The handler serving the files exactly as the function's archive holds them."""
-    code = on.mocks.one("aws:lambda/function:Function").inputs["code"]
-    files = {}
-    for key, asset in code.assets.items():
-        if key.startswith("site/"):
-            target = tmp_path / key
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_text(asset.text, "utf-8")
-            files["/" + key.removeprefix("site/")] = asset.text.encode()
-    monkeypatch.setattr(lambda_handler, "SOURCE", DirectoryFiles(tmp_path / "site"))
-    monkeypatch.setenv("MCP_ORIGIN_SECRET", SECRET)
-    return files
+def packaged(on: ProgramRun, root: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[dict]:
+    """The handler as deployed: its bucket (moto) holding the files the program published
+    (the same dist the SiteContent resource uploads), named by the function's own
+    environment; the handler reads it through boto3."""
+    variables = unwrap_secrets(on.mocks.one("aws:lambda/function:Function").inputs["environment"])
+    bucket = variables["variables"]["MCP_BUCKET"]
+    files = {
+        "/" + str(p.relative_to(root / "dist-on")): p.read_bytes()
+        for p in (root / "dist-on").rglob("*")
+        if p.is_file() and not p.name.startswith(".") and p.name != "manifest.json"
+    }
+    with mock_aws():
+        s3 = boto3.client("s3", region_name="eu-west-1")
+        s3.create_bucket(
+            Bucket=bucket, CreateBucketConfiguration={"LocationConstraint": "eu-west-1"}
+        )
+        for path, body in files.items():
+            s3.put_object(Bucket=bucket, Key=path.lstrip("/"), Body=body)
+        monkeypatch.setenv("AWS_DEFAULT_REGION", "eu-west-1")
+        monkeypatch.setattr(lambda_handler, "_BUCKET", None)
+        for name, value in variables["variables"].items():
+            monkeypatch.setenv(name, value)
+        yield files
 
 
 def test_lambda_handler_serves_mcp_over_http(packaged: dict[str, bytes]) -> None:

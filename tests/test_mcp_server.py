@@ -41,6 +41,8 @@ from tests.conftest import REPO, SITE_DATA, SPEC_SITE, TEST_BASE_URL, running_se
 # current sessionless protocol.
 MODES = {"legacy": "2025-11-25", "2026-07-28": "2026-07-28"}
 CHATGPT_TOOLS = ["search", "fetch"]
+#: The tools whose whole answer grows with the site, and the argument that pages them.
+PAGED = {"get_content_index": "page", "get_full_content": "part"}
 
 
 @pytest.fixture(scope="module")
@@ -85,16 +87,30 @@ async def exercise(server: Any, mode: str, files: dict[str, bytes], question: st
     async with Client(server, mode=mode) as client:
         assert client.protocol_version == MODES[mode]
 
-        # --- tools/list: the manifest's tools, verbatim, plus ChatGPT's two --------
+        # --- tools/list: the manifest's tools, plus ChatGPT's two; the two large
+        # aggregates' tools also take their paging argument and say their size -------
         listed = (await client.list_tools()).tools
         assert [t.name for t in listed] == [t["name"] for t in manifest["tools"]] + CHATGPT_TOOLS
         by_name = {t.name: t for t in listed}
         for tool in manifest["tools"]:
-            assert by_name[tool["name"]].input_schema == tool["inputSchema"]
-            assert by_name[tool["name"]].description == tool["description"]
+            live = by_name[tool["name"]]
+            paged = PAGED.get(tool["name"])
+            expected_schema = json.loads(json.dumps(tool["inputSchema"]))
+            if paged:
+                expected_schema["properties"][paged] = live.input_schema["properties"][paged]
+                assert live.input_schema["properties"][paged]["type"] == "integer"
+                assert paged not in live.input_schema["required"]
+                assert live.description.startswith(tool["description"])
+                assert "characters" in live.description or "bytes" in live.description
+            else:
+                assert live.description == tool["description"]
+            assert live.input_schema == expected_schema
         for tool in listed:
             assert tool.annotations is not None and tool.annotations.read_only_hint is True
             assert tool.annotations.destructive_hint is False
+        assert by_name["fetch"].output_schema["required"] == [
+            "id", "title", "text", "url", "metadata"
+        ]  # fmt: skip
 
         # --- every tool, every valid id: the published file's text, byte for byte ----
         calls = 0
@@ -106,8 +122,9 @@ async def exercise(server: Any, mode: str, files: dict[str, bytes], question: st
                 assert result.is_error is False
                 assert result.content[0].text.encode("utf-8") == files[path]
                 calls += 1
-                extra = await expect_error(client.call_tool(tool["name"], {"id": "x"}))
-                assert "unexpected argument" in extra.message
+                extra = await client.call_tool(tool["name"], {"id": "x"})
+                assert extra.is_error is True
+                assert "unexpected argument" in extra.content[0].text
             for name, spec in properties.items():
                 for value in spec.get("enum", []):
                     result = await client.call_tool(tool["name"], {name: value})
@@ -116,13 +133,17 @@ async def exercise(server: Any, mode: str, files: dict[str, bytes], question: st
                     assert result.structured_content == json.loads(expected)
                     calls += 1
                 if "enum" in spec:
-                    error = await expect_error(client.call_tool(tool["name"], {name: "no-such"}))
-                    assert error.data["valid"] == spec["enum"]
-                    assert "no-such" in error.message
-                    for valid_id in spec["enum"]:
-                        assert valid_id in error.message
-                    missing = await expect_error(client.call_tool(tool["name"], {}))
-                    assert missing.data["valid"] == spec["enum"]
+                    # A typo of a real id: a tool error the model reads, naming it among
+                    # at most five close ids, never the whole list.
+                    typo = spec["enum"][-1] + "x"
+                    error = await client.call_tool(tool["name"], {name: typo})
+                    assert error.is_error is True
+                    assert typo in error.content[0].text
+                    close = error.structured_content["close"]
+                    assert spec["enum"][-1] in close and len(close) <= 5
+                    assert set(close) <= set(spec["enum"])
+                    missing = await client.call_tool(tool["name"], {})
+                    assert missing.is_error is True and name in missing.content[0].text
         assert calls == 4 + len(index["documents"])  # four argument-free tools + every id
 
         # search_content: the search index's own shape and entries, filtered and ranked
@@ -134,9 +155,8 @@ async def exercise(server: Any, mode: str, files: dict[str, bytes], question: st
         assert [e["id"] for e in found["entries"]] == expected_ids
         published_entries = {e.id: e.model_dump() for e in search_index.entries}
         assert all(published_entries[e["id"]] == e for e in found["entries"])
-        await expect_error(client.call_tool("search_content", {}))
-        await expect_error(client.call_tool("search_content", {"query": ""}))
-        await expect_error(client.call_tool("search_content", {"query": "x", "limit": 3}))
+        for bad in ({}, {"query": ""}, {"query": "x", "limit": 3}):
+            assert (await client.call_tool("search_content", bad)).is_error is True
         unknown = await expect_error(client.call_tool("drop_tables", {}))
         assert "get_faq" in unknown.message and unknown.data["valid"][-2:] == CHATGPT_TOOLS
 
@@ -150,14 +170,24 @@ async def exercise(server: Any, mode: str, files: dict[str, bytes], question: st
         for hit in results:
             assert set(hit) == {"id", "title", "url"}
             assert hit["url"] == entries[hit["id"]]["canonical_url"]
-        fetched = json.loads((await client.call_tool("fetch", {"id": faq})).content[0].text)
+        result = await client.call_tool("fetch", {"id": faq})
+        fetched = json.loads(result.content[0].text)
+        assert result.structured_content == fetched  # validated by the SDK's outputSchema
         assert set(fetched) == {"id", "title", "text", "url", "metadata"}
-        assert fetched["text"].encode("utf-8") == files[paths.faq(faq)]
+        # the entry's Markdown twin, not its JSON escaped in a string
+        assert fetched["text"].encode("utf-8") == files[paths.faq_markdown(faq)]
+        assert fetched["metadata"]["mime_type"] == "text/markdown"
+        assert fetched["metadata"]["text_url"].endswith(paths.faq_markdown(faq))
+        assert fetched["title"] == entries[faq]["title"]
         assert fetched["url"] == entries[faq]["canonical_url"]
         assert fetched["metadata"]["api_url"] == entries[faq]["api_url"]
-        bad_fetch = await expect_error(client.call_tool("fetch", {"id": "nope"}))
-        assert bad_fetch.data["valid"] == list(entries)
-        await expect_error(client.call_tool("fetch", {}))
+        document = next(e["id"] for e in index["documents"] if e["content_type"] != "faq")
+        fetched = (await client.call_tool("fetch", {"id": document})).structured_content
+        assert fetched["text"].encode("utf-8") == files[paths.document_markdown(document)]
+        bad_fetch = await client.call_tool("fetch", {"id": faq + "z"})
+        assert bad_fetch.is_error is True and faq in bad_fetch.structured_content["close"]
+        assert len(bad_fetch.structured_content["close"]) <= 5
+        assert (await client.call_tool("fetch", {})).is_error is True
         await expect_error(client.call_tool("search", {"query": 3}))
 
         # --- resources: the manifest's seven and one per document and FAQ entry -------
@@ -178,8 +208,10 @@ async def exercise(server: Any, mode: str, files: dict[str, bytes], question: st
             read = await client.read_resource(f"{uris[0].split(':')[0]}://{kind}/{entry['id']}")
             api_path = entry["api_url"].removeprefix(index_base(files))
             assert read.contents[0].text.encode("utf-8") == files[api_path]
-        bad_uri = await expect_error(client.read_resource("nope://x"))
-        assert bad_uri.data["valid"] == uris
+        bad_uri = await expect_error(client.read_resource(uris[-1] + "x"))
+        assert bad_uri.code == -32602  # SEP-2164 (2026-07-28): resource not found
+        assert bad_uri.data["uri"] == uris[-1] + "x" and uris[-1] in bad_uri.data["close"]
+        assert len(bad_uri.data["close"]) <= 5
 
 
 def index_base(files: dict[str, bytes]) -> str:
@@ -325,8 +357,8 @@ def test_stdio_from_a_deployment_over_http(http_server: Any, site: sitegen.Gener
         async with Client(stdio_params("--from", http_server.base_url), mode="legacy") as client:
             result = await client.call_tool("get_content_document", {"document_id": document})
             assert result.content[0].text.encode("utf-8") == files[paths.document(document)]
-            error = await expect_error(client.call_tool("get_faq", {"faq_id": "zz"}))
-            assert error.data["valid"] == list(site.faq_ids)
+            error = await client.call_tool("get_faq", {"faq_id": site.faq_ids[0] + "z"})
+            assert error.is_error and site.faq_ids[0] in error.structured_content["close"]
 
     run(go)
 
@@ -422,7 +454,11 @@ def test_every_handshake_version_on_the_wire(http_server: Any, version: str) -> 
     _, listed = post(url, {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}, version)
     tools = {tool["name"]: tool for tool in listed["result"]["tools"]}
     for tool in manifest["tools"]:
-        assert tools[tool["name"]]["inputSchema"] == tool["inputSchema"]
+        live = tools[tool["name"]]["inputSchema"]
+        assert {k: v for k, v in live["properties"].items() if k != PAGED.get(tool["name"])} == (
+            tool["inputSchema"]["properties"]
+        )
+        assert live["required"] == tool["inputSchema"]["required"]
         assert tools[tool["name"]]["annotations"]["readOnlyHint"] is True
 
     faq_tool = next(t for t in manifest["tools"] if t["name"] == "get_faq")
@@ -437,9 +473,10 @@ def test_every_handshake_version_on_the_wire(http_server: Any, version: str) -> 
         },
         version,
     )
-    assert "result" not in error and error["id"] == 3
-    assert error["error"]["code"] == -32602  # JSON-RPC invalid params
-    assert error["error"]["data"]["valid"] == valid
+    # an unknown id is the tool's own error (isError), naming close ids, not -32602
+    assert "error" not in error and error["id"] == 3
+    assert error["result"]["isError"] is True
+    assert set(error["result"]["structuredContent"]["close"]) <= set(valid)
 
     _, read = post(
         url,
@@ -502,9 +539,50 @@ def test_the_server_follows_the_published_manifest_not_the_builder(
             tools = {t.name: t for t in (await client.list_tools()).tools}
             assert "get_architecture" not in tools
             assert tools["get_faq"].input_schema == faq_tool["inputSchema"]
-            error = await expect_error(client.call_tool("get_faq", {"faq_id": site.faq_ids[1]}))
-            assert error.data["valid"] == [site.faq_ids[0]]
+            error = await client.call_tool("get_faq", {"faq_id": site.faq_ids[1]})
+            assert error.is_error and set(error.structured_content["close"]) <= {site.faq_ids[0]}
             with pytest.raises(MCPError):
                 await client.call_tool("get_architecture", {})
 
     run(go)
+
+
+def test_sized_answers_validate_against_the_official_schema(http_server: Any) -> None:
+    """The new answers on the wire (fetch's structuredContent, a tool error, a page of
+    the index, a part of llms-full.txt, a resources/list page) against MCP 2025-11-25's
+    own JSON schema (/work/shared/mcp-schema), not the SDK's parsing of them."""
+    import jsonschema
+
+    schema = json.loads(Path("/work/shared/mcp-schema/2025-11-25.json").read_text())
+
+    def check(result: dict[str, Any], definition: str) -> None:
+        validator = jsonschema.Draft202012Validator(
+            {"$ref": f"#/$defs/{definition}", "$defs": schema["$defs"]}
+        )
+        validator.validate(result)
+
+    url = http_server.base_url + "/mcp"
+    files = {path: a.body for path, a in http_server.edge.artifacts.items()}
+    faq = json.loads(files[paths.CONTENT_INDEX])["documents"][-1]["id"]
+    version = "2025-11-25"
+    _, listed = post(url, {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}, version)
+    check(listed["result"], "ListToolsResult")
+    calls = [
+        ("fetch", {"id": faq}, False),
+        ("fetch", {"id": faq + "-nope"}, True),
+        ("get_faq", {"faq_id": "nope"}, True),
+        ("get_content_index", {"page": 1}, False),
+        ("get_full_content", {"part": 1}, False),
+    ]
+    for number, (name, arguments, error) in enumerate(calls, start=2):
+        message = {
+            "jsonrpc": "2.0",
+            "id": number,
+            "method": "tools/call",
+            "params": {"name": name, "arguments": arguments},
+        }
+        _, answer = post(url, message, version)
+        check(answer["result"], "CallToolResult")
+        assert answer["result"].get("isError", False) is error, (name, arguments)
+    _, resources = post(url, {"jsonrpc": "2.0", "id": 9, "method": "resources/list"}, version)
+    check(resources["result"], "ListResourcesResult")

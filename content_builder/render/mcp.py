@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from agent_contract import paths
-from agent_contract.endpoints import ENDPOINT, Endpoint, mcp_resources
+from agent_contract.endpoints import ENDPOINT, MCP_ENUM_LIMIT, Endpoint, mcp_resources
 from agent_contract.models import (
     McpCapabilities,
     McpInputSchema,
@@ -20,6 +20,7 @@ from agent_contract.models import (
 )
 from content_builder.loader import Site
 from content_builder.render.catalog import Catalog
+from content_builder.source import ID_PATTERN
 
 MCP_VERSION = "2024-11-05"
 SERVER_VERSION = "1.0.0"
@@ -32,13 +33,23 @@ def _inputs(**properties: dict[str, Any]) -> McpInputSchema:
 def _by_id(
     site: Site, name: str, description: str, endpoint: Endpoint, what: str, ids: list[str]
 ) -> McpTool:
-    """A tool that fetches one entry of a per-entry row, by an id the enum lists."""
+    """A tool that fetches one entry of a per-entry row, by an id the enum lists on a
+    small site; past MCP_ENUM_LIMIT ids, by an id the index lists and search finds."""
     assert endpoint.parameter is not None
-    schema = {
-        "type": "string",
-        "enum": ids,
-        "description": f"Id of the {what}, as listed by the content index.",
-    }
+    if len(ids) <= MCP_ENUM_LIMIT:
+        schema: dict[str, Any] = {
+            "type": "string",
+            "enum": ids,
+            "description": f"Id of the {what}, as listed by the content index.",
+        }
+    else:
+        schema = {
+            "type": "string",
+            "pattern": ID_PATTERN,
+            "description": f"Id of the {what} ({len(ids):,} of them, too many to list "
+            f"here): find it with search_content, or in the content index "
+            f"({site.base_url}{paths.CONTENT_INDEX}).",
+        }
     return McpTool(
         name=name,
         description=description,
