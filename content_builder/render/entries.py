@@ -159,7 +159,9 @@ def _document(
     dated = lock[loaded.id]
     document = content_document(site, loaded, dated, data(loaded))
     data.forget(loaded)
-    markdown = document_markdown(site.base_url, document, loaded.source.description)
+    markdown = document_markdown(
+        site.base_url, document, loaded.source.description, loaded.file.endswith(".md")
+    )
     head, terms = document_search(site, loaded, document, tokenizer)
     return EntryRender(
         **_own_pieces(

@@ -1,0 +1,641 @@
+"""Markdown trees -> content documents: the pages of `docs_dir` and content/*.md.
+
+What the tree decides, the page (markdown_page.py) cannot: each page's id (from its path,
+or front matter `id`), its place in the navigation (mkdocs.yml `nav`, else front matter
+ordering keys, else folders and file names), its llms.txt group, its human URL in the docs
+tool's style, where a relative link leads and which snippet files may be included.
+
+Every file is read with site_files.read_site_file (a regular file, no link followed, under
+the size limit). A page's parse goes through the build cache: its key is its bytes, the
+tree's link map (every page's path, id and URL) and the bytes of the snippets it
+includes, so an edit parses one page, and adding, removing or renaming a page, which
+changes where links lead, parses them all again.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import posixpath
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import unquote
+
+import yaml
+
+from agent_contract import paths
+from content_builder.cache import EntryCache, entry_key
+from content_builder.errors import Problem, SiteDataError
+from content_builder.markdown_page import (
+    Context,
+    Converted,
+    convert,
+    forbidden_lines,
+    split_front_matter,
+)
+from content_builder.site_files import MAX_FILE_BYTES, kind, read_site_file
+from content_builder.source import DocumentSource, MarkdownPageSource, SiteSource
+from content_builder.yaml_io import read_yaml_mapping
+
+#: The llms.txt group of pages outside any nav group, and of YAML documents.
+DEFAULT_GROUP = "Documents"
+#: Names llms.txt already uses for a section of its own.
+_TAKEN_GROUPS = frozenset({"Interfaces", "Optional", "FAQ", DEFAULT_GROUP})
+#: Markdown pages come after YAML documents in publication order (YAML: `order`, 100).
+_ORDER_BASE = 1_000_000
+_SKIPPED_FOLDERS = frozenset({"node_modules"})
+#: Front matter keys that order pages (Docusaurus, VitePress themes, Hugo, just-the-docs).
+_ORDER_KEYS = ("sidebar_position", "order", "weight", "nav_order")
+_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
+_SLUG_RUN = re.compile(r"[^a-z0-9]+")
+_INDEX_NAMES = frozenset({"index", "readme"})
+_LINE_RANGE = re.compile(r"(?::-?\d*){1,2}$")
+#: Front matter keys kept as they are in the document (the rest are read here or ignored).
+_DOCUMENT_KEYS = ("title", "description", "keywords", "content_type", "canonical_url",
+                  "version", "language")  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Tree:
+    root: Path  # the pages' folder
+    project: Path  # what snippets may include: mkdocs.yml's folder, else root
+    style: str  # directory | clean | html
+    docs_url: str  # the human pages' base URL, no trailing slash
+    nav: dict[str, tuple[int, str]] | None  # mkdocs nav: page path -> (position, group)
+    recursive: bool = True
+
+
+@dataclass
+class _Page:
+    tree: Tree
+    path: str  # absolute (os) path
+    rel: str  # posix path within the tree
+    display: str
+    data: bytes
+    text: str
+    front: dict[str, Any]
+    body_start: int
+    id: str = ""
+    order: int = 0
+    group: str = DEFAULT_GROUP
+    canonical: str = ""
+
+
+@dataclass
+class MarkdownPages:
+    """What the Markdown trees add to a site."""
+
+    documents: list[Any] = field(default_factory=list)  # LoadedDocument
+    groups: dict[str, str] = field(default_factory=dict)  # document id -> llms.txt group
+    group_order: list[str] = field(default_factory=list)
+    warnings: list[Problem] = field(default_factory=list)
+    roots: list[Path] = field(default_factory=list)  # folders to watch
+
+
+def page_id(rel: str) -> str:
+    """A page's id from its path (docs/site-data-format.md): `guide/ssr.md` -> `guide-ssr`,
+    `guide/index.md` (or README.md) -> `guide`, the root's index.md -> `home`; lower
+    case, every run of other characters one hyphen."""
+    parts = rel[: -len(".md")].split("/") if rel.endswith(".md") else rel.split("/")
+    if parts and parts[-1].lower() in _INDEX_NAMES:
+        parts = parts[:-1]
+    slug = _SLUG_RUN.sub("-", "-".join(parts).lower()).strip("-")
+    return slug or "home"
+
+
+def page_url_path(rel: str, style: str) -> str:
+    """The page's path on the human site: mkdocs directory URLs (`guide/ssr/`), clean
+    URLs (`guide/ssr`), or `.html`; an index page is its folder (`guide/`)."""
+    stem = rel[: -len(".md")]
+    folder, _, name = stem.rpartition("/")
+    if name.lower() in _INDEX_NAMES:
+        return f"{folder}/" if folder else ""
+    if style == "directory":
+        return f"{stem}/"
+    if style == "html":
+        return f"{stem}.html"
+    return stem
+
+
+def load_markdown(
+    site_root: Path,
+    config: SiteSource,
+    base_url: str,
+    tokens: dict[str, str],
+    cache: EntryCache,
+    problems: list[Problem],
+    display_path: Callable[[Path], str],
+    make_document: Callable[..., Any],
+) -> MarkdownPages:
+    """Every Markdown page of the site as a LoadedDocument (`make_document` builds one)."""
+    found = MarkdownPages()
+    trees = _trees(site_root, config, problems, display_path)
+    pages: list[_Page] = []
+    for tree in trees:
+        found.roots.append(tree.root)
+        if tree.nav is not None:
+            found.roots.append(tree.project)
+        pages += _read_pages(tree, problems, display_path)
+    if not pages:
+        return found
+    pages = [page for page in pages if page.front.get("draft") is not True]
+    _assign_ids(pages, problems)
+    _assign_order(pages, found)
+    by_path = {page.path: page for page in pages}
+    digest = hashlib.sha256(
+        "\0".join(
+            f"{p.path}\0{p.id}\0{p.canonical}" for p in sorted(pages, key=lambda p: p.path)
+        ).encode()
+        + f"\0{config.broken_links}".encode()
+    ).digest()
+    for page in pages:
+        document = _document(page, by_path, digest, base_url, tokens, config, cache, problems,
+                             found, make_document)  # fmt: skip
+        if document is not None:
+            found.documents.append(document)
+    return found
+
+
+# --- trees ------------------------------------------------------------------------------
+
+
+def _trees(
+    site_root: Path, config: SiteSource, problems: list[Problem], display_path: Callable[[Path], str]
+) -> list[Tree]:
+    trees = []
+    docs_url = (config.docs_url or config.website).rstrip("/")
+    content = site_root / "content"
+    if content.is_dir() and any(name.endswith(".md") for name in os.listdir(content)):
+        style = config.docs_url_style or "clean"
+        trees.append(Tree(content, content, style, docs_url, None, recursive=False))
+    if config.docs_dir is not None:
+        root = site_root / config.docs_dir
+        if not root.is_dir():
+            problems.append(
+                Problem(display_path(site_root / "site.yaml"), "docs_dir",
+                        f"folder {display_path(root)} does not exist")
+            )  # fmt: skip
+            return trees
+        root = Path(os.path.normpath(os.path.abspath(root)))
+        mkdocs = _mkdocs_config(root, problems, display_path)
+        if mkdocs is not None:
+            folder, settings = mkdocs
+            style = config.docs_url_style or (
+                "directory" if settings.get("use_directory_urls", True) is not False else "html"
+            )
+            nav = _nav(settings.get("nav"))
+            trees.append(Tree(root, folder, style, docs_url, nav))
+        else:
+            style = config.docs_url_style or "clean"
+            trees.append(Tree(root, root, style, docs_url, None))
+    return trees
+
+
+class _IgnoringLoader(yaml.SafeLoader):
+    """mkdocs.yml holds tags for Python objects (`!!python/name:...`) and plugins'
+    own (`!ENV`, `!relative`): read as null, never constructed, nothing executed."""
+
+
+_IgnoringLoader.add_multi_constructor("", lambda loader, suffix, node: None)
+
+
+def _mkdocs_config(
+    root: Path, problems: list[Problem], display_path: Callable[[Path], str]
+) -> tuple[Path, dict[str, Any]] | None:
+    """mkdocs.yml beside the docs tree (in its parent, naming it as its docs_dir) or in it."""
+    for folder in (root.parent, root):
+        path = folder / "mkdocs.yml"
+        if not os.path.lexists(path):
+            continue
+        display = display_path(path)
+        try:
+            data = read_site_file(path, display)
+            settings = yaml.load(data.decode("utf-8"), Loader=_IgnoringLoader)  # noqa: S506
+        except SiteDataError as error:
+            problems.extend(error.problems)
+            return None
+        except (yaml.YAMLError, UnicodeDecodeError, RecursionError) as error:
+            problems.append(Problem(display, None, f"invalid YAML: {error}"))
+            return None
+        if not isinstance(settings, dict):
+            continue
+        docs_dir = settings.get("docs_dir", "docs")
+        if folder == root.parent and (
+            not isinstance(docs_dir, str) or os.path.normpath(folder / docs_dir) != str(root)
+        ):
+            continue
+        return folder, settings
+    return None
+
+
+def _nav(nav: Any) -> dict[str, tuple[int, str]] | None:
+    """mkdocs `nav` -> page path -> (position, top-level group); None without a nav."""
+    if not isinstance(nav, list):
+        return None
+    found: dict[str, tuple[int, str]] = {}
+    budget = [10_000]  # a nav made of aliases would be walked without end
+
+    def walk(items: Any, group: str) -> None:
+        if not isinstance(items, list):
+            items = [items]
+        for item in items:
+            budget[0] -= 1
+            if budget[0] < 0:
+                return
+            if isinstance(item, str):
+                add(item, group)
+            elif isinstance(item, dict):
+                for title, value in item.items():
+                    if isinstance(value, str):
+                        add(value, group)
+                    elif isinstance(value, list):
+                        walk(value, group if group != DEFAULT_GROUP else _group_name(title))
+
+    def add(target: str, group: str) -> None:
+        if _SCHEME.match(target) or target.startswith("/"):
+            return  # an external link in the nav
+        rel = posixpath.normpath(target)
+        if rel not in found:
+            found[rel] = (len(found), group)
+
+    walk(nav, DEFAULT_GROUP)
+    return found
+
+
+def _group_name(title: Any) -> str:
+    name = " ".join(str(title).split()) or DEFAULT_GROUP
+    name = re.sub(r"[\[\]]", "", name)[:80] or DEFAULT_GROUP
+    return name if name not in _TAKEN_GROUPS - {DEFAULT_GROUP} else f"{name} (docs)"
+
+
+# --- reading ------------------------------------------------------------------------------
+
+
+def _read_pages(
+    tree: Tree, problems: list[Problem], display_path: Callable[[Path], str]
+) -> list[_Page]:
+    pages = []
+    for path, rel in _walk(tree, problems, display_path):
+        display = display_path(Path(path))
+        try:
+            data = read_site_file(path, display)
+        except SiteDataError as error:
+            problems.extend(error.problems)
+            continue
+        try:
+            text = data.decode("utf-8").replace("\r\n", "\n").replace("\r", "\n")
+        except UnicodeDecodeError as error:
+            problems.append(Problem(display, None, f"not UTF-8 text ({error.reason})"))
+            continue
+        text = text.removeprefix("\ufeff")
+        bad = forbidden_lines(text)
+        if bad:
+            problems += [Problem(display, None, f"line {line}: {message}") for line, message in bad]
+            continue
+        yaml_text, body_start = split_front_matter(text)
+        front: dict[str, Any] = {}
+        if yaml_text is not None and yaml_text.strip():
+            try:
+                front = read_yaml_mapping(Path(path), display, yaml_text.encode("utf-8"))
+            except SiteDataError as error:
+                problems += [
+                    Problem(p.file, p.field, f"front matter: {p.message}") for p in error.problems
+                ]
+                continue
+        pages.append(_Page(tree, path, rel, display, data, text, front, body_start))
+    return pages
+
+
+def _walk(
+    tree: Tree, problems: list[Problem], display_path: Callable[[Path], str]
+) -> list[tuple[str, str]]:
+    """(path, posix path within the tree) of every .md page, sorted; a link or anything
+    but a regular file named .md is a problem, a linked folder is not followed (and
+    said so)."""
+    found: list[tuple[str, str]] = []
+    stack = [""]
+    while stack:
+        rel_folder = stack.pop()
+        folder = os.path.join(tree.root, rel_folder) if rel_folder else str(tree.root)
+        try:
+            with os.scandir(folder) as entries:
+                listed = sorted(entries, key=lambda entry: entry.name)
+        except OSError as error:
+            problems.append(Problem(display_path(Path(folder)), None, f"cannot list: {error}"))
+            continue
+        for entry in listed:
+            rel = f"{rel_folder}/{entry.name}" if rel_folder else entry.name
+            if entry.is_dir(follow_symlinks=False):
+                if tree.recursive and not entry.name.startswith(".") and (
+                    entry.name not in _SKIPPED_FOLDERS
+                ):
+                    stack.append(rel)
+                continue
+            if not entry.name.endswith(".md"):
+                continue
+            if not entry.is_file(follow_symlinks=False):
+                mode = entry.stat(follow_symlinks=False).st_mode
+                problems.append(
+                    Problem(display_path(Path(entry.path)), None,
+                            f"is {kind(mode)}, not a regular file: the build reads only "
+                            "regular files inside the docs tree (docs/security.md)")
+                )  # fmt: skip
+                continue
+            found.append((entry.path, rel))
+    found.sort(key=lambda item: item[1])
+    return found
+
+
+# --- ids, order, groups -------------------------------------------------------------------
+
+
+def _assign_ids(pages: list[_Page], problems: list[Problem]) -> None:
+    seen: dict[str, _Page] = {}
+    for page in pages:
+        chosen = page.front.get("id")
+        page.id = str(chosen) if isinstance(chosen, str | int) else page_id(page.rel)
+        folded = page.id.casefold()
+        if folded in seen:
+            other = seen[folded]
+            problems.append(
+                Problem(page.display, "id",
+                        f"id {page.id!r} is also the id of {other.display} ({other.id!r}); "
+                        "ids come from the path (docs/site-data-format.md) and must differ "
+                        "after case folding: rename one, or set `id` in its front matter")
+            )  # fmt: skip
+        else:
+            seen[folded] = page
+        url_path = page_url_path(page.rel, page.tree.style)
+        page.canonical = page.tree.docs_url + "/" + url_path
+
+
+def _order_value(front: dict[str, Any]) -> float:
+    for key in _ORDER_KEYS:
+        value = front.get(key)
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            return float(value)
+    return float("inf")
+
+
+def _assign_order(pages: list[_Page], found: MarkdownPages) -> None:
+    def folder_key(page: _Page) -> tuple[Any, ...]:
+        folder, _, name = page.rel.rpartition("/")
+        is_index = name[: -len(".md")].lower() in _INDEX_NAMES
+        return (folder.split("/") if folder else [], not is_index, _order_value(page.front), name)
+
+    def key(page: _Page) -> tuple[Any, ...]:
+        nav = page.tree.nav
+        if nav is not None and page.rel in nav:
+            return (0, nav[page.rel][0])
+        return (1, folder_key(page))
+
+    ordered = sorted(pages, key=lambda page: (str(page.tree.root), key(page)))
+    for rank, page in enumerate(ordered):
+        page.order = _ORDER_BASE + rank
+        nav = page.tree.nav
+        if nav is not None:
+            page.group = nav[page.rel][1] if page.rel in nav else DEFAULT_GROUP
+        elif "/" in page.rel:
+            page.group = _group_name(page.rel.split("/", 1)[0].replace("-", " ").replace("_", " ")
+                                     .capitalize())  # fmt: skip
+        found.groups[page.id] = page.group
+        if page.group != DEFAULT_GROUP and page.group not in found.group_order:
+            found.group_order.append(page.group)
+
+
+# --- one page -------------------------------------------------------------------------
+
+
+def _document(
+    page: _Page,
+    by_path: dict[str, _Page],
+    digest: bytes,
+    base_url: str,
+    tokens: dict[str, str],
+    config: SiteSource,
+    cache: EntryCache,
+    problems: list[Problem],
+    found: MarkdownPages,
+    make_document: Callable[..., Any],
+) -> Any:
+    warnings: list[Problem] = []
+    context = _context(page, by_path, base_url, tokens, config, warnings)
+    # The snippets are part of the key: expanding them is string work, done once here.
+    probe = convert_cheap_snippets(page, context)
+    key = entry_key(page.display, page.data + b"\0markdown\0" + digest + probe)
+
+    def parse(problems_out: list[Problem]) -> tuple[Any, ...] | None:
+        return _models(page, context, problems_out)
+
+    if cache.get(key, "loaded") is not None:
+        models = None
+    else:
+        before = len(problems)
+        models = parse(problems)
+        if models is None:
+            return None
+        if len(problems) == before and not warnings:
+            cache.put(key, "loaded", (page.id, models[0].version))
+    found.warnings += warnings
+    version = page.front.get("version") if isinstance(page.front.get("version"), str) else None
+    if models is not None:
+        version = models[0].version
+    return make_document(page.id, page.display, key, page.order, version, models, parse)
+
+
+def convert_cheap_snippets(page: _Page, context: Context) -> bytes:
+    """The bytes of every snippet the page includes (none: b""), for its cache key."""
+    if b"8<" not in page.data:
+        return b""
+    converted = convert(page.text, page.body_start, context)
+    return hashlib.sha256("\0".join(converted.snippets).encode()).digest()
+
+
+def _models(page: _Page, context: Context, problems: list[Problem]) -> tuple[Any, ...] | None:
+    from content_builder.loader import validate_model  # the loader imports this module
+
+    converted: Converted = convert(page.text, page.body_start, context)
+    found = [Problem(page.display, None, f"line {line}: {message}")
+             for line, message in converted.problems]  # fmt: skip
+    problems += found
+    front = page.front
+    title = front.get("title") or converted.title or _title_from_name(page.rel)
+    description = front.get("description") or converted.description or title
+    if isinstance(description, str):
+        description = _bounded(description)
+    keywords = front.get("keywords", [])
+    if isinstance(keywords, str):
+        keywords = [part.strip() for part in keywords.split(",") if part.strip()]
+    raw: dict[str, Any] = {
+        "id": page.id,
+        "title": title,
+        "content_type": front.get("content_type", "page"),
+        "description": description,
+        "canonical_url": front.get("canonical_url") or page.canonical,
+        "order": page.order,
+        "keywords": keywords,
+        "content": {},
+    }
+    for name in ("version", "language"):
+        if name in front:
+            raw[name] = front[name]
+    document = validate_model(DocumentSource, raw, page.display, problems)
+    if document is None or found:
+        return None
+    if document.content_type == "feature":
+        problems.append(
+            Problem(page.display, "content_type",
+                    "a Markdown page is a page, faq or product document; 'feature' has a "
+                    "body of its own shape (write it in YAML)")
+        )  # fmt: skip
+        return None
+    sections = [
+        {"title": section_title or document.title, "body": body}
+        for section_title, body in converted.sections
+    ] or [{"title": document.title, "body": ""}]
+    content = validate_model(
+        MarkdownPageSource,
+        {"headline": document.title, "sections": sections},
+        page.display,
+        problems,
+        prefix="content",
+    )
+    return None if content is None else (document, content)
+
+
+def _title_from_name(rel: str) -> str:
+    stem = rel[: -len(".md")].rsplit("/", 1)[-1]
+    if stem.lower() in _INDEX_NAMES:
+        stem = rel.rsplit("/", 2)[-2] if "/" in rel else "Home"
+    return stem.replace("-", " ").replace("_", " ").capitalize()
+
+
+def _bounded(text: str, limit: int = 300) -> str:
+    text = " ".join(text.split())
+    if len(text) <= limit:
+        return text
+    return text[:limit].rsplit(" ", 1)[0].rstrip(",;:") + "…"
+
+
+# --- links and snippets ---------------------------------------------------------------
+
+
+def _context(
+    page: _Page,
+    by_path: dict[str, _Page],
+    base_url: str,
+    tokens: dict[str, str],
+    config: SiteSource,
+    warnings: list[Problem],
+) -> Context:
+    tree = page.tree
+    root = str(tree.root)
+    folder = os.path.dirname(page.path)
+
+    def target_of(dest: str) -> tuple[str, str] | None:
+        """(absolute path, fragment) a relative destination names, or None to keep it."""
+        if not dest or dest.startswith(("#", "//", "{")) or _SCHEME.match(dest):
+            return None
+        path, _, fragment = dest.partition("#")
+        path = unquote(path.split("?", 1)[0])
+        if path.startswith("/"):  # VitePress, Docusaurus: from the tree's root
+            joined = os.path.join(root, path.lstrip("/"))
+        else:
+            joined = os.path.join(folder, path)
+        normal = os.path.normpath(joined)
+        if path.endswith("/") or not path:
+            normal = os.path.join(normal, "")
+        return normal, fragment
+
+    def resolve_link(dest: str) -> tuple[str | None, str | None]:
+        found = target_of(dest)
+        if found is None:
+            return None, None
+        target, fragment = found
+        anchor = f"#{fragment}" if fragment else ""
+        name = os.path.basename(target.rstrip(os.sep))
+        extension = os.path.splitext(name)[1].lower() if not target.endswith(os.sep) else ""
+        if extension == ".md":
+            candidates = [target]
+        elif extension == ".html":
+            candidates = [target[:-5] + ".md", os.path.join(target[:-5], "index.md")]
+        elif target.endswith(os.sep):
+            candidates = [target + "index.md", target + "README.md"]
+        elif extension == "":
+            candidates = [target + ".md", os.path.join(target, "index.md"),
+                          os.path.join(target, "README.md")]  # fmt: skip
+        else:  # a file that is not a page (an image, a download): the human site's
+            return _asset_url(tree, target), None
+        for candidate in candidates:
+            hit = by_path.get(candidate)
+            if hit is not None:
+                return f"{base_url}{paths.document(hit.id)}{anchor}", None
+        inside = target.startswith(os.path.join(root, "")) or target.rstrip(os.sep) == root
+        where = (
+            f"no page {os.path.relpath(candidates[0], root)} in the docs tree"
+            if inside
+            else "it leads outside the docs tree"
+        )
+        message = f"relative link to {dest!r}: {where}"
+        if config.broken_links == "warn":
+            warnings.append(Problem(page.display, None, message + " (kept as written)"))
+            return None, None
+        return None, message + " (site.yaml broken_links: warn makes this a warning)"
+
+    def resolve_image(src: str) -> str | None:
+        found = target_of(src)
+        return None if found is None else _asset_url(tree, found[0])
+
+    project = os.path.join(os.path.realpath(tree.project), "")
+
+    def read_snippet(name: str) -> tuple[str | None, str | None, str | None]:
+        clean = _LINE_RANGE.sub("", name)  # `file.md:1:3`: pymdownx's line ranges
+        for base in (str(tree.project), root, folder):
+            candidate = os.path.normpath(os.path.join(base, clean))
+            if not os.path.lexists(candidate):
+                continue
+            real = os.path.realpath(candidate)
+            if not real.startswith(project) or not candidate.startswith(
+                os.path.join(str(tree.project), "")
+            ):
+                return None, None, (
+                    f"snippet {name!r} is outside the docs tree ({tree.project}): only files "
+                    "inside it are included"
+                )
+            try:
+                data = read_site_file(candidate, candidate)
+            except SiteDataError as error:
+                return None, None, f"snippet {name!r}: {error.problems[0].message}"
+            try:
+                text = data.decode("utf-8")
+            except UnicodeDecodeError:
+                return None, None, f"snippet {name!r} is not UTF-8 text"
+            bad = forbidden_lines(text)
+            if bad:
+                return None, None, f"snippet {name!r}, line {bad[0][0]}: {bad[0][1]}"
+            key = candidate + "\0" + hashlib.sha256(data).hexdigest()
+            return key, text, None
+        outside = os.path.normpath(os.path.join(str(tree.project), clean))
+        if not outside.startswith(os.path.join(str(tree.project), "")):
+            return None, None, (
+                f"snippet {name!r} is outside the docs tree ({tree.project}): only files "
+                "inside it are included"
+            )
+        return None, None, f"snippet {name!r} not found in the docs tree"
+
+    return Context(resolve_link, resolve_image, read_snippet, tokens)
+
+
+def _asset_url(tree: Tree, target: str) -> str:
+    rel = os.path.relpath(target, tree.root).replace(os.sep, "/")
+    if rel.startswith("public/"):  # VitePress serves public/ at the root
+        rel = rel[len("public/") :]
+    if rel.startswith("../"):
+        rel = rel.lstrip("./")
+    return f"{tree.docs_url}/{rel}"
+
+
+__all__ = ["MAX_FILE_BYTES", "MarkdownPages", "load_markdown", "page_id", "page_url_path"]
