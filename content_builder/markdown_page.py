@@ -25,19 +25,25 @@ import difflib
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
-
-from markdown_it import MarkdownIt
-from markdown_it.token import Token
-from mdit_py_plugins.front_matter import front_matter_plugin
+from typing import TYPE_CHECKING, Any
 
 from content_builder.text_rules import FORBIDDEN, describe
 
-_PARSER: MarkdownIt | None = None
+if TYPE_CHECKING:
+    from markdown_it import MarkdownIt
+    from markdown_it.token import Token
+
+_PARSER: Any = None
 
 
 def parser() -> MarkdownIt:
+    """The one parser, made on first use: a site without Markdown pages (and every
+    command that does not build) never imports markdown-it."""
     global _PARSER
     if _PARSER is None:
+        from markdown_it import MarkdownIt
+        from mdit_py_plugins.front_matter import front_matter_plugin
+
         _PARSER = (
             MarkdownIt("commonmark", {"html": True})
             .enable(["table", "strikethrough"])
@@ -81,6 +87,8 @@ class Lines:
 
     text: list[str]
     origin: list[int]
+    #: The lines that are a degraded container's title (`**Note**`): not a description.
+    markers: set[int] = field(default_factory=set)
 
     def add(self, line: str, origin: int) -> None:
         self.text.append(line)
@@ -285,13 +293,19 @@ def _degrade_containers(lines: Lines) -> Lines:
             if out.text and out.text[-1].strip():
                 out.add("", origin)
             if heading.strip():
+                out.markers.add(len(out.text))
                 out.add(f"{pad}**{_bold_safe(heading)}**", origin)
                 out.add("", origin)
             bodies.append((_indent(line), 4))
             continue
         opened = _COLON_OPEN.match(shifted)
         if opened:
-            pad, kind, bracket, rest = opened.group(1), opened.group(3), opened.group(4), opened.group(5)
+            pad, kind, bracket, rest = (
+                opened.group(1),
+                opened.group(3),
+                opened.group(4),
+                opened.group(5),
+            )
             title = (bracket or rest or "").strip()
             if kind == "code-group":
                 heading = ""
@@ -302,6 +316,7 @@ def _degrade_containers(lines: Lines) -> Lines:
             if out.text and out.text[-1].strip():
                 out.add("", origin)
             if heading:
+                out.markers.add(len(out.text))
                 out.add(f"{pad}**{_bold_safe(heading)}**", origin)
                 out.add("", origin)
             continue
@@ -323,7 +338,9 @@ _COMMENT = re.compile(r"<!--.*?-->", re.DOTALL)
 _DROPPED_ELEMENT = re.compile(r"<(script|style)\b[^>]*>.*?</\1\s*>", re.DOTALL | re.IGNORECASE)
 _TAG = re.compile(r"</?[A-Za-z][A-Za-z0-9:._-]*(?:\s[^<>]*?)?/?>")
 _CODE_SPAN = re.compile(r"(`+)(.+?)(?<!`)\1(?!`)")
-_INLINE_LINK = re.compile(r"(!?)\[((?:[^\[\]]|\[[^\[\]]*\])*)\]\(\s*(<[^<>\n]*>|[^\s()]*(?:\([^\s()]*\)[^\s()]*)*)")
+_INLINE_LINK = re.compile(
+    r"(!?)\[((?:[^\[\]]|\[[^\[\]]*\])*)\]\(\s*(<[^<>\n]*>|[^\s()]*(?:\([^\s()]*\)[^\s()]*)*)"
+)
 _REFERENCE = re.compile(r"^(\s{0,3}\[[^\]]+\]:\s*)(<[^<>\n]*>|\S+)")
 _BRACED = re.compile(r"\{\{?([A-Za-z_][A-Za-z0-9_-]*)\}\}?")
 
@@ -366,9 +383,16 @@ def _sections(
                     target = child.attrGet("href" if child.type == "link_open" else "src")
                     if isinstance(target, str):
                         hrefs.add(target)
-            if description is None and index and tokens[index - 1].type == "paragraph_open":
-                if tokens[index - 1].level == 0:
-                    description = _plain(token, context) or None
+            opening = tokens[index - 1] if index else None
+            if (
+                description is None
+                and opening is not None
+                and opening.type == "paragraph_open"
+                and opening.level == 0
+                and start not in lines.markers
+            ):
+                description = _plain(token, context) or None
+
     def body(start: int, stop: int) -> str:
         return _body(lines, start, stop, protected, dropped, degraded, context, hrefs, problems)
 
@@ -424,18 +448,24 @@ def _body(
     problems: list[tuple[int, str]],
 ) -> str:
     out: list[str] = []
+
+    def prose(line: str) -> None:
+        # Blank lines collapsed where dropped blocks left runs of them (never in code).
+        if not line.strip() and out and not out[-1].strip():
+            return
+        out.append(line)
+
     for index in range(start, stop):
         if protected[index]:
             out.append(lines.text[index])
         elif index in degraded:
-            out.extend(["", degraded[index], ""])
+            for line in ("", degraded[index], ""):
+                prose(line)
         elif dropped[index]:
             continue
         else:
-            out.append(_prose_line(lines.text[index], lines.origin[index], context, hrefs, problems))
-    # Blank lines collapsed where dropped blocks left runs of them (outside code).
-    text = "\n".join(out)
-    return re.sub(r"\n{3,}", "\n\n", text).strip("\n")
+            prose(_prose_line(lines.text[index], lines.origin[index], context, hrefs, problems))
+    return "\n".join(out).strip("\n")
 
 
 def _prose_line(
@@ -446,15 +476,23 @@ def _prose_line(
         dest = reference.group(2)
         new = _rewritten(dest, origin, context, problems, image=False)
         return line[: reference.start(2)] + new + line[reference.end(2) :]
-    # Code spans are kept as written; everything around them is prose.
-    pieces = []
-    position = 0
-    for span in _CODE_SPAN.finditer(line):
-        pieces.append(_prose(line[position : span.start()], context, origin, problems, hrefs=hrefs))
-        pieces.append(span.group(0))
-        position = span.end()
-    pieces.append(_prose(line[position:], context, origin, problems, hrefs=hrefs))
-    return "".join(pieces)
+    # Code spans are kept as written, everything around them is prose: each is held
+    # aside as a NUL-delimited placeholder (a page cannot hold NUL: forbidden_lines), so
+    # a link whose text is code (`[`Client`](../api.md)`) is still one link.
+    if "`" not in line:
+        return _prose(line, context, origin, problems, hrefs=hrefs)
+    spans: list[str] = []
+
+    def hold(match: re.Match[str]) -> str:
+        spans.append(match.group(0))
+        return f"\0{len(spans) - 1}\0"
+
+    held = _CODE_SPAN.sub(hold, line)
+    done = _prose(held, context, origin, problems, hrefs=hrefs)
+    return _HELD.sub(lambda match: spans[int(match.group(1))], done)
+
+
+_HELD = re.compile("\0(\\d+)\0")
 
 
 def _prose(

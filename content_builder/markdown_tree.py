@@ -64,7 +64,9 @@ class Tree:
     project: Path  # what snippets may include: mkdocs.yml's folder, else root
     style: str  # directory | clean | html
     docs_url: str  # the human pages' base URL, no trailing slash
-    nav: dict[str, tuple[int, str]] | None  # mkdocs nav: page path -> (position, group)
+    nav: (
+        dict[str, tuple[int, str, str | None]] | None
+    )  # mkdocs nav: path -> (position, group, title)
     recursive: bool = True
 
 
@@ -142,12 +144,13 @@ def load_markdown(
     if not pages:
         return found
     pages = [page for page in pages if page.front.get("draft") is not True]
-    _assign_ids(pages, problems)
+    pages = _assign_ids(pages, problems)  # a page whose id collides: reported, left out
     _assign_order(pages, found)
     by_path = {page.path: page for page in pages}
     digest = hashlib.sha256(
         "\0".join(
-            f"{p.path}\0{p.id}\0{p.canonical}" for p in sorted(pages, key=lambda p: p.path)
+            f"{p.path}\0{p.id}\0{p.canonical}\0{(p.tree.nav or {}).get(p.rel)}"
+            for p in sorted(pages, key=lambda p: p.path)
         ).encode()
         + f"\0{config.broken_links}".encode()
     ).digest()
@@ -159,11 +162,31 @@ def load_markdown(
     return found
 
 
+def watch_roots(site_root: Path) -> list[Path]:
+    """What `serve --watch` watches: the site folder and its docs tree (which may lie
+    outside it). site.yaml is read leniently: a broken one is the build's to report."""
+    roots = [site_root]
+    try:
+        settings = read_yaml_mapping(site_root / "site.yaml", "site.yaml")
+    except SiteDataError:
+        return roots
+    docs_dir = settings.get("docs_dir")
+    if isinstance(docs_dir, str) and (site_root / docs_dir).is_dir():
+        folder = Path(os.path.normpath(os.path.abspath(site_root / docs_dir)))
+        inside = os.path.abspath(site_root)
+        if not str(folder).startswith(os.path.join(inside, "")):
+            roots.append(folder)
+    return roots
+
+
 # --- trees ------------------------------------------------------------------------------
 
 
 def _trees(
-    site_root: Path, config: SiteSource, problems: list[Problem], display_path: Callable[[Path], str]
+    site_root: Path,
+    config: SiteSource,
+    problems: list[Problem],
+    display_path: Callable[[Path], str],
 ) -> list[Tree]:
     trees = []
     docs_url = (config.docs_url or config.website).rstrip("/")
@@ -213,7 +236,7 @@ def _mkdocs_config(
         display = display_path(path)
         try:
             data = read_site_file(path, display)
-            settings = yaml.load(data.decode("utf-8"), Loader=_IgnoringLoader)  # noqa: S506
+            settings = yaml.load(data.decode("utf-8"), Loader=_IgnoringLoader)
         except SiteDataError as error:
             problems.extend(error.problems)
             return None
@@ -231,11 +254,12 @@ def _mkdocs_config(
     return None
 
 
-def _nav(nav: Any) -> dict[str, tuple[int, str]] | None:
-    """mkdocs `nav` -> page path -> (position, top-level group); None without a nav."""
+def _nav(nav: Any) -> dict[str, tuple[int, str, str | None]] | None:
+    """mkdocs `nav` -> page path -> (position, top-level group, its title in the nav);
+    None without a nav."""
     if not isinstance(nav, list):
         return None
-    found: dict[str, tuple[int, str]] = {}
+    found: dict[str, tuple[int, str, str | None]] = {}
     budget = [10_000]  # a nav made of aliases would be walked without end
 
     def walk(items: Any, group: str) -> None:
@@ -246,20 +270,20 @@ def _nav(nav: Any) -> dict[str, tuple[int, str]] | None:
             if budget[0] < 0:
                 return
             if isinstance(item, str):
-                add(item, group)
+                add(item, group, None)
             elif isinstance(item, dict):
                 for title, value in item.items():
                     if isinstance(value, str):
-                        add(value, group)
+                        add(value, group, " ".join(str(title).split()) or None)
                     elif isinstance(value, list):
                         walk(value, group if group != DEFAULT_GROUP else _group_name(title))
 
-    def add(target: str, group: str) -> None:
+    def add(target: str, group: str, title: str | None) -> None:
         if _SCHEME.match(target) or target.startswith("/"):
             return  # an external link in the nav
         rel = posixpath.normpath(target)
         if rel not in found:
-            found[rel] = (len(found), group)
+            found[rel] = (len(found), group, title)
 
     walk(nav, DEFAULT_GROUP)
     return found
@@ -329,8 +353,10 @@ def _walk(
         for entry in listed:
             rel = f"{rel_folder}/{entry.name}" if rel_folder else entry.name
             if entry.is_dir(follow_symlinks=False):
-                if tree.recursive and not entry.name.startswith(".") and (
-                    entry.name not in _SKIPPED_FOLDERS
+                if (
+                    tree.recursive
+                    and not entry.name.startswith(".")
+                    and (entry.name not in _SKIPPED_FOLDERS)
                 ):
                     stack.append(rel)
                 continue
@@ -352,8 +378,9 @@ def _walk(
 # --- ids, order, groups -------------------------------------------------------------------
 
 
-def _assign_ids(pages: list[_Page], problems: list[Problem]) -> None:
+def _assign_ids(pages: list[_Page], problems: list[Problem]) -> list[_Page]:
     seen: dict[str, _Page] = {}
+    kept = []
     for page in pages:
         chosen = page.front.get("id")
         page.id = str(chosen) if isinstance(chosen, str | int) else page_id(page.rel)
@@ -366,10 +393,12 @@ def _assign_ids(pages: list[_Page], problems: list[Problem]) -> None:
                         "ids come from the path (docs/site-data-format.md) and must differ "
                         "after case folding: rename one, or set `id` in its front matter")
             )  # fmt: skip
-        else:
-            seen[folded] = page
+            continue
+        seen[folded] = page
+        kept.append(page)
         url_path = page_url_path(page.rel, page.tree.style)
         page.canonical = page.tree.docs_url + "/" + url_path
+    return kept
 
 
 def _order_value(front: dict[str, Any]) -> float:
@@ -462,7 +491,9 @@ def _models(page: _Page, context: Context, problems: list[Problem]) -> tuple[Any
              for line, message in converted.problems]  # fmt: skip
     problems += found
     front = page.front
-    title = front.get("title") or converted.title or _title_from_name(page.rel)
+    nav = page.tree.nav or {}
+    nav_title = nav[page.rel][2] if page.rel in nav else None
+    title = front.get("title") or converted.title or nav_title or _title_from_name(page.rel)
     description = front.get("description") or converted.description or title
     if isinstance(description, str):
         description = _bounded(description)
@@ -534,6 +565,8 @@ def _context(
     tree = page.tree
     root = str(tree.root)
     folder = os.path.dirname(page.path)
+    stem, name = page.path[: -len(".md")], os.path.basename(page.path)[: -len(".md")]
+    url_folder = stem if tree.style == "directory" and name.lower() not in _INDEX_NAMES else None
 
     def target_of(dest: str) -> tuple[str, str] | None:
         """(absolute path, fragment) a relative destination names, or None to keep it."""
@@ -543,6 +576,11 @@ def _context(
         path = unquote(path.split("?", 1)[0])
         if path.startswith("/"):  # VitePress, Docusaurus: from the tree's root
             joined = os.path.join(root, path.lstrip("/"))
+        elif url_folder is not None and not path.lower().endswith(".md"):
+            # mkdocs rewrites links to .md files only; any other relative link is left
+            # to the browser, which resolves it against the page's directory URL
+            # (async.md is served at async/: `../advanced/x` is advanced/x).
+            joined = os.path.join(url_folder, path)
         else:
             joined = os.path.join(folder, path)
         normal = os.path.normpath(joined)
@@ -601,9 +639,13 @@ def _context(
             if not real.startswith(project) or not candidate.startswith(
                 os.path.join(str(tree.project), "")
             ):
-                return None, None, (
-                    f"snippet {name!r} is outside the docs tree ({tree.project}): only files "
-                    "inside it are included"
+                return (
+                    None,
+                    None,
+                    (
+                        f"snippet {name!r} is outside the docs tree ({tree.project}): only files "
+                        "inside it are included"
+                    ),
                 )
             try:
                 data = read_site_file(candidate, candidate)
@@ -620,9 +662,13 @@ def _context(
             return key, text, None
         outside = os.path.normpath(os.path.join(str(tree.project), clean))
         if not outside.startswith(os.path.join(str(tree.project), "")):
-            return None, None, (
-                f"snippet {name!r} is outside the docs tree ({tree.project}): only files "
-                "inside it are included"
+            return (
+                None,
+                None,
+                (
+                    f"snippet {name!r} is outside the docs tree ({tree.project}): only files "
+                    "inside it are included"
+                ),
             )
         return None, None, f"snippet {name!r} not found in the docs tree"
 

@@ -36,16 +36,17 @@ def twin_links(base_url: str, text: str) -> str:
     them, markdown_tree.py) pointing at their Markdown twins: the twin from a twin."""
     if paths.API_PREFIX not in text:
         return text
-    return _document_json(base_url).sub(
-        lambda match: match.group(1) + ".md", text
-    )
+    return _document_json(base_url).sub(lambda match: match.group(1) + ".md", text)
 
 
 @lru_cache(maxsize=4)
 def _document_json(base_url: str) -> re.Pattern[str]:
     head, _, tail = paths.document("\0").partition("\0")
     return re.compile(
-        "(" + re.escape(base_url + head) + r"[a-z0-9][a-z0-9-]*)" + re.escape(tail)
+        "("
+        + re.escape(base_url + head)
+        + r"[a-z0-9][a-z0-9-]*)"
+        + re.escape(tail)
         + r"(?=[#)\s>\"]|$)",
         re.MULTILINE,
     )
