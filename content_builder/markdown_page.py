@@ -33,23 +33,27 @@ if TYPE_CHECKING:
     from markdown_it import MarkdownIt
     from markdown_it.token import Token
 
-_PARSER: Any = None
+_PARSERS: dict[bool, Any] = {}
 
 
-def parser() -> MarkdownIt:
-    """The one parser, made on first use: a site without Markdown pages (and every
-    command that does not build) never imports markdown-it."""
-    global _PARSER
-    if _PARSER is None:
+def parser(blocks_only: bool = False) -> MarkdownIt:
+    """The parser, made on first use: a site without Markdown pages (and every command
+    that does not build) never imports markdown-it. `blocks_only`: without the inline
+    rules (a third of the parse), which only the description needs."""
+    found = _PARSERS.get(blocks_only)
+    if found is None:
         from markdown_it import MarkdownIt
         from mdit_py_plugins.front_matter import front_matter_plugin
 
-        _PARSER = (
+        found = (
             MarkdownIt("commonmark", {"html": True})
             .enable(["table", "strikethrough"])
             .use(front_matter_plugin)
         )
-    return _PARSER
+        if blocks_only:
+            found.core.ruler.disable("inline")
+        _PARSERS[blocks_only] = found
+    return found  # type: ignore[no-any-return]
 
 
 # --- front matter ---------------------------------------------------------------------
@@ -128,7 +132,9 @@ def convert(text: str, body_start: int, context: Context) -> Converted:
         lines.add(line, number)
     lines = _expand_snippets(lines, context, problems, snippets, depth=0)
     lines = _degrade_containers(lines)
-    tokens = parser().parse("\n".join(lines.text) + "\n")
+    # Block structure only: the inline rules (a third of the parse) run on the one
+    # paragraph that becomes the description (`_plain`), nowhere else.
+    tokens = parser(blocks_only=True).parse("\n".join(lines.text) + "\n")
     converted = _sections(lines, tokens, context, problems)
     converted.problems = problems + converted.problems
     converted.snippets = snippets
@@ -355,7 +361,6 @@ def _sections(
     boundaries: list[tuple[int, int, str]] = []  # (first line, line after, title)
     title: str | None = None
     description: str | None = None
-    hrefs: set[str] = set()
     for index, token in enumerate(tokens):
         if token.map is None:
             continue
@@ -378,11 +383,6 @@ def _sections(
                 continue
             boundaries.append((start, end, heading))
         elif token.type == "inline":
-            for child in token.children or ():
-                if child.type in ("link_open", "image"):
-                    target = child.attrGet("href" if child.type == "link_open" else "src")
-                    if isinstance(target, str):
-                        hrefs.add(target)
             opening = tokens[index - 1] if index else None
             if (
                 description is None
@@ -394,7 +394,7 @@ def _sections(
                 description = _plain(token, context) or None
 
     def body(start: int, stop: int) -> str:
-        return _body(lines, start, stop, protected, dropped, degraded, context, hrefs, problems)
+        return _body(lines, start, stop, protected, dropped, degraded, context, problems)
 
     starts = [start for start, _, _ in boundaries] + [count]
     opening = [body(0, starts[0])]
@@ -418,10 +418,17 @@ def _heading_text(inline: Token, context: Context) -> str:
     return " ".join(text.split())
 
 
+_DESCRIPTION_SOURCE = 2_000
+
+
 def _plain(inline: Token, context: Context) -> str:
     """A paragraph's text without its Markdown: words of text and code spans."""
     parts = []
-    for child in inline.children or ():
+    # The description is a few hundred characters: its paragraph's start is enough, and
+    # markdown-it's inline rules are quadratic on some hostile paragraphs (`[a](` * n).
+    head = inline.content[:_DESCRIPTION_SOURCE]
+    children = parser().parseInline(head)[0].children if head else []
+    for child in children or ():
         if child.type in ("text", "code_inline"):
             parts.append(child.content)
         elif child.type in ("softbreak", "hardbreak"):
@@ -444,7 +451,6 @@ def _body(
     dropped: list[bool],
     degraded: dict[int, str],
     context: Context,
-    hrefs: set[str],
     problems: list[tuple[int, str]],
 ) -> str:
     out: list[str] = []
@@ -464,12 +470,12 @@ def _body(
         elif dropped[index]:
             continue
         else:
-            prose(_prose_line(lines.text[index], lines.origin[index], context, hrefs, problems))
+            prose(_prose_line(lines.text[index], lines.origin[index], context, problems))
     return "\n".join(out).strip("\n")
 
 
 def _prose_line(
-    line: str, origin: int, context: Context, hrefs: set[str], problems: list[tuple[int, str]]
+    line: str, origin: int, context: Context, problems: list[tuple[int, str]]
 ) -> str:
     reference = _REFERENCE.match(line)
     if reference:
@@ -480,7 +486,7 @@ def _prose_line(
     # aside as a NUL-delimited placeholder (a page cannot hold NUL: forbidden_lines), so
     # a link whose text is code (`[`Client`](../api.md)`) is still one link.
     if "`" not in line:
-        return _prose(line, context, origin, problems, hrefs=hrefs)
+        return _prose(line, context, origin, problems)
     spans: list[str] = []
 
     def hold(match: re.Match[str]) -> str:
@@ -488,7 +494,7 @@ def _prose_line(
         return f"\0{len(spans) - 1}\0"
 
     held = _CODE_SPAN.sub(hold, line)
-    done = _prose(held, context, origin, problems, hrefs=hrefs)
+    done = _prose(held, context, origin, problems)
     return _HELD.sub(lambda match: spans[int(match.group(1))], done)
 
 
@@ -501,7 +507,6 @@ def _prose(
     origin: int,
     problems: list[tuple[int, str]],
     resolve: bool = True,
-    hrefs: set[str] | None = None,
 ) -> str:
     if "<" in text:
         text = _TAG.sub("", _COMMENT.sub("", text))

@@ -491,3 +491,50 @@ def test_serve_watch_watches_a_docs_tree_outside_the_site(
     assert run_cli("serve", "--site", site, "--watch").code == 0
     roots = [Path(root) for root in seen["watch_roots"]]  # type: ignore[attr-defined]
     assert site in roots and (tmp_path / "docs").resolve() in [r.resolve() for r in roots]
+
+
+def test_the_worked_example_of_the_format_document(tmp_path: Path) -> None:
+    """docs/site-data-format.md, "Markdown pages": the example, as it says."""
+    page = (
+        "---\ntitle: Install\nsidebar_position: 1\nunknown: ignored\n---\n# Installing {name}\n\n"
+        "Install it with pip; see the [quick start](../index.md#start).\n\n"
+        '!!! tip "Upgrading"\n    Add `--upgrade` to upgrade.\n\n## From PyPI\n\n'
+        "```sh\npip install example  # {name} is not replaced here\n```\n\n"
+        "### Behind a proxy\n\nSet `HTTPS_PROXY`.\n"
+    )
+    site = _site(tmp_path, {"index.md": "# Home\n\n## Start\n\nx\n", "guide/install.md": page})
+    (tmp_path / "mkdocs.yml").write_text(
+        "site_name: Example\nnav:\n  - Home: index.md\n  - Guide:\n    - guide/install.md\n"
+    )
+    (site / "site.yaml").write_text(
+        (site / "site.yaml")
+        .read_text()
+        .replace("https://www.python-httpx.org", "https://example.com")
+    )
+    result = plan(site)
+    files = _files(result)
+    document = json.loads(files["/api/v1/content/guide-install.json"])
+    base = result.site.base_url
+    assert document["title"] == "Install"
+    assert document["canonical_url"] == "https://example.com/guide/install/"
+    index = json.loads(files[paths.CONTENT_INDEX])
+    entry = next(e for e in _index_entries(index) if e["id"] == "guide-install")
+    assert entry["description"] == "Install it with pip; see the quick start."
+    sections = document["content"]["sections"]
+    assert [s["title"] for s in sections] == ["Install", "From PyPI"]
+    assert f"({base}/api/v1/content/home.json#start)" in sections[0]["body"]
+    assert "**Tip: Upgrading**\n\nAdd `--upgrade` to upgrade." in sections[0]["body"]
+    assert sections[1]["body"] == (
+        "```sh\npip install example  # {name} is not replaced here\n```\n\n"
+        "### Behind a proxy\n\nSet `HTTPS_PROXY`."
+    )
+    assert f"({base}/api/v1/content/home.md#start)" in _twin(result, "guide-install")
+    llms = files[paths.LLMS_TXT].decode()
+    assert "guide-install.json" in llms.split("## Guide\n", 1)[1].split("\n## ", 1)[0]
+
+
+def _index_entries(index: dict[str, object]) -> list[dict[str, str]]:
+    for value in index.values():
+        if isinstance(value, list) and value and isinstance(value[0], dict) and "id" in value[0]:
+            return value  # type: ignore[return-value]
+    raise AssertionError(index.keys())
