@@ -538,3 +538,58 @@ def _index_entries(index: dict[str, object]) -> list[dict[str, str]]:
         if isinstance(value, list) and value and isinstance(value[0], dict) and "id" in value[0]:
             return value  # type: ignore[return-value]
     raise AssertionError(index.keys())
+
+
+def test_md_pages_in_content_beside_yaml_documents(tmp_path: Path) -> None:
+    site = _site(tmp_path, {"a.md": "# A\n\nx\n"})
+    (site / "content" / "notes.md").write_text(
+        "---\ndescription: Notes of the team.\n---\n# Notes\n\nSee [the other](./more.md).\n"
+    )
+    (site / "content" / "more.md").write_text("# More\n\nx\n")
+    result = plan(site)
+    files = _files(result)
+    notes = json.loads(files["/api/v1/content/notes.json"])
+    assert notes["canonical_url"] == "https://www.python-httpx.org/notes"
+    assert "/api/v1/content/more.json)" in notes["content"]["sections"][0]["body"]
+    assert "/api/v1/content/site.json" in files  # the YAML document beside them
+
+
+def test_a_snippet_block_is_included(tmp_path: Path) -> None:
+    site = _site(
+        tmp_path,
+        {
+            "page.md": "# Page\n\n--8<--\nparts/one.md\nparts/two.md\n--8<--\n\n"
+            '```\n--8<-- "parts/one.md"\n```\n',
+            "parts/one.md": "First part.\n",
+            "parts/two.md": "Second part.\n",
+        },
+    )
+    twin = _twin(plan(site), "page")
+    assert "First part.\n\nSecond part." in twin
+    assert '```\n--8<-- "parts/one.md"\n```' in twin  # in code: as written
+
+
+def test_llms_txt_splits_each_group_under_its_budget(tmp_path: Path) -> None:
+    description = "A description long enough to fill llms.txt quickly with words. " * 3
+    pages = {
+        f"group-{n % 3}/page-{n:03d}.md": f"---\ndescription: {description.strip()}\n---\n"
+        f"# Page {n}\n\nx\n"
+        for n in range(330)
+    }
+    result = plan(_site(tmp_path, pages))
+    files = _files(result)
+    llms = files[paths.LLMS_TXT].decode()
+    assert len(llms) < 50_000
+    assert _llms_sections(llms)[2:5] == ["Group 0", "Group 1", "Group 2"]
+    parts = sorted(path for path in files if path.startswith("/llms/group-"))
+    assert parts and all(len(files[path].decode()) < 50_000 for path in parts)
+    linked = sum(files[path].decode().count("\n- [") for path in parts)
+    assert linked == 330
+    assert all(result.site.base_url + path in llms for path in parts)
+
+
+def test_a_broken_link_warning_is_printed_by_build(tmp_path: Path) -> None:
+    site = _site(tmp_path, {"guide.md": "# Guide\n\n[x](./nope.md)\n"}, "broken_links: warn\n")
+    result = run_cli("build", "--site", site, "--out", tmp_path / "out")
+    assert result.code == 0
+    assert "warning:" in result.err and "nope.md" in result.err
