@@ -143,6 +143,8 @@ def convert(text: str, body_start: int, context: Context) -> Converted:
 
 def forbidden_lines(text: str) -> list[tuple[int, str]]:
     """Control characters and bidirectional overrides (text_rules.py), by line."""
+    if FORBIDDEN.search(text) is None:  # one scan in C: nearly every page
+        return []
     found = []
     for number, line in enumerate(text.split("\n"), 1):
         match = FORBIDDEN.search(line)

@@ -20,6 +20,7 @@ import posixpath
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote
@@ -140,7 +141,7 @@ def load_markdown(
         found.roots.append(tree.root)
         if tree.nav is not None:
             found.roots.append(tree.project)
-        pages += _read_pages(tree, problems, display_path)
+        pages += _read_pages(tree, problems, display_path, cache)
     if not pages:
         return found
     pages = [page for page in pages if page.front.get("draft") is not True]
@@ -299,7 +300,7 @@ def _group_name(title: Any) -> str:
 
 
 def _read_pages(
-    tree: Tree, problems: list[Problem], display_path: Callable[[Path], str]
+    tree: Tree, problems: list[Problem], display_path: Callable[[Path], str], cache: EntryCache
 ) -> list[_Page]:
     pages = []
     for path, rel in _walk(tree, problems, display_path):
@@ -315,6 +316,13 @@ def _read_pages(
             problems.append(Problem(display, None, f"not UTF-8 text ({error.reason})"))
             continue
         text = text.removeprefix("\ufeff")
+        # A clean page's front matter, by its bytes: a warm build reads no YAML.
+        key = entry_key(display, data)
+        known = cache.get(key, "markdown_front")
+        if known is not None:
+            front, body_start = known
+            pages.append(_Page(tree, path, rel, display, data, text, front, body_start))
+            continue
         bad = forbidden_lines(text)
         if bad:
             problems += [Problem(display, None, f"line {line}: {message}") for line, message in bad]
@@ -329,6 +337,7 @@ def _read_pages(
                     Problem(p.file, p.field, f"front matter: {p.message}") for p in error.problems
                 ]
                 continue
+        cache.put(key, "markdown_front", (front, body_start))
         pages.append(_Page(tree, path, rel, display, data, text, front, body_start))
     return pages
 
@@ -627,7 +636,7 @@ def _context(
         found = target_of(src)
         return None if found is None else _asset_url(tree, found[0])
 
-    project = os.path.join(os.path.realpath(tree.project), "")
+    project = _real_folder(str(tree.project))
 
     def read_snippet(name: str) -> tuple[str | None, str | None, str | None]:
         clean = _LINE_RANGE.sub("", name)  # `file.md:1:3`: pymdownx's line ranges
@@ -673,6 +682,11 @@ def _context(
         return None, None, f"snippet {name!r} not found in the docs tree"
 
     return Context(resolve_link, resolve_image, read_snippet, tokens)
+
+
+@lru_cache(maxsize=16)
+def _real_folder(folder: str) -> str:
+    return os.path.join(os.path.realpath(folder), "")
 
 
 def _asset_url(tree: Tree, target: str) -> str:
