@@ -476,9 +476,7 @@ def _body(
     return "\n".join(out).strip("\n")
 
 
-def _prose_line(
-    line: str, origin: int, context: Context, problems: list[tuple[int, str]]
-) -> str:
+def _prose_line(line: str, origin: int, context: Context, problems: list[tuple[int, str]]) -> str:
     reference = _REFERENCE.match(line)
     if reference:
         dest = reference.group(2)

@@ -679,7 +679,17 @@ def _context(
                     "inside it are included"
                 ),
             )
-        return None, None, f"snippet {name!r} not found in the docs tree"
+        if config.broken_links == "warn":  # as pymdownx.snippets' default: skipped
+            warnings.append(Problem(page.display, None, f"snippet {name!r} not found (skipped)"))
+            return f"missing\0{name}", "", None
+        return (
+            None,
+            None,
+            (
+                f"snippet {name!r} not found in the docs tree (site.yaml broken_links: warn "
+                "makes this a warning)"
+            ),
+        )
 
     return Context(resolve_link, resolve_image, read_snippet, tokens)
 

@@ -598,3 +598,13 @@ def test_a_broken_link_warning_is_printed_by_build(tmp_path: Path) -> None:
     result = run_cli("build", "--site", site, "--out", tmp_path / "out")
     assert result.code == 0
     assert "warning:" in result.err and "nope.md" in result.err
+
+
+def test_a_missing_snippet_is_an_error_or_under_warn_skipped(tmp_path: Path) -> None:
+    site = _site(tmp_path, {"page.md": '# Page\n\nBefore.\n\n--8<-- "generated.md"\n\nAfter.\n'})
+    assert any("page.md" in e and "line 5" in e and "generated.md" in e for e in _errors(site))
+    text = (site / "site.yaml").read_text()
+    (site / "site.yaml").write_text(text + "broken_links: warn\n")
+    result = plan(site)
+    assert any("generated.md" in str(w) for w in result.site.warnings)
+    assert "Before.\n\nAfter." in _twin(result, "page")
