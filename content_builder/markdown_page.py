@@ -259,6 +259,10 @@ _ADMONITION = re.compile(r"^(\s*)(?:!!!|\?\?\?\+?)\s+([\w-]+)((?:\s+[\w-]+)*)(?:
 _TAB = re.compile(r"^(\s*)===!?\+?\s+\"(.*)\"\s*$")
 _COLON_OPEN = re.compile(r"^(\s*)(:{3,})\s*([\w-]+)(?:\[(.*)\])?\s*(?:\{.*\})?\s*(.*?)\s*$")
 _COLON_CLOSE = re.compile(r"^(\s*)(:{3,})\s*$")
+_MDX_STATEMENT = re.compile(
+    r"^(?:import\s+[\w{},*\s]+?\s+from\s+['\"][^'\"]+['\"]|import\s+['\"][^'\"]+['\"]"
+    r"|export\s+(?:const|default|function|let)\b.*);?\s*$"
+)
 
 
 def _indent(line: str) -> int:
@@ -270,7 +274,10 @@ def _degrade_containers(lines: Lines) -> Lines:
     for a bold title and their indentation; `:::` containers lose their marker lines.
     Fenced code is left as it is, but for the indentation its container gave it."""
     text = lines.text
-    if not any(("!!!" in t or "???" in t or "===" in t or ":::" in t) for t in text):
+    if not any(
+        ("!!!" in t or "???" in t or "===" in t or ":::" in t or t.startswith(("import", "export")))
+        for t in text
+    ):
         return lines
     out = Lines([], [])
     fences = _Fences()
@@ -306,6 +313,8 @@ def _degrade_containers(lines: Lines) -> Lines:
                 out.add("", origin)
             bodies.append((_indent(line), 4))
             continue
+        if not bodies and _MDX_STATEMENT.match(shifted):
+            continue  # MDX's import/export: code for the docs tool, not text for readers
         opened = _COLON_OPEN.match(shifted)
         if opened:
             pad, kind, bracket, rest = (
@@ -343,6 +352,7 @@ def _bold_safe(text: str) -> str:
 
 _ATTR_LIST = re.compile(r"\s*\{\s*[#.:][^{}]*\}\s*$")  # `## Title { #anchor }`
 _COMMENT = re.compile(r"<!--.*?-->", re.DOTALL)
+_JSX_COMMENT = re.compile(r"\{/\*.*?\*/\}")
 _DROPPED_ELEMENT = re.compile(r"<(script|style)\b[^>]*>.*?</\1\s*>", re.DOTALL | re.IGNORECASE)
 _TAG = re.compile(r"</?[A-Za-z][A-Za-z0-9:._-]*(?:\s[^<>]*?)?/?>")
 _CODE_SPAN = re.compile(r"(`+)(.+?)(?<!`)\1(?!`)")
@@ -510,6 +520,8 @@ def _prose(
 ) -> str:
     if "<" in text:
         text = _TAG.sub("", _COMMENT.sub("", text))
+    if "{/*" in text:  # an MDX comment
+        text = _JSX_COMMENT.sub("", text)
     if resolve and "](" in text:
 
         def link(match: re.Match[str]) -> str:

@@ -52,7 +52,7 @@ _SKIPPED_FOLDERS = frozenset({"node_modules"})
 _ORDER_KEYS = ("sidebar_position", "order", "weight", "nav_order")
 _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
 _SLUG_RUN = re.compile(r"[^a-z0-9]+")
-_INDEX_NAMES = frozenset({"index", "readme"})
+_INDEX_NAMES = frozenset({"index", "readme", "_index"})  # _index.md: Hugo's
 _LINE_RANGE = re.compile(r"(?::-?\d*){1,2}$")
 #: Front matter keys kept as they are in the document (the rest are read here or ignored).
 _DOCUMENT_KEYS = ("title", "description", "keywords", "content_type", "canonical_url",
@@ -98,11 +98,19 @@ class MarkdownPages:
     roots: list[Path] = field(default_factory=list)  # folders to watch
 
 
+#: What a page's file name ends with (Docusaurus writes .mdx as well).
+MARKDOWN_SUFFIXES = (".md", ".mdx")
+
+
+def _stem(rel: str) -> str:
+    return rel[: -len(".mdx")] if rel.endswith(".mdx") else rel.removesuffix(".md")
+
+
 def page_id(rel: str) -> str:
     """A page's id from its path (docs/site-data-format.md): `guide/ssr.md` -> `guide-ssr`,
     `guide/index.md` (or README.md) -> `guide`, the root's index.md -> `home`; lower
     case, every run of other characters one hyphen."""
-    parts = rel[: -len(".md")].split("/") if rel.endswith(".md") else rel.split("/")
+    parts = _stem(rel).split("/")
     if parts and parts[-1].lower() in _INDEX_NAMES:
         parts = parts[:-1]
     slug = _SLUG_RUN.sub("-", "-".join(parts).lower()).strip("-")
@@ -112,7 +120,7 @@ def page_id(rel: str) -> str:
 def page_url_path(rel: str, style: str) -> str:
     """The page's path on the human site: mkdocs directory URLs (`guide/ssr/`), clean
     URLs (`guide/ssr`), or `.html`; an index page is its folder (`guide/`)."""
-    stem = rel[: -len(".md")]
+    stem = _stem(rel)
     folder, _, name = stem.rpartition("/")
     if name.lower() in _INDEX_NAMES:
         return f"{folder}/" if folder else ""
@@ -192,7 +200,7 @@ def _trees(
     trees = []
     docs_url = (config.docs_url or config.website).rstrip("/")
     content = site_root / "content"
-    if content.is_dir() and any(name.endswith(".md") for name in os.listdir(content)):
+    if content.is_dir() and any(name.endswith(MARKDOWN_SUFFIXES) for name in os.listdir(content)):
         style = config.docs_url_style or "clean"
         trees.append(Tree(content, content, style, docs_url, None, recursive=False))
     if config.docs_dir is not None:
@@ -369,7 +377,7 @@ def _walk(
                 ):
                     stack.append(rel)
                 continue
-            if not entry.name.endswith(".md"):
+            if not entry.name.endswith(MARKDOWN_SUFFIXES):
                 continue
             if not entry.is_file(follow_symlinks=False):
                 mode = entry.stat(follow_symlinks=False).st_mode
@@ -406,6 +414,11 @@ def _assign_ids(pages: list[_Page], problems: list[Problem]) -> list[_Page]:
         seen[folded] = page
         kept.append(page)
         url_path = page_url_path(page.rel, page.tree.style)
+        slug = page.front.get("slug")
+        if isinstance(slug, str) and slug.strip() and " " not in slug:
+            # Docusaurus: the page's URL path, from the site's root when absolute.
+            folder = page.rel.rpartition("/")[0]
+            url_path = slug.lstrip("/") if slug.startswith("/") else f"{folder}/{slug}".lstrip("/")
         page.canonical = page.tree.docs_url + "/" + url_path
     return kept
 
@@ -421,7 +434,7 @@ def _order_value(front: dict[str, Any]) -> float:
 def _assign_order(pages: list[_Page], found: MarkdownPages) -> None:
     def folder_key(page: _Page) -> tuple[Any, ...]:
         folder, _, name = page.rel.rpartition("/")
-        is_index = name[: -len(".md")].lower() in _INDEX_NAMES
+        is_index = _stem(name).lower() in _INDEX_NAMES
         return (folder.split("/") if folder else [], not is_index, _order_value(page.front), name)
 
     def key(page: _Page) -> tuple[Any, ...]:
@@ -547,7 +560,7 @@ def _models(page: _Page, context: Context, problems: list[Problem]) -> tuple[Any
 
 
 def _title_from_name(rel: str) -> str:
-    stem = rel[: -len(".md")].rsplit("/", 1)[-1]
+    stem = _stem(rel).rsplit("/", 1)[-1]
     if stem.lower() in _INDEX_NAMES:
         stem = rel.rsplit("/", 2)[-2] if "/" in rel else "Home"
     return stem.replace("-", " ").replace("_", " ").capitalize()
@@ -574,7 +587,7 @@ def _context(
     tree = page.tree
     root = str(tree.root)
     folder = os.path.dirname(page.path)
-    stem, name = page.path[: -len(".md")], os.path.basename(page.path)[: -len(".md")]
+    stem, name = _stem(page.path), _stem(os.path.basename(page.path))
     url_folder = stem if tree.style == "directory" and name.lower() not in _INDEX_NAMES else None
 
     def target_of(dest: str) -> tuple[str, str] | None:
@@ -585,7 +598,7 @@ def _context(
         path = unquote(path.split("?", 1)[0])
         if path.startswith("/"):  # VitePress, Docusaurus: from the tree's root
             joined = os.path.join(root, path.lstrip("/"))
-        elif url_folder is not None and not path.lower().endswith(".md"):
+        elif url_folder is not None and not path.lower().endswith(MARKDOWN_SUFFIXES):
             # mkdocs rewrites links to .md files only; any other relative link is left
             # to the browser, which resolves it against the page's directory URL
             # (async.md is served at async/: `../advanced/x` is advanced/x).
@@ -605,15 +618,16 @@ def _context(
         anchor = f"#{fragment}" if fragment else ""
         name = os.path.basename(target.rstrip(os.sep))
         extension = os.path.splitext(name)[1].lower() if not target.endswith(os.sep) else ""
-        if extension == ".md":
+        if extension in MARKDOWN_SUFFIXES:
             candidates = [target]
         elif extension == ".html":
-            candidates = [target[:-5] + ".md", os.path.join(target[:-5], "index.md")]
+            candidates = [target[:-5] + suffix for suffix in MARKDOWN_SUFFIXES]
+            candidates += _folder_pages(target[:-5])
         elif target.endswith(os.sep):
-            candidates = [target + "index.md", target + "README.md"]
+            candidates = _folder_pages(target)
         elif extension == "":
-            candidates = [target + ".md", os.path.join(target, "index.md"),
-                          os.path.join(target, "README.md")]  # fmt: skip
+            candidates = [target + suffix for suffix in MARKDOWN_SUFFIXES]
+            candidates += _folder_pages(target)
         else:  # a file that is not a page (an image, a download): the human site's
             return _asset_url(tree, target), None
         for candidate in candidates:
@@ -697,6 +711,15 @@ def _context(
 @lru_cache(maxsize=16)
 def _real_folder(folder: str) -> str:
     return os.path.join(os.path.realpath(folder), "")
+
+
+def _folder_pages(folder: str) -> list[str]:
+    """The files that are a folder's page, in the order docs tools look for them."""
+    return [
+        os.path.join(folder, name + suffix)
+        for name in ("index", "README", "_index")
+        for suffix in MARKDOWN_SUFFIXES
+    ]
 
 
 def _asset_url(tree: Tree, target: str) -> str:

@@ -608,3 +608,29 @@ def test_a_missing_snippet_is_an_error_or_under_warn_skipped(tmp_path: Path) -> 
     result = plan(site)
     assert any("generated.md" in str(w) for w in result.site.warnings)
     assert "Before.\n\nAfter." in _twin(result, "page")
+
+
+def test_docusaurus_mdx_and_hugo_conventions(tmp_path: Path) -> None:
+    site = _site(
+        tmp_path,
+        {
+            "intro.mdx": "---\nslug: /\nsidebar_position: 1\n---\n"
+            "import Tabs from '@theme/Tabs';\nimport TabItem from '@theme/TabItem';\n\n"
+            "# Intro\n\n{/* a note for editors */}Welcome.\n\n<Tabs>\n<TabItem value=\"a\" "
+            'label="npm">\n\n```bash\nnpm i x\n```\n\n</TabItem>\n</Tabs>\n\n'
+            "See [setup](./setup) and [notes](./notes/).\n",
+            "setup.md": "---\nslug: getting-set-up\n---\n# Setup\n\nx\n",
+            "notes/_index.md": "# Notes\n\nx\n",
+        },
+    )
+    result = plan(site)
+    files = _files(result)
+    intro = json.loads(files["/api/v1/content/intro.json"])
+    assert intro["canonical_url"] == "https://www.python-httpx.org/"  # slug: /
+    body = intro["content"]["sections"][0]["body"]
+    assert "import " not in body and "{/*" not in body and "<Tabs" not in body
+    assert "Welcome." in body and "```bash\nnpm i x\n```" in body
+    base = result.site.base_url + "/api/v1/content/"
+    assert f"[setup]({base}setup.json)" in body and f"[notes]({base}notes.json)" in body
+    setup = json.loads(files["/api/v1/content/setup.json"])
+    assert setup["canonical_url"] == "https://www.python-httpx.org/getting-set-up"

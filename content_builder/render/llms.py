@@ -14,6 +14,7 @@ from agent_contract import paths
 from agent_contract.endpoints import Endpoint, llms_section
 from agent_contract.models import ContentDocument, FAQEntry, FeatureContent
 from content_builder.loader import LoadedDocument, LoadedFaq, Site
+from content_builder.markdown_tree import MARKDOWN_SUFFIXES
 from content_builder.render.catalog import Catalog
 from content_builder.render.documents import summarize
 from content_builder.render.escape import block, code_fence, link_text, link_url, paragraph
@@ -214,7 +215,7 @@ def document_block(site: Site, loaded: LoadedDocument, document: ContentDocument
         lines += ["### For agent developers", "", block(body.for_agent_developers), ""]
     else:
         lines += [paragraph(body.headline), ""]
-        markdown_source = loaded.file.endswith(".md")
+        markdown_source = loaded.file.endswith(MARKDOWN_SUFFIXES)
         for section in body.sections:
             if markdown_source:  # one level deeper than in the twin: below `### title`
                 text = block(twin_links(site.base_url, section.body), deeper=1)
