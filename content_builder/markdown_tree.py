@@ -6,10 +6,9 @@ ordering keys, else folders and file names), its llms.txt group, its human URL i
 tool's style, where a relative link leads and which snippet files may be included.
 
 Every file is read with site_files.read_site_file (a regular file, no link followed, under
-the size limit). A page's parse goes through the build cache: its key is its bytes, the
-tree's link map (every page's path, id and URL) and the bytes of the snippets it
-includes, so an edit parses one page, and adding, removing or renaming a page, which
-changes where links lead, parses them all again.
+the size limit). A page's parse goes through the build cache, keyed by its bytes, its
+place in the tree, the snippets it includes and where its links lead now (`_document`):
+an edit parses one page, a page added parses the pages whose links it changes.
 """
 
 from __future__ import annotations
@@ -81,6 +80,7 @@ class _Page:
     text: str
     front: dict[str, Any]
     body_start: int
+    key: str = ""  # the build cache's key of its bytes
     id: str = ""
     order: int = 0
     group: str = DEFAULT_GROUP
@@ -156,15 +156,8 @@ def load_markdown(
     pages = _assign_ids(pages, problems)  # a page whose id collides: reported, left out
     _assign_order(pages, found)
     by_path = {page.path: page for page in pages}
-    digest = hashlib.sha256(
-        "\0".join(
-            f"{p.path}\0{p.id}\0{p.canonical}\0{(p.tree.nav or {}).get(p.rel)}"
-            for p in sorted(pages, key=lambda p: p.path)
-        ).encode()
-        + f"\0{config.broken_links}".encode()
-    ).digest()
     for page in pages:
-        document = _document(page, by_path, digest, base_url, tokens, config, cache, problems,
+        document = _document(page, by_path, base_url, tokens, config, cache, problems,
                              found, make_document)  # fmt: skip
         if document is not None:
             found.documents.append(document)
@@ -329,7 +322,7 @@ def _read_pages(
         known = cache.get(key, "markdown_front")
         if known is not None:
             front, body_start = known
-            pages.append(_Page(tree, path, rel, display, data, text, front, body_start))
+            pages.append(_Page(tree, path, rel, display, data, text, front, body_start, key))
             continue
         bad = forbidden_lines(text)
         if bad:
@@ -346,7 +339,7 @@ def _read_pages(
                 ]
                 continue
         cache.put(key, "markdown_front", (front, body_start))
-        pages.append(_Page(tree, path, rel, display, data, text, front, body_start))
+        pages.append(_Page(tree, path, rel, display, data, text, front, body_start, key))
     return pages
 
 
@@ -463,7 +456,6 @@ def _assign_order(pages: list[_Page], found: MarkdownPages) -> None:
 def _document(
     page: _Page,
     by_path: dict[str, _Page],
-    digest: bytes,
     base_url: str,
     tokens: dict[str, str],
     config: SiteSource,
@@ -472,23 +464,57 @@ def _document(
     found: MarkdownPages,
     make_document: Callable[..., Any],
 ) -> Any:
+    """The page's LoadedDocument, parsed only when the build cache does not know it.
+
+    What a page's parse depends on, beyond the site's settings (the cache's own): its
+    bytes, its id, URL and nav entry, the tree's URL style and folders, the snippets it
+    includes and where each of its links leads. The last two are known only from a
+    parse, so the cache keeps, by the rest, the snippet names and link destinations the
+    page had: a build resolves those again (string work) and finds the page's entry by
+    the results. An edit parses one page; adding a page parses only the pages whose
+    links now lead elsewhere."""
     warnings: list[Problem] = []
     context = _context(page, by_path, base_url, tokens, config, warnings)
-    # The snippets are part of the key: expanding them is string work, done once here.
-    probe = convert_cheap_snippets(page, context)
-    key = entry_key(page.display, page.data + b"\0markdown\0" + digest + probe)
+    tree = page.tree
+    own = "\0".join(
+        map(str, (page.key, page.id, page.canonical, (tree.nav or {}).get(page.rel),
+                  tree.style, tree.root, tree.project, tree.docs_url))
+    )  # fmt: skip
+
+    def snippet_part(names: list[str]) -> str:
+        return "\0".join(str(context.read_snippet(name)[0::2]) for name in names)
+
+    def key_of(names: list[str], destinations: list[str]) -> str:
+        resolved = [context.resolve_link(destination) for destination in destinations]
+        text = f"{own}\0{snippet_part(names)}\0{resolved!r}"
+        return entry_key(page.display, text.encode("utf-8"))
+
+    key = ""
+    known = cache.get(page.key, "markdown_used")  # (snippet names, link destinations)
+    if known is not None:
+        kept = len(warnings)
+        key = key_of(*known)
+        if cache.get(key, "loaded") is None:
+            del warnings[kept:]  # the parse reports them again
+            key = ""
+    used_names: list[str] = []
+    used_links: list[str] = []
+    recording = _recording(context, used_names, used_links)
 
     def parse(problems_out: list[Problem]) -> tuple[Any, ...] | None:
-        return _models(page, context, problems_out)
+        return _models(page, recording, problems_out)
 
-    if cache.get(key, "loaded") is not None:
-        models = None
-    else:
+    models = None
+    if not key:
         before = len(problems)
         models = parse(problems)
         if models is None:
             return None
+        kept = len(warnings)
+        key = key_of(used_names, used_links)
+        del warnings[kept:]
         if len(problems) == before and not warnings:
+            cache.put(page.key, "markdown_used", (list(used_names), list(used_links)))
             cache.put(key, "loaded", (page.id, models[0].version))
     found.warnings += warnings
     version = page.front.get("version") if isinstance(page.front.get("version"), str) else None
@@ -497,12 +523,18 @@ def _document(
     return make_document(page.id, page.display, key, page.order, version, models, parse)
 
 
-def convert_cheap_snippets(page: _Page, context: Context) -> bytes:
-    """The bytes of every snippet the page includes (none: b""), for its cache key."""
-    if b"8<" not in page.data:
-        return b""
-    converted = convert(page.text, page.body_start, context)
-    return hashlib.sha256("\0".join(converted.snippets).encode()).digest()
+def _recording(context: Context, names: list[str], links: list[str]) -> Context:
+    """`context`, noting each snippet name and link destination the parse asks about."""
+
+    def read_snippet(name: str) -> tuple[str | None, str | None, str | None]:
+        names.append(name)
+        return context.read_snippet(name)
+
+    def resolve_link(destination: str) -> tuple[str | None, str | None]:
+        links.append(destination)
+        return context.resolve_link(destination)
+
+    return Context(resolve_link, context.resolve_image, read_snippet, context.tokens)
 
 
 def _models(page: _Page, context: Context, problems: list[Problem]) -> tuple[Any, ...] | None:

@@ -616,7 +616,7 @@ def test_docusaurus_mdx_and_hugo_conventions(tmp_path: Path) -> None:
         {
             "intro.mdx": "---\nslug: /\nsidebar_position: 1\n---\n"
             "import Tabs from '@theme/Tabs';\nimport TabItem from '@theme/TabItem';\n\n"
-            "# Intro\n\n{/* a note for editors */}Welcome.\n\n<Tabs>\n<TabItem value=\"a\" "
+            '# Intro\n\n{/* a note for editors */}Welcome.\n\n<Tabs>\n<TabItem value="a" '
             'label="npm">\n\n```bash\nnpm i x\n```\n\n</TabItem>\n</Tabs>\n\n'
             "See [setup](./setup) and [notes](./notes/).\n",
             "setup.md": "---\nslug: getting-set-up\n---\n# Setup\n\nx\n",
@@ -634,3 +634,42 @@ def test_docusaurus_mdx_and_hugo_conventions(tmp_path: Path) -> None:
     assert f"[setup]({base}setup.json)" in body and f"[notes]({base}notes.json)" in body
     setup = json.loads(files["/api/v1/content/setup.json"])
     assert setup["canonical_url"] == "https://www.python-httpx.org/getting-set-up"
+
+
+def test_the_cache_follows_what_a_page_depends_on(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A page is rendered again exactly when its bytes, a snippet it includes or where
+    one of its links leads changes: adding an unrelated page renders that page only."""
+    from content_builder import build as pipeline
+
+    rendered: list[int] = []
+    build_catalog = pipeline.build_catalog
+
+    def counted(*args: object, **kwargs: object) -> object:
+        catalog = build_catalog(*args, **kwargs)  # type: ignore[arg-type]
+        rendered.append(catalog.rendered_now)
+        return catalog
+
+    monkeypatch.setattr(pipeline, "build_catalog", counted)
+    pages = {f"p{n}.md": f"# Page {n}\n\nText {n}.\n" for n in range(5)}
+    pages["linking.md"] = '# Linking\n\nSee [target](./target.md).\n\n--8<-- "part.txt"\n'
+    pages["target.md"] = "# Target\n\nx\n"
+    pages["part.txt"] = "Part one.\n"
+    site = _site(tmp_path, pages)
+    docs, out = tmp_path / "docs", tmp_path / "out"
+
+    def build() -> str:
+        pipeline.build(site, out)
+        return (out / "api/v1/content/linking.md").read_text()
+
+    build()
+    (docs / "p9.md").write_text("# Page 9\n\nNew.\n")
+    build()
+    assert rendered[-1] == 1  # the new page only
+    (docs / "target.md").write_text("---\nid: renamed\n---\n# Target\n\nx\n")
+    assert "/api/v1/content/renamed.md)" in build()
+    assert rendered[-1] == 2  # the target and the page linking to it
+    (docs / "part.txt").write_text("Part two.\n")
+    assert "Part two." in build()
+    assert rendered[-1] == 1
