@@ -673,3 +673,32 @@ def test_the_cache_follows_what_a_page_depends_on(
     (docs / "part.txt").write_text("Part two.\n")
     assert "Part two." in build()
     assert rendered[-1] == 1
+
+
+@pytest.mark.parametrize("name", sorted(SITES))
+def test_llms_txt_of_a_docs_tree_reads_with_the_reference_parser(
+    name: str, fixture_plans: dict[str, Plan]
+) -> None:
+    from llms_txt import parse_llms_file
+
+    llms = _files(fixture_plans[name])[paths.LLMS_TXT].decode()
+    parsed = parse_llms_file(llms)
+    linked = sum(len(links) for links in parsed["sections"].values())
+    assert linked >= len(_pages(TREES[name]))
+    assert list(parsed["sections"]) == _llms_sections(llms)
+
+
+def test_front_matter_canonical_url_overrides_the_path(tmp_path: Path) -> None:
+    site = _site(
+        tmp_path,
+        {"page.md": "---\ncanonical_url: https://docs.example.org/p\n---\n# Page\n\nx\n"},
+        "docs_url: https://docs.example.com/v2\n",
+    )
+    (tmp_path / "docs" / "other.md").write_text("# Other\n\nx\n")
+    files = _files(plan(site))
+    assert json.loads(files["/api/v1/content/page.json"])["canonical_url"] == (
+        "https://docs.example.org/p"
+    )
+    assert json.loads(files["/api/v1/content/other.json"])["canonical_url"] == (
+        "https://docs.example.com/v2/other"
+    )
