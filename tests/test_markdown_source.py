@@ -12,6 +12,8 @@ import shutil
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from markdown_it import MarkdownIt
 
 from agent_contract import paths
@@ -702,3 +704,39 @@ def test_front_matter_canonical_url_overrides_the_path(tmp_path: Path) -> None:
     assert json.loads(files["/api/v1/content/other.json"])["canonical_url"] == (
         "https://docs.example.com/v2/other"
     )
+
+
+_PIECES = [
+    "# ", "## ", "### ", "\n", "\n\n", "```", "~~~", "    ", "!!! note", '=== "T"', "::: tip",
+    ":::", "<div>", "</div>", "<!--", "-->", "[a](", ")", "](./x.md)", "{name}", "{{", "`",
+    "- ", "> ", "|a|b|\n|-|-|", "--8<--", "---", "===", "text ", "é", "\t", "<script>",
+    "![i](i.png)", "[r]: ./x.md", "\\", "{#id}", "import X from 'y'", "{/* c */}", "Forged",
+]  # fmt: skip
+
+
+@settings(
+    max_examples=int(os.environ.get("HOSTILE_EXAMPLES", "20")),
+    deadline=None,
+    database=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(parts=st.lists(st.sampled_from(_PIECES), min_size=1, max_size=50))
+def test_any_markdown_builds_or_is_refused_and_forges_no_heading(
+    parts: list[str], tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """Whatever a page holds: a build, or errors naming the page (never a traceback);
+    and the twin's `#`/`##` headings are the page's title and its sections' titles."""
+    tmp_path = tmp_path_factory.mktemp("page")
+    site = _site(
+        tmp_path, {"x.md": "# X\n\nx\n", "page.md": "".join(parts)}, "broken_links: warn\n"
+    )
+    try:
+        result = plan(site)
+    except SiteDataError as error:
+        assert all("page.md" in problem.file for problem in error.problems), error.problems
+        return
+    document = json.loads(_files(result)["/api/v1/content/page.json"])
+    titles = [section["title"] for section in document["content"]["sections"]]
+    found = [text for tag, text in _headings(_twin(result, "page")) if tag in ("h1", "h2")]
+    # Exactly the title and one heading per section: none forged by the page's text.
+    assert len(found) == 1 + len(titles), (found, titles)
