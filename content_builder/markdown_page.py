@@ -388,7 +388,7 @@ def _sections(
                 degraded[start] = " " * _indent(lines.text[start]) + words
         elif token.type == "heading_open" and token.level == 0 and token.tag in ("h1", "h2"):
             inline = tokens[index + 1]
-            heading = _heading_text(inline, context)
+            heading = _heading_text(inline, context, lines.origin[start], problems)
             if token.tag == "h1" and title is None and not boundaries:
                 title = heading
                 boundaries.append((start, end, ""))  # the title line: not a section
@@ -423,10 +423,11 @@ def _sections(
     return Converted(title, description, sections)
 
 
-def _heading_text(inline: Token, context: Context) -> str:
-    text = _ATTR_LIST.sub("", inline.content)
-    text = _TAG.sub("", _COMMENT.sub("", text))
-    text = _prose(text, context, 0, [], resolve=False)
+def _heading_text(
+    inline: Token, context: Context, origin: int, problems: list[tuple[int, str]]
+) -> str:
+    # As any prose line: tags, links and tokens outside code spans only.
+    text = _prose_line(_ATTR_LIST.sub("", inline.content), origin, context, problems)
     return " ".join(text.split())
 
 
@@ -516,13 +517,12 @@ def _prose(
     context: Context,
     origin: int,
     problems: list[tuple[int, str]],
-    resolve: bool = True,
 ) -> str:
     if "<" in text:
         text = _TAG.sub("", _COMMENT.sub("", text))
     if "{/*" in text:  # an MDX comment
         text = _JSX_COMMENT.sub("", text)
-    if resolve and "](" in text:
+    if "](" in text:
 
         def link(match: re.Match[str]) -> str:
             dest = match.group(3)

@@ -740,3 +740,11 @@ def test_any_markdown_builds_or_is_refused_and_forges_no_heading(
     found = [text for tag, text in _headings(_twin(result, "page")) if tag in ("h1", "h2")]
     # Exactly the title and one heading per section: none forged by the page's text.
     assert len(found) == 1 + len(titles), (found, titles)
+
+
+def test_headings_are_prose_outside_their_code_spans(tmp_path: Path) -> None:
+    site = _site(tmp_path, {"page.md": "# Page\n\n## The `<div>` and `{name}` of {name}\n\nx\n"})
+    document = json.loads(_files(plan(site))["/api/v1/content/page.json"])
+    assert document["content"]["sections"][0]["title"] == "The `<div>` and `{name}` of HTTPX"
+    (tmp_path / "docs" / "page.md").write_text("# Page\n\nx\n\n## About {baseurl}\n\ny\n")
+    assert any("page.md" in e and "line 5" in e and "{baseurl}" in e for e in _errors(site))
