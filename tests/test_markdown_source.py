@@ -748,3 +748,16 @@ def test_headings_are_prose_outside_their_code_spans(tmp_path: Path) -> None:
     assert document["content"]["sections"][0]["title"] == "The `<div>` and `{name}` of HTTPX"
     (tmp_path / "docs" / "page.md").write_text("# Page\n\nx\n\n## About {baseurl}\n\ny\n")
     assert any("page.md" in e and "line 5" in e and "{baseurl}" in e for e in _errors(site))
+
+
+def test_a_served_docs_tree_passes_verify() -> None:
+    """The whole API of a real docs tree, served, walked as an agent would: every link
+    (the twins' links to twins, with their anchors), every header, every body."""
+    from agent_client.verify import verify
+    from tests.conftest import running_server
+
+    with running_server(SITES["vite"]) as server:
+        report = verify(server.base_url)
+    failed = [f"{f.subject}: {f.message}" for f in report.failures]
+    assert not failed, failed
+    assert len(report.findings) > 1000
