@@ -36,7 +36,7 @@ from content_builder.markdown_page import (
     forbidden_lines,
     split_front_matter,
 )
-from content_builder.site_files import MAX_FILE_BYTES, kind, read_site_file
+from content_builder.site_files import kind, read_site_file
 from content_builder.source import DocumentSource, MarkdownPageSource, SiteSource
 from content_builder.yaml_io import read_yaml_mapping
 
@@ -666,6 +666,10 @@ def _context(
             hit = by_path.get(candidate)
             if hit is not None:
                 return f"{base_url}{paths.document(hit.id)}{anchor}", None
+        if dest.startswith("/") and extension not in MARKDOWN_SUFFIXES:
+            # A path on the site that is no page of the tree (the blog, a download
+            # area): a link to the human site, as the docs tool would publish it.
+            return _asset_url(tree, target), None
         inside = target.startswith(os.path.join(root, "")) or target.rstrip(os.sep) == root
         where = (
             f"no page {os.path.relpath(candidates[0], root)} in the docs tree"
@@ -754,13 +758,13 @@ def _folder_pages(folder: str) -> list[str]:
     ]
 
 
-def _asset_url(tree: Tree, target: str) -> str:
+def _asset_url(tree: Tree, target: str) -> str | None:
+    """The human site's URL of a file of the tree (VitePress serves public/ at the root);
+    None for a path outside the tree (the link is kept as written)."""
     rel = os.path.relpath(target, tree.root).replace(os.sep, "/")
-    if rel.startswith("public/"):  # VitePress serves public/ at the root
+    if rel == ".." or rel.startswith("../"):
+        return None
+    if rel.startswith("public/"):
         rel = rel[len("public/") :]
-    if rel.startswith("../"):
-        rel = rel.lstrip("./")
-    return f"{tree.docs_url}/{rel}"
-
-
-__all__ = ["MAX_FILE_BYTES", "MarkdownPages", "load_markdown", "page_id", "page_url_path"]
+    suffix = "/" if target.endswith(os.sep) and rel != "." else ""
+    return f"{tree.docs_url}/{'' if rel == '.' else rel}{suffix}"

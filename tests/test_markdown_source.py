@@ -761,3 +761,12 @@ def test_a_served_docs_tree_passes_verify() -> None:
     failed = [f"{f.subject}: {f.message}" for f in report.failures]
     assert not failed, failed
     assert len(report.findings) > 1000
+
+
+def test_a_site_path_that_is_no_page_links_the_human_site(tmp_path: Path) -> None:
+    site = _site(tmp_path, {"page.md": "# Page\n\n[blog](/blog/) [up](../../outside.png)\n"})
+    twin = _twin(plan(site), "page")
+    assert "[blog](https://www.python-httpx.org/blog/)" in twin
+    assert "[up](../../outside.png)" in twin  # outside the tree: kept as written
+    (tmp_path / "docs" / "page.md").write_text("# Page\n\n[gone](/guide/gone.md)\n")
+    assert any("page.md" in e and "line 3" in e and "gone.md" in e for e in _errors(site))
