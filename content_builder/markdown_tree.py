@@ -13,22 +13,26 @@ an edit parses one page, a page added parses the pages whose links it changes.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import posixpath
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from functools import lru_cache
 from pathlib import Path
 from typing import Any
-from urllib.parse import unquote
 
 import yaml
 
-from agent_contract import paths
 from content_builder.cache import EntryCache, entry_key
 from content_builder.errors import Problem, SiteDataError
+from content_builder.markdown_links import (
+    INDEX_NAMES,
+    MARKDOWN_SUFFIXES,
+    SCHEME,
+    Tree,
+    page_context,
+    stem,
+)
 from content_builder.markdown_page import (
     Context,
     Converted,
@@ -49,25 +53,7 @@ _ORDER_BASE = 1_000_000
 _SKIPPED_FOLDERS = frozenset({"node_modules"})
 #: Front matter keys that order pages (Docusaurus, VitePress themes, Hugo, just-the-docs).
 _ORDER_KEYS = ("sidebar_position", "order", "weight", "nav_order")
-_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
 _SLUG_RUN = re.compile(r"[^a-z0-9]+")
-_INDEX_NAMES = frozenset({"index", "readme", "_index"})  # _index.md: Hugo's
-_LINE_RANGE = re.compile(r"(?::-?\d*){1,2}$")
-#: Front matter keys kept as they are in the document (the rest are read here or ignored).
-_DOCUMENT_KEYS = ("title", "description", "keywords", "content_type", "canonical_url",
-                  "version", "language")  # fmt: skip
-
-
-@dataclass(frozen=True)
-class Tree:
-    root: Path  # the pages' folder
-    project: Path  # what snippets may include: mkdocs.yml's folder, else root
-    style: str  # directory | clean | html
-    docs_url: str  # the human pages' base URL, no trailing slash
-    nav: (
-        dict[str, tuple[int, str, str | None]] | None
-    )  # mkdocs nav: path -> (position, group, title)
-    recursive: bool = True
 
 
 @dataclass
@@ -98,20 +84,12 @@ class MarkdownPages:
     roots: list[Path] = field(default_factory=list)  # folders to watch
 
 
-#: What a page's file name ends with (Docusaurus writes .mdx as well).
-MARKDOWN_SUFFIXES = (".md", ".mdx")
-
-
-def _stem(rel: str) -> str:
-    return rel[: -len(".mdx")] if rel.endswith(".mdx") else rel.removesuffix(".md")
-
-
 def page_id(rel: str) -> str:
     """A page's id from its path (docs/site-data-format.md): `guide/ssr.md` -> `guide-ssr`,
     `guide/index.md` (or README.md) -> `guide`, the root's index.md -> `home`; lower
     case, every run of other characters one hyphen."""
-    parts = _stem(rel).split("/")
-    if parts and parts[-1].lower() in _INDEX_NAMES:
+    parts = stem(rel).split("/")
+    if parts and parts[-1].lower() in INDEX_NAMES:
         parts = parts[:-1]
     slug = _SLUG_RUN.sub("-", "-".join(parts).lower()).strip("-")
     return slug or "home"
@@ -120,15 +98,15 @@ def page_id(rel: str) -> str:
 def page_url_path(rel: str, style: str) -> str:
     """The page's path on the human site: mkdocs directory URLs (`guide/ssr/`), clean
     URLs (`guide/ssr`), or `.html`; an index page is its folder (`guide/`)."""
-    stem = _stem(rel)
-    folder, _, name = stem.rpartition("/")
-    if name.lower() in _INDEX_NAMES:
+    base = stem(rel)
+    folder, _, name = base.rpartition("/")
+    if name.lower() in INDEX_NAMES:
         return f"{folder}/" if folder else ""
     if style == "directory":
-        return f"{stem}/"
+        return f"{base}/"
     if style == "html":
-        return f"{stem}.html"
-    return stem
+        return f"{base}.html"
+    return base
 
 
 def load_markdown(
@@ -155,9 +133,9 @@ def load_markdown(
     pages = [page for page in pages if page.front.get("draft") is not True]
     pages = _assign_ids(pages, problems)  # a page whose id collides: reported, left out
     _assign_order(pages, found)
-    by_path = {page.path: page for page in pages}
+    ids = {page.path: page.id for page in pages}
     for page in pages:
-        document = _document(page, by_path, base_url, tokens, config, cache, problems,
+        document = _document(page, ids, base_url, tokens, config, cache, problems,
                              found, make_document)  # fmt: skip
         if document is not None:
             found.documents.append(document)
@@ -281,7 +259,7 @@ def _nav(nav: Any) -> dict[str, tuple[int, str, str | None]] | None:
                         walk(value, group if group != DEFAULT_GROUP else _group_name(title))
 
     def add(target: str, group: str, title: str | None) -> None:
-        if _SCHEME.match(target) or target.startswith("/"):
+        if SCHEME.match(target) or target.startswith("/"):
             return  # an external link in the nav
         rel = posixpath.normpath(target)
         if rel not in found:
@@ -427,7 +405,7 @@ def _order_value(front: dict[str, Any]) -> float:
 def _assign_order(pages: list[_Page], found: MarkdownPages) -> None:
     def folder_key(page: _Page) -> tuple[Any, ...]:
         folder, _, name = page.rel.rpartition("/")
-        is_index = _stem(name).lower() in _INDEX_NAMES
+        is_index = stem(name).lower() in INDEX_NAMES
         return (folder.split("/") if folder else [], not is_index, _order_value(page.front), name)
 
     def key(page: _Page) -> tuple[Any, ...]:
@@ -455,7 +433,7 @@ def _assign_order(pages: list[_Page], found: MarkdownPages) -> None:
 
 def _document(
     page: _Page,
-    by_path: dict[str, _Page],
+    ids: dict[str, str],
     base_url: str,
     tokens: dict[str, str],
     config: SiteSource,
@@ -474,7 +452,9 @@ def _document(
     the results. An edit parses one page; adding a page parses only the pages whose
     links now lead elsewhere."""
     warnings: list[Problem] = []
-    context = _context(page, by_path, base_url, tokens, config, warnings)
+    context = page_context(
+        page.tree, page.path, page.display, ids, base_url, tokens, config.broken_links, warnings
+    )
     tree = page.tree
     own = "\0".join(
         map(str, (page.key, page.id, page.canonical, (tree.nav or {}).get(page.rel),
@@ -592,10 +572,10 @@ def _models(page: _Page, context: Context, problems: list[Problem]) -> tuple[Any
 
 
 def _title_from_name(rel: str) -> str:
-    stem = _stem(rel).rsplit("/", 1)[-1]
-    if stem.lower() in _INDEX_NAMES:
-        stem = rel.rsplit("/", 2)[-2] if "/" in rel else "Home"
-    return stem.replace("-", " ").replace("_", " ").capitalize()
+    name = stem(rel).rsplit("/", 1)[-1]
+    if name.lower() in INDEX_NAMES:
+        name = rel.rsplit("/", 2)[-2] if "/" in rel else "Home"
+    return name.replace("-", " ").replace("_", " ").capitalize()
 
 
 def _bounded(text: str, limit: int = 300) -> str:
@@ -606,165 +586,3 @@ def _bounded(text: str, limit: int = 300) -> str:
 
 
 # --- links and snippets ---------------------------------------------------------------
-
-
-def _context(
-    page: _Page,
-    by_path: dict[str, _Page],
-    base_url: str,
-    tokens: dict[str, str],
-    config: SiteSource,
-    warnings: list[Problem],
-) -> Context:
-    tree = page.tree
-    root = str(tree.root)
-    folder = os.path.dirname(page.path)
-    stem, name = _stem(page.path), _stem(os.path.basename(page.path))
-    url_folder = stem if tree.style == "directory" and name.lower() not in _INDEX_NAMES else None
-
-    def target_of(dest: str) -> tuple[str, str] | None:
-        """(absolute path, fragment) a relative destination names, or None to keep it."""
-        if not dest or dest.startswith(("#", "//", "{")) or _SCHEME.match(dest):
-            return None
-        path, _, fragment = dest.partition("#")
-        path = unquote(path.split("?", 1)[0])
-        if path.startswith("/"):  # VitePress, Docusaurus: from the tree's root
-            joined = os.path.join(root, path.lstrip("/"))
-        elif url_folder is not None and not path.lower().endswith(MARKDOWN_SUFFIXES):
-            # mkdocs rewrites links to .md files only; any other relative link is left
-            # to the browser, which resolves it against the page's directory URL
-            # (async.md is served at async/: `../advanced/x` is advanced/x).
-            joined = os.path.join(url_folder, path)
-        else:
-            joined = os.path.join(folder, path)
-        normal = os.path.normpath(joined)
-        if path.endswith("/") or not path:
-            normal = os.path.join(normal, "")
-        return normal, fragment
-
-    def resolve_link(dest: str) -> tuple[str | None, str | None]:
-        found = target_of(dest)
-        if found is None:
-            return None, None
-        target, fragment = found
-        anchor = f"#{fragment}" if fragment else ""
-        name = os.path.basename(target.rstrip(os.sep))
-        extension = os.path.splitext(name)[1].lower() if not target.endswith(os.sep) else ""
-        if extension in MARKDOWN_SUFFIXES:
-            candidates = [target]
-        elif extension == ".html":
-            candidates = [target[:-5] + suffix for suffix in MARKDOWN_SUFFIXES]
-            candidates += _folder_pages(target[:-5])
-        elif target.endswith(os.sep):
-            candidates = _folder_pages(target)
-        elif extension == "":
-            candidates = [target + suffix for suffix in MARKDOWN_SUFFIXES]
-            candidates += _folder_pages(target)
-        else:  # a file that is not a page (an image, a download): the human site's
-            return _asset_url(tree, target), None
-        for candidate in candidates:
-            hit = by_path.get(candidate)
-            if hit is not None:
-                return f"{base_url}{paths.document(hit.id)}{anchor}", None
-        if dest.startswith("/") and extension not in MARKDOWN_SUFFIXES:
-            # A path on the site that is no page of the tree (the blog, a download
-            # area): a link to the human site, as the docs tool would publish it.
-            return _asset_url(tree, target), None
-        inside = target.startswith(os.path.join(root, "")) or target.rstrip(os.sep) == root
-        where = (
-            f"no page {os.path.relpath(candidates[0], root)} in the docs tree"
-            if inside
-            else "it leads outside the docs tree"
-        )
-        message = f"relative link to {dest!r}: {where}"
-        if config.broken_links == "warn":
-            warnings.append(Problem(page.display, None, message + " (kept as written)"))
-            return None, None
-        return None, message + " (site.yaml broken_links: warn makes this a warning)"
-
-    def resolve_image(src: str) -> str | None:
-        found = target_of(src)
-        return None if found is None else _asset_url(tree, found[0])
-
-    project = _real_folder(str(tree.project))
-
-    def read_snippet(name: str) -> tuple[str | None, str | None, str | None]:
-        clean = _LINE_RANGE.sub("", name)  # `file.md:1:3`: pymdownx's line ranges
-        for base in (str(tree.project), root, folder):
-            candidate = os.path.normpath(os.path.join(base, clean))
-            if not os.path.lexists(candidate):
-                continue
-            real = os.path.realpath(candidate)
-            if not real.startswith(project) or not candidate.startswith(
-                os.path.join(str(tree.project), "")
-            ):
-                return (
-                    None,
-                    None,
-                    (
-                        f"snippet {name!r} is outside the docs tree ({tree.project}): only files "
-                        "inside it are included"
-                    ),
-                )
-            try:
-                data = read_site_file(candidate, candidate)
-            except SiteDataError as error:
-                return None, None, f"snippet {name!r}: {error.problems[0].message}"
-            try:
-                text = data.decode("utf-8")
-            except UnicodeDecodeError:
-                return None, None, f"snippet {name!r} is not UTF-8 text"
-            bad = forbidden_lines(text)
-            if bad:
-                return None, None, f"snippet {name!r}, line {bad[0][0]}: {bad[0][1]}"
-            key = candidate + "\0" + hashlib.sha256(data).hexdigest()
-            return key, text, None
-        outside = os.path.normpath(os.path.join(str(tree.project), clean))
-        if not outside.startswith(os.path.join(str(tree.project), "")):
-            return (
-                None,
-                None,
-                (
-                    f"snippet {name!r} is outside the docs tree ({tree.project}): only files "
-                    "inside it are included"
-                ),
-            )
-        if config.broken_links == "warn":  # as pymdownx.snippets' default: skipped
-            warnings.append(Problem(page.display, None, f"snippet {name!r} not found (skipped)"))
-            return f"missing\0{name}", "", None
-        return (
-            None,
-            None,
-            (
-                f"snippet {name!r} not found in the docs tree (site.yaml broken_links: warn "
-                "makes this a warning)"
-            ),
-        )
-
-    return Context(resolve_link, resolve_image, read_snippet, tokens)
-
-
-@lru_cache(maxsize=16)
-def _real_folder(folder: str) -> str:
-    return os.path.join(os.path.realpath(folder), "")
-
-
-def _folder_pages(folder: str) -> list[str]:
-    """The files that are a folder's page, in the order docs tools look for them."""
-    return [
-        os.path.join(folder, name + suffix)
-        for name in ("index", "README", "_index")
-        for suffix in MARKDOWN_SUFFIXES
-    ]
-
-
-def _asset_url(tree: Tree, target: str) -> str | None:
-    """The human site's URL of a file of the tree (VitePress serves public/ at the root);
-    None for a path outside the tree (the link is kept as written)."""
-    rel = os.path.relpath(target, tree.root).replace(os.sep, "/")
-    if rel == ".." or rel.startswith("../"):
-        return None
-    if rel.startswith("public/"):
-        rel = rel[len("public/") :]
-    suffix = "/" if target.endswith(os.sep) and rel != "." else ""
-    return f"{tree.docs_url}/{'' if rel == '.' else rel}{suffix}"

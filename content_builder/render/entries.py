@@ -14,7 +14,7 @@ from agent_contract.search_terms import Tokenizer
 from content_builder.errors import SiteDataError
 from content_builder.loader import LoadedDocument, LoadedFaq, Site
 from content_builder.lock import History, Lock, LockEntry
-from content_builder.markdown_tree import MARKDOWN_SUFFIXES
+from content_builder.markdown_links import MARKDOWN_SUFFIXES
 from content_builder.render.catalog import (
     JOINED,
     Catalog,

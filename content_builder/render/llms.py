@@ -14,7 +14,7 @@ from agent_contract import paths
 from agent_contract.endpoints import Endpoint, llms_section
 from agent_contract.models import ContentDocument, FAQEntry, FeatureContent
 from content_builder.loader import LoadedDocument, LoadedFaq, Site
-from content_builder.markdown_tree import MARKDOWN_SUFFIXES
+from content_builder.markdown_links import MARKDOWN_SUFFIXES
 from content_builder.render.catalog import Catalog
 from content_builder.render.documents import summarize
 from content_builder.render.escape import block, code_fence, link_text, link_url, paragraph
