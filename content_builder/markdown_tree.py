@@ -528,9 +528,11 @@ def _models(page: _Page, context: Context, problems: list[Problem]) -> tuple[Any
     nav = page.tree.nav or {}
     nav_title = nav[page.rel][2] if page.rel in nav else None
     title = front.get("title") or converted.title or nav_title or _title_from_name(page.rel)
-    description = front.get("description") or converted.description or title
-    if isinstance(description, str):
-        description = _bounded(description)
+    # The author's description as written (a one-line field: a line break is refused);
+    # the first paragraph, when it stands in, as one bounded line.
+    description = front.get("description") or (
+        _bounded(converted.description) if converted.description else title
+    )
     keywords = front.get("keywords", [])
     if isinstance(keywords, str):
         keywords = [part.strip() for part in keywords.split(",") if part.strip()]
