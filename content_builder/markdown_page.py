@@ -354,7 +354,11 @@ _ATTR_LIST = re.compile(r"\s*\{\s*[#.:][^{}]*\}\s*$")  # `## Title { #anchor }`
 _COMMENT = re.compile(r"<!--.*?-->", re.DOTALL)
 _JSX_COMMENT = re.compile(r"\{/\*.*?\*/\}")
 _DROPPED_ELEMENT = re.compile(r"<(script|style)\b[^>]*>.*?</\1\s*>", re.DOTALL | re.IGNORECASE)
-_TAG = re.compile(r"</?[A-Za-z][A-Za-z0-9:._-]*(?:\s[^<>]*?)?/?>")
+# A tag, its attribute values quoted or not (`v-if="i < n"` holds a `<`); the
+# alternatives exclude each other, so a tag that does not close fails in linear time.
+_TAG = re.compile(r"</?[A-Za-z][A-Za-z0-9:._-]*(?:\s(?:[^<>\"']|\"[^\"]*\"|'[^']*')*)?/?>")
+#: Vue's interpolation in an HTML block (VitePress): data the page does not hold.
+_MUSTACHE = re.compile(r"\{\{.*?\}\}")
 _CODE_SPAN = re.compile(r"(`+)(.+?)(?<!`)\1(?!`)")
 _INLINE_LINK = re.compile(
     r"(!?)\[((?:[^\[\]]|\[[^\[\]]*\])*)\]\(\s*(<[^<>\n]*>|[^\s()]*(?:\([^\s()]*\)[^\s()]*)*)"
@@ -453,7 +457,7 @@ def _plain(inline: Token, context: Context) -> str:
 def _html_words(html: str) -> str:
     html = _DROPPED_ELEMENT.sub(" ", _COMMENT.sub(" ", html))
     html = re.sub(r"<!--.*", " ", html, flags=re.DOTALL)  # a comment left open
-    return " ".join(_TAG.sub(" ", html).split())
+    return " ".join(_MUSTACHE.sub(" ", _TAG.sub(" ", html)).split())
 
 
 def _body(

@@ -202,6 +202,8 @@ def test_docs_tool_syntax_degrades_to_text(fixture_plans: dict[str, Plan]) -> No
     assert "::: " not in twin and "<ScrimbaLink" not in twin
     assert "**Tip: Compatibility Note**" in twin  # `::: tip Compatibility Note`
     assert "Learn Vite through interactive tutorials on Scrimba" in twin  # a component's words
+    thanks = files["/api/v1/content/acknowledgements.md"].decode()
+    assert "<template" not in thanks and "{{ " not in thanks  # `v-if="i < n"`, Vue's data
     httpx = files = _files(fixture_plans["httpx"])
     clients = httpx["/api/v1/content/advanced-clients.md"].decode()
     assert "!!! " not in clients and "**Hint**" in clients
