@@ -313,12 +313,21 @@ def _read_pages(
                 front = read_yaml_mapping(Path(path), display, yaml_text.encode("utf-8"))
             except SiteDataError as error:
                 problems += [
-                    Problem(p.file, p.field, f"front matter: {p.message}") for p in error.problems
+                    Problem(p.file, p.field, "front matter: " + _page_lines(p.message))
+                    for p in error.problems
                 ]
                 continue
         cache.put(key, "markdown_front", (front, body_start))
         pages.append(_Page(tree, path, rel, display, data, text, front, body_start, key))
     return pages
+
+
+def _page_lines(message: str) -> str:
+    """A front matter problem's `line N` counted in the page (the YAML starts on line 2)."""
+    return _YAML_LINE.sub(lambda match: f"line {int(match.group(1)) + 1}", message)
+
+
+_YAML_LINE = re.compile(r"\bline (\d+)")
 
 
 def _walk(

@@ -772,3 +772,9 @@ def test_a_site_path_that_is_no_page_links_the_human_site(tmp_path: Path) -> Non
     assert "[up](../../outside.png)" in twin  # outside the tree: kept as written
     (tmp_path / "docs" / "page.md").write_text("# Page\n\n[gone](/guide/gone.md)\n")
     assert any("page.md" in e and "line 3" in e and "gone.md" in e for e in _errors(site))
+
+
+def test_a_front_matter_error_names_the_page_and_its_line(tmp_path: Path) -> None:
+    site = _site(tmp_path, {"page.md": "---\ndescription: x\ntitle: A\ntitle: B\n---\n# X\n\ny\n"})
+    errors = _errors(site)
+    assert any("page.md" in e and "duplicate key 'title'" in e and "line 4" in e for e in errors)
