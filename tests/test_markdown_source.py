@@ -205,6 +205,8 @@ def test_docs_tool_syntax_degrades_to_text(fixture_plans: dict[str, Plan]) -> No
     thanks = files["/api/v1/content/acknowledgements.md"].decode()
     assert "<template" not in thanks and "{{ " not in thanks  # `v-if="i < n"`, Vue's data
     httpx = files = _files(fixture_plans["httpx"])
+    home = httpx["/api/v1/content/home.md"].decode()
+    assert "\n\n---\n\n" in home and "\\---" not in home  # the page's rules, as rules
     clients = httpx["/api/v1/content/advanced-clients.md"].decode()
     assert "!!! " not in clients and "**Hint**" in clients
 

@@ -79,7 +79,8 @@ def block(text: str, deeper: int | None = None) -> str:
 
     `deeper` (a Markdown page's section body): its `###`-and-deeper headings are kept,
     each moved down `deeper` levels (at most to `######`), so that they stay below the
-    heading the section is written under; `#` and `##` are escaped as in any body."""
+    heading the section is written under; `#` and `##` are escaped as in any body, and
+    a `---` after a blank line, a thematic break that cannot underline, is kept."""
     if not text:
         return text
     lines = text.split("\n")
@@ -100,6 +101,14 @@ def block(text: str, deeper: int | None = None) -> str:
                 lines[index] = "#" * level + line[kept.end() :]
                 continue
         underline = _UNDERLINE.match(line)  # before containers: `-` alone is one too
+        if (
+            underline is not None
+            and deeper is not None
+            and (index == 0 or not lines[index - 1].strip())
+        ):
+            # After a blank line `---` is a thematic break, `===` text: neither can
+            # underline a heading (a Markdown page's rules between its paragraphs).
+            continue
         if underline is None:
             start = _CONTAINERS.match(line).end()  # type: ignore[union-attr]  # always matches
             underline = _HEADING_START.match(line, start)
