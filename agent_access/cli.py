@@ -10,6 +10,7 @@ import argparse
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 from agent_contract import paths
 from content_builder.budgets import budget_report
@@ -110,6 +111,7 @@ def format_report(rows: list[FileReport], every: bool = False) -> str:
 
 def run_build(args: argparse.Namespace) -> int:
     result, rows = build(args.site, args.out, args.base_url, args.frozen)
+    _print_warnings(result.site)
     print(format_report(rows, args.verbose))
     for change in result.lock_changes:
         print(f"lock: {change.id}: {change.reason}")
@@ -126,6 +128,7 @@ def run_check(args: argparse.Namespace) -> int:
     from content_builder import search_eval
 
     result = plan(args.site, frozen=args.frozen)
+    _print_warnings(result.site)
     for change in result.lock_changes:
         print(f"lock would change: {change.id}: {change.reason} (run build)")
     body = next(a.body for a in result.artifacts if a.path == paths.SEARCH_INDEX)
@@ -138,10 +141,18 @@ def run_check(args: argparse.Namespace) -> int:
     return 0
 
 
+def _print_warnings(site: Any) -> None:
+    for warning in site.warnings:
+        print(f"warning: {warning}", file=sys.stderr)
+
+
 def run_serve(args: argparse.Namespace) -> int:
     from agent_edge.serve import serve
+    from content_builder.markdown_tree import watch_roots
 
-    return serve(args.site, args.host, args.port, args.base_url, args.watch)
+    # The docs tree may lie outside the site folder (docs_dir: ../docs): watched too.
+    roots = watch_roots(args.site) if args.watch else None
+    return serve(args.site, args.host, args.port, args.base_url, args.watch, watch_roots=roots)
 
 
 def run_verify(args: argparse.Namespace) -> int:

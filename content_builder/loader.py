@@ -25,6 +25,7 @@ from agent_contract.models import ArchitectureDocument, OnSiteAgentStatus
 from agent_contract.uri import url_problem
 from content_builder.cache import EntryCache, entry_key
 from content_builder.errors import Problem, SiteDataError
+from content_builder.markdown_tree import load_markdown
 from content_builder.site_files import irregular, read_site_file, yaml_names
 from content_builder.source import (
     CONTENT_SHAPES,
@@ -114,6 +115,32 @@ class _Lazy:
         self._models = None
 
 
+class _MarkdownLazy(_Lazy):
+    """A Markdown page's models: its parse (markdown_tree.py) holds the text it was
+    keyed by, so parsing again gives the same models."""
+
+    __slots__ = ()
+
+    def _reload(self) -> tuple[Any, ...]:
+        problems: list[Problem] = []
+        models = self._parse(problems)  # type: ignore[call-arg]
+        if models is None or problems:
+            raise SiteDataError.single(str(self._named), None, "could not be parsed again")
+        return models  # type: ignore[no-any-return]
+
+
+def _markdown_document(
+    id: str,
+    file: str,
+    key: str,
+    order: int,
+    version: str | None,
+    models: tuple[Any, ...] | None,
+    parse: Callable[[list[Problem]], tuple[Any, ...] | None],
+) -> LoadedDocument:
+    return LoadedDocument(id, file, key, order, version, _MarkdownLazy(models, file, key, parse))  # type: ignore[arg-type]
+
+
 class _LoadedEntry:
     """One content or FAQ file: its id, its file and its cache key, which every build
     needs, and its models, parsed (or re-read from the file) only when it must render."""
@@ -185,6 +212,11 @@ class Site:
     on_site_agent: OnSiteAgentStatus | None
     architecture_file: str | None
     on_site_agent_file: str | None
+    #: Markdown pages' llms.txt groups (document id -> group; markdown_tree.py), in order.
+    groups: dict[str, str] = field(default_factory=dict)
+    group_order: tuple[str, ...] = ()
+    #: What the build reports without failing (a broken link under `broken_links: warn`).
+    warnings: tuple[Problem, ...] = ()
     #: What earlier builds derived from unchanged entries; not part of the site's value.
     cache: EntryCache = field(default_factory=EntryCache.disabled, compare=False, repr=False)
     #: This build's memo of the API path each URL names (validate.py), by URL.
@@ -283,6 +315,11 @@ def load_site(root: Path, base_url: str | None = None, last: EntryCache | None =
 
     documents = _load_documents(root, read, problems, cache, prepare)
     faqs = _load_faqs(root, read, problems, cache, prepare)
+    markdown = load_markdown(
+        root, site_config, effective_base, tokens, cache, problems, display_path,
+        _markdown_document,
+    )  # fmt: skip
+    documents += markdown.documents
     # Optional (issue 23): a site without them publishes what is true of any build
     # (render/site_facts.py), never a sample's claims.
     architecture = _optional_model(ArchitectureDocument, root / ARCHITECTURE_FILE, read, problems)
@@ -315,6 +352,9 @@ def load_site(root: Path, base_url: str | None = None, last: EntryCache | None =
         on_site_agent=on_site_agent,
         architecture_file=display_path(root / ARCHITECTURE_FILE) if architecture else None,
         on_site_agent_file=display_path(root / ON_SITE_AGENT_FILE) if on_site_agent else None,
+        groups=markdown.groups,
+        group_order=tuple(markdown.group_order),
+        warnings=tuple(markdown.warnings),
         cache=cache,
     )
 
@@ -667,16 +707,18 @@ def _check_unique_ids(
                         f"{document.id}.json is an aggregate; choose another id")
             )  # fmt: skip
     # Documents and FAQ entries share the content index, so they share one id space.
+    # Ids equal after case folding are one file name on a case-insensitive disk.
     first_seen: dict[str, str] = {}
     for item in [*documents, *faqs]:
-        if item.id in first_seen:
+        folded = item.id.casefold()
+        if folded in first_seen:
             problems.append(
                 Problem(
-                    item.file, "id", f"duplicate id {item.id!r}, also used by {first_seen[item.id]}"
+                    item.file, "id", f"duplicate id {item.id!r}, also used by {first_seen[folded]}"
                 )
             )
         else:
-            first_seen[item.id] = item.file
+            first_seen[folded] = item.file
 
 
 def _read(

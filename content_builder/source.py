@@ -8,7 +8,7 @@ as written, so they are validated with the published models themselves.
 from __future__ import annotations
 
 import re
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import (
     AfterValidator,
@@ -122,6 +122,17 @@ class SiteSource(SourceModel):
     language: LanguageCode = "en"
     contact: Annotated[Line, AfterValidator(_require_contact)]
     search_eval: SearchEvalSettings = SearchEvalSettings()
+    # A Markdown docs tree (docs/site-data-format.md, "Markdown pages"): its folder,
+    # relative to site.yaml (it may lie outside the site folder: `../docs`).
+    docs_dir: Line | None = None
+    #: The human pages' base URL (canonical_url = docs_url + the page's path); `website`
+    #: when not set.
+    docs_url: Url | None = None
+    #: How the docs tool spells a page's URL: `directory` (mkdocs: guide/ssr/), `clean`
+    #: (VitePress, Docusaurus: guide/ssr), `html` (guide/ssr.html); found when not set.
+    docs_url_style: Literal["directory", "clean", "html"] | None = None
+    #: What a relative link to a page that does not exist is: an error, or a warning.
+    broken_links: Literal["error", "warn"] = "error"
 
     @model_validator(mode="before")
     @classmethod
@@ -140,6 +151,21 @@ class SectionSource(SourceModel):
 class PageContentSource(SourceModel):
     headline: Line
     sections: Annotated[list[SectionSource], Field(min_length=1)]
+
+
+class MarkdownSectionSource(SourceModel):
+    """A section of a Markdown page: its body is CommonMark Markdown (fenced code kept
+    inside it as a fence with its info string), empty when the heading has no text."""
+
+    title: Line
+    body: str
+
+
+class MarkdownPageSource(SourceModel):
+    """The page body of a Markdown page (markdown_page.py): no code_example."""
+
+    headline: Line
+    sections: Annotated[list[MarkdownSectionSource], Field(min_length=1)]
 
 
 class CapabilitySource(SourceModel):

@@ -43,7 +43,8 @@ def _content(site: Site, document: LoadedDocument) -> PageContent | FeatureConte
     return PageContent(
         headline=body.headline,
         sections=[
-            Section(title=s.title, body=s.body, code_example=s.code_example) for s in body.sections
+            Section(title=s.title, body=s.body, code_example=getattr(s, "code_example", None))
+            for s in body.sections
         ],
         contact=site.config.contact,
         api_base=site.base_url + paths.API_PREFIX,

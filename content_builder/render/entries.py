@@ -14,6 +14,7 @@ from agent_contract.search_terms import Tokenizer
 from content_builder.errors import SiteDataError
 from content_builder.loader import LoadedDocument, LoadedFaq, Site
 from content_builder.lock import History, Lock, LockEntry
+from content_builder.markdown_links import MARKDOWN_SUFFIXES
 from content_builder.render.catalog import (
     JOINED,
     Catalog,
@@ -159,7 +160,9 @@ def _document(
     dated = lock[loaded.id]
     document = content_document(site, loaded, dated, data(loaded))
     data.forget(loaded)
-    markdown = document_markdown(site.base_url, document, loaded.source.description)
+    markdown = document_markdown(
+        site.base_url, document, loaded.source.description, loaded.file.endswith(MARKDOWN_SUFFIXES)
+    )
     head, terms = document_search(site, loaded, document, tokenizer)
     return EntryRender(
         **_own_pieces(

@@ -67,10 +67,20 @@ def paragraph(text: str) -> str:
     return _escaped(text, _BLOCK_START.match(text))
 
 
-def block(text: str) -> str:
+#: A heading a Markdown page's section holds below its own (markdown_page.py): `###`
+#: and deeper, not indented past three spaces, so at the top level of the section.
+_DEEPER_HEADING = re.compile(r" {0,3}(#{3,6})(?=[ \t]|$)")
+
+
+def block(text: str, deeper: int | None = None) -> str:
     """A multi-line field written as a block of lines: the author's Markdown, less
     headings (and HTML blocks) it would forge outside its own code fences; a fence
-    left open is closed after it."""
+    left open is closed after it.
+
+    `deeper` (a Markdown page's section body): its `###`-and-deeper headings are kept,
+    each moved down `deeper` levels (at most to `######`), so that they stay below the
+    heading the section is written under; `#` and `##` are escaped as in any body, and
+    a `---` after a blank line, a thematic break that cannot underline, is kept."""
     if not text:
         return text
     lines = text.split("\n")
@@ -84,7 +94,21 @@ def block(text: str) -> str:
         if opened and not (opened.group(1)[0] == "`" and "`" in opened.group(2)):
             fence = opened.group(1)
             continue
+        if deeper is not None:
+            kept = _DEEPER_HEADING.match(line)
+            if kept is not None:
+                level = min(6, len(kept.group(1)) + deeper)
+                lines[index] = "#" * level + line[kept.end() :]
+                continue
         underline = _UNDERLINE.match(line)  # before containers: `-` alone is one too
+        if (
+            underline is not None
+            and deeper is not None
+            and (index == 0 or not lines[index - 1].strip())
+        ):
+            # After a blank line `---` is a thematic break, `===` text: neither can
+            # underline a heading (a Markdown page's rules between its paragraphs).
+            continue
         if underline is None:
             start = _CONTAINERS.match(line).end()  # type: ignore[union-attr]  # always matches
             underline = _HEADING_START.match(line, start)

@@ -8,14 +8,18 @@ notes may not span lines, or the parser silently mangles them.
 
 from __future__ import annotations
 
+import re
+
 from agent_contract import paths
 from agent_contract.endpoints import Endpoint, llms_section
 from agent_contract.models import ContentDocument, FAQEntry, FeatureContent
 from content_builder.loader import LoadedDocument, LoadedFaq, Site
+from content_builder.markdown_links import MARKDOWN_SUFFIXES
 from content_builder.render.catalog import Catalog
 from content_builder.render.documents import summarize
 from content_builder.render.escape import block, code_fence, link_text, link_url, paragraph
 from content_builder.render.indexes import faq_canonical_url
+from content_builder.render.markdown import twin_links
 
 
 def _one_line(text: str) -> str:
@@ -54,11 +58,22 @@ def faq_link(site: Site, faq: FAQEntry) -> str:
     return _link(faq.question, site.base_url + path, _with_twin(site, summarize(faq.answer), path))
 
 
-def _entry_links(catalog: Catalog) -> dict[str, list[str]]:
-    return {
-        "Documents": [entry.llms_link for entry in catalog.documents],
-        "FAQ": [entry.llms_link for entry in catalog.faqs],
-    }
+def _entry_links(site: Site, catalog: Catalog) -> dict[str, list[str]]:
+    """The links of each section: Documents, each nav group of the Markdown pages
+    (site.groups, in nav order: the llms.txt convention's one `##` per group), FAQ."""
+    sections: dict[str, list[str]] = {"Documents": []}
+    sections.update((group, []) for group in site.group_order)
+    for entry in catalog.documents:
+        sections[site.groups.get(entry.id, "Documents")].append(entry.llms_link)
+    sections["FAQ"] = [entry.llms_link for entry in catalog.faqs]
+    return sections
+
+
+def _part_name(section: str, number: int) -> str:
+    return f"{_SLUG_RUN.sub('-', section.lower()).strip('-') or 'group'}-{number}"
+
+
+_SLUG_RUN = re.compile(r"[^a-z0-9]+")
 
 
 def _head(site: Site) -> list[str]:
@@ -99,11 +114,17 @@ def _parts(site: Site, catalog: Catalog) -> tuple[tuple[str, str, str], ...]:
     if known is not None:
         return known  # type: ignore[no-any-return]
     found: list[tuple[str, str, str]] = []
-    for section, lines in _entry_links(catalog).items():
+    names: set[str] = set()
+    for section, lines in _entry_links(site, catalog).items():
         chunks = _chunks(site, section, lines)
         for number, chunk in enumerate(chunks, 1):
             text = _part_text(site, section, number, len(chunks), chunk)
-            found.append((f"{section.lower()}-{number}", section, text))
+            name = _part_name(section, number)
+            while name in names:  # two groups of one slug ("A B", "A-B")
+                name = _part_name(section + "-x", number)
+                section += "-x"
+            names.add(name)
+            found.append((name, section, text))
     catalog.derived[_PARTS] = parts = tuple(found)
     return parts
 
@@ -153,16 +174,20 @@ def llms_txt(site: Site, catalog: Catalog) -> str:
         ]
         return "\n\n".join(blocks)
 
-    flat = assemble(_entry_links(catalog))
+    sections = _entry_links(site, catalog)
+    flat = assemble(sections)
     if len(flat) < LLMS_TXT_BUDGET:
         return flat
-    nested: dict[str, list[str]] = {"Documents": [], "FAQ": []}
+    nested: dict[str, list[str]] = {section: [] for section in sections}
     for name, section, text in _parts(site, catalog):
         first = text.split("\n- [", 1)[1].split("]", 1)[0]
         last = text.rsplit("\n- [", 1)[1].split("]", 1)[0]
         count = text.count("\n- [")
-        title = name.replace("-", " part ").capitalize()
-        nested[section].append(
+        if section in ("Documents", "FAQ"):
+            title = name.replace("-", " part ").capitalize()
+        else:
+            title = f"{section} part {name.rsplit('-', 1)[1]}"
+        nested.setdefault(section, []).append(
             _link(title, url(paths.llms_part(name)), f"{count} links, {first} … {last}")
         )
     return assemble(nested)
@@ -191,8 +216,13 @@ def document_block(site: Site, loaded: LoadedDocument, document: ContentDocument
         lines += ["### For agent developers", "", block(body.for_agent_developers), ""]
     else:
         lines += [paragraph(body.headline), ""]
+        markdown_source = loaded.file.endswith(MARKDOWN_SUFFIXES)
         for section in body.sections:
-            lines += [f"### {section.title}", "", block(section.body), ""]
+            if markdown_source:  # one level deeper than in the twin: below `### title`
+                text = block(twin_links(site.base_url, section.body), deeper=1)
+            else:
+                text = block(section.body)
+            lines += [f"### {section.title}", "", text, ""]
             if section.code_example:
                 # A fence longer than any run of backticks in the code: "```" in it
                 # would close the block and let the rest be read as structure.

@@ -10,6 +10,9 @@ fence has no info string rather than a guessed one (docs/decisions.md).
 
 from __future__ import annotations
 
+import re
+from functools import lru_cache
+
 from agent_contract import paths
 from agent_contract.models import ContentDocument, FAQEntry, FeatureContent
 from content_builder.render.escape import block, code_fence, paragraph
@@ -28,7 +31,30 @@ def _heading(text: str) -> str:
     return " ".join(text.split())
 
 
-def document_markdown(base_url: str, document: ContentDocument, description: str) -> str:
+def twin_links(base_url: str, text: str) -> str:
+    """A Markdown page's body with its links to other documents' JSON (as the JSON holds
+    them, markdown_tree.py) pointing at their Markdown twins: the twin from a twin."""
+    if paths.API_PREFIX not in text:
+        return text
+    return _document_json(base_url).sub(lambda match: match.group(1) + ".md", text)
+
+
+@lru_cache(maxsize=4)
+def _document_json(base_url: str) -> re.Pattern[str]:
+    head, _, tail = paths.document("\0").partition("\0")
+    return re.compile(
+        "("
+        + re.escape(base_url + head)
+        + r"[a-z0-9][a-z0-9-]*)"
+        + re.escape(tail)
+        + r"(?=[#)\s>\"]|$)",
+        re.MULTILINE,
+    )
+
+
+def document_markdown(
+    base_url: str, document: ContentDocument, description: str, markdown_source: bool = False
+) -> str:
     lines = [
         _pointer(base_url),
         "",
@@ -59,7 +85,11 @@ def document_markdown(base_url: str, document: ContentDocument, description: str
     else:
         lines += [paragraph(body.headline), ""]
         for section in body.sections:
-            lines += [f"## {_heading(section.title)}", "", block(section.body), ""]
+            if markdown_source:  # its deeper headings kept, its links to twins
+                text = block(twin_links(base_url, section.body), deeper=0)
+            else:
+                text = block(section.body)
+            lines += [f"## {_heading(section.title)}", "", text, ""]
             if section.code_example is not None:
                 lines += [*_fence(section.code_example), ""]
         lines += [f"Contact: {body.contact}", "", f"API base: {body.api_base}", ""]

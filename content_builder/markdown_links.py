@@ -1,0 +1,216 @@
+"""Where a Markdown page's links lead, and which snippets it may include.
+
+A relative link names another page of the tree (rewritten to its published URL), a file
+of the human site (an image, a download: its absolute URL), or nothing (a broken link:
+an error naming the page and line, or a warning). Snippets (`--8<--`) are read only from
+inside the tree's folder, through site_files.read_site_file. What counts as a page file,
+an index page, and the tree itself (its folders, URL style, nav) are defined here for
+markdown_tree.py, which reads the tree.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from urllib.parse import unquote
+
+from agent_contract import paths
+from content_builder.errors import Problem, SiteDataError
+from content_builder.markdown_page import Context, forbidden_lines
+from content_builder.site_files import read_site_file
+
+#: What a page's file name ends with (Docusaurus writes .mdx as well).
+MARKDOWN_SUFFIXES = (".md", ".mdx")
+
+
+def stem(rel: str) -> str:
+    return rel[: -len(".mdx")] if rel.endswith(".mdx") else rel.removesuffix(".md")
+
+
+#: A folder's own page: index.md, README.md, _index.md (Hugo).
+INDEX_NAMES = frozenset({"index", "readme", "_index"})
+SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
+_LINE_RANGE = re.compile(r"(?::-?\d*){1,2}$")
+
+
+@dataclass(frozen=True)
+class Tree:
+    root: Path  # the pages' folder
+    project: Path  # what snippets may include: mkdocs.yml's folder, else root
+    style: str  # directory | clean | html
+    docs_url: str  # the human pages' base URL, no trailing slash
+    nav: (
+        dict[str, tuple[int, str, str | None]] | None
+    )  # mkdocs nav: path -> (position, group, title)
+    recursive: bool = True
+
+
+def page_context(
+    tree: Tree,
+    page_path: str,
+    display: str,
+    ids: dict[str, str],
+    base_url: str,
+    tokens: dict[str, str],
+    broken_links: str,
+    warnings: list[Problem],
+) -> Context:
+    """What the page at `page_path` needs of its tree: where its links lead (`ids`: every
+    page's path -> id), its images' URLs, the snippets it may include."""
+    root = str(tree.root)
+    folder = os.path.dirname(page_path)
+    page_stem, name = stem(page_path), stem(os.path.basename(page_path))
+    url_folder = (
+        page_stem if tree.style == "directory" and name.lower() not in INDEX_NAMES else None
+    )
+
+    def target_of(dest: str) -> tuple[str, str] | None:
+        """(absolute path, fragment) a relative destination names, or None to keep it."""
+        if not dest or dest.startswith(("#", "//", "{")) or SCHEME.match(dest):
+            return None
+        path, _, fragment = dest.partition("#")
+        path = unquote(path.split("?", 1)[0])
+        if path.startswith("/"):  # VitePress, Docusaurus: from the tree's root
+            joined = os.path.join(root, path.lstrip("/"))
+        elif url_folder is not None and not path.lower().endswith(MARKDOWN_SUFFIXES):
+            # mkdocs rewrites links to .md files only; any other relative link is left
+            # to the browser, which resolves it against the page's directory URL
+            # (async.md is served at async/: `../advanced/x` is advanced/x).
+            joined = os.path.join(url_folder, path)
+        else:
+            joined = os.path.join(folder, path)
+        normal = os.path.normpath(joined)
+        if path.endswith("/") or not path:
+            normal = os.path.join(normal, "")
+        return normal, fragment
+
+    def resolve_link(dest: str) -> tuple[str | None, str | None]:
+        found = target_of(dest)
+        if found is None:
+            return None, None
+        target, fragment = found
+        anchor = f"#{fragment}" if fragment else ""
+        name = os.path.basename(target.rstrip(os.sep))
+        extension = os.path.splitext(name)[1].lower() if not target.endswith(os.sep) else ""
+        if extension in MARKDOWN_SUFFIXES:
+            candidates = [target]
+        elif extension == ".html":
+            candidates = [target[:-5] + suffix for suffix in MARKDOWN_SUFFIXES]
+            candidates += _folder_pages(target[:-5])
+        elif target.endswith(os.sep):
+            candidates = _folder_pages(target)
+        elif extension == "":
+            candidates = [target + suffix for suffix in MARKDOWN_SUFFIXES]
+            candidates += _folder_pages(target)
+        else:  # a file that is not a page (an image, a download): the human site's
+            return _asset_url(tree, target), None
+        for candidate in candidates:
+            hit = ids.get(candidate)
+            if hit is not None:
+                return f"{base_url}{paths.document(hit)}{anchor}", None
+        if dest.startswith("/") and extension not in MARKDOWN_SUFFIXES:
+            # A path on the site that is no page of the tree (the blog, a download
+            # area): a link to the human site, as the docs tool would publish it.
+            return _asset_url(tree, target), None
+        inside = target.startswith(os.path.join(root, "")) or target.rstrip(os.sep) == root
+        where = (
+            f"no page {os.path.relpath(candidates[0], root)} in the docs tree"
+            if inside
+            else "it leads outside the docs tree"
+        )
+        message = f"relative link to {dest!r}: {where}"
+        if broken_links == "warn":
+            warnings.append(Problem(display, None, message + " (kept as written)"))
+            return None, None
+        return None, message + " (site.yaml broken_links: warn makes this a warning)"
+
+    def resolve_image(src: str) -> str | None:
+        found = target_of(src)
+        return None if found is None else _asset_url(tree, found[0])
+
+    project = _real_folder(str(tree.project))
+
+    def read_snippet(name: str) -> tuple[str | None, str | None, str | None]:
+        clean = _LINE_RANGE.sub("", name)  # `file.md:1:3`: pymdownx's line ranges
+        for base in (str(tree.project), root, folder):
+            candidate = os.path.normpath(os.path.join(base, clean))
+            if not os.path.lexists(candidate):
+                continue
+            real = os.path.realpath(candidate)
+            if not real.startswith(project) or not candidate.startswith(
+                os.path.join(str(tree.project), "")
+            ):
+                return (
+                    None,
+                    None,
+                    (
+                        f"snippet {name!r} is outside the docs tree ({tree.project}): only files "
+                        "inside it are included"
+                    ),
+                )
+            try:
+                data = read_site_file(candidate, candidate)
+            except SiteDataError as error:
+                return None, None, f"snippet {name!r}: {error.problems[0].message}"
+            try:
+                text = data.decode("utf-8")
+            except UnicodeDecodeError:
+                return None, None, f"snippet {name!r} is not UTF-8 text"
+            bad = forbidden_lines(text)
+            if bad:
+                return None, None, f"snippet {name!r}, line {bad[0][0]}: {bad[0][1]}"
+            key = candidate + "\0" + hashlib.sha256(data).hexdigest()
+            return key, text, None
+        outside = os.path.normpath(os.path.join(str(tree.project), clean))
+        if not outside.startswith(os.path.join(str(tree.project), "")):
+            return (
+                None,
+                None,
+                (
+                    f"snippet {name!r} is outside the docs tree ({tree.project}): only files "
+                    "inside it are included"
+                ),
+            )
+        if broken_links == "warn":  # as pymdownx.snippets' default: skipped
+            warnings.append(Problem(display, None, f"snippet {name!r} not found (skipped)"))
+            return f"missing\0{name}", "", None
+        return (
+            None,
+            None,
+            (
+                f"snippet {name!r} not found in the docs tree (site.yaml broken_links: warn "
+                "makes this a warning)"
+            ),
+        )
+
+    return Context(resolve_link, resolve_image, read_snippet, tokens)
+
+
+@lru_cache(maxsize=16)
+def _real_folder(folder: str) -> str:
+    return os.path.join(os.path.realpath(folder), "")
+
+
+def _folder_pages(folder: str) -> list[str]:
+    """The files that are a folder's page, in the order docs tools look for them."""
+    return [
+        os.path.join(folder, name + suffix)
+        for name in ("index", "README", "_index")
+        for suffix in MARKDOWN_SUFFIXES
+    ]
+
+
+def _asset_url(tree: Tree, target: str) -> str | None:
+    """The human site's URL of a file of the tree (VitePress serves public/ at the root);
+    None for a path outside the tree (the link is kept as written)."""
+    rel = os.path.relpath(target, tree.root).replace(os.sep, "/")
+    if rel == ".." or rel.startswith("../"):
+        return None
+    if rel.startswith("public/"):
+        rel = rel[len("public/") :]
+    suffix = "/" if target.endswith(os.sep) and rel != "." else ""
+    return f"{tree.docs_url}/{'' if rel == '.' else rel}{suffix}"

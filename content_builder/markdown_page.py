@@ -1,0 +1,583 @@
+"""One Markdown page -> the fields of a content document (docs/site-data-format.md, Markdown).
+
+The page is parsed with markdown-it-py (CommonMark, GFM tables and strikethrough; front
+matter found by mdit-py-plugins). What it becomes:
+
+- sections at the top-level `#`/`##` headings (the first `#` is the title); deeper
+  headings stay inside their section's body as written; text before the first section
+  heading is the opening section, titled with the page's title;
+- each section's `body` is CommonMark Markdown: the author's lines, fenced code kept as a
+  fence with its info string, byte for byte (`code_example` is not used);
+- what docs tools add to Markdown degrades to readable text before parsing: admonitions
+  (`!!! note`, `??? tip`, `::: tip`, `:::note[Title]`), content tabs (`=== "Tab"`), code
+  groups; HTML blocks and inline tags lose their tags and keep their words (comments,
+  `<script>` and `<style>` are dropped whole); snippet includes (`--8<--`) are replaced by
+  the file they name when it is inside the tree;
+- in prose only (never in code spans or fences): links rewritten (`Links.resolve`), the
+  site's tokens replaced, `{{word}` written `{word}`, a near miss of a token an error.
+
+Problems name the page and the line the author wrote.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from content_builder.text_rules import FORBIDDEN, describe
+
+if TYPE_CHECKING:
+    from markdown_it import MarkdownIt
+    from markdown_it.token import Token
+
+_PARSERS: dict[bool, Any] = {}
+
+
+def parser(blocks_only: bool = False) -> MarkdownIt:
+    """The parser, made on first use: a site without Markdown pages (and every command
+    that does not build) never imports markdown-it. `blocks_only`: without the inline
+    rules (a third of the parse), which only the description needs."""
+    found = _PARSERS.get(blocks_only)
+    if found is None:
+        from markdown_it import MarkdownIt
+        from mdit_py_plugins.front_matter import front_matter_plugin
+
+        found = (
+            MarkdownIt("commonmark", {"html": True})
+            .enable(["table", "strikethrough"])
+            .use(front_matter_plugin)
+        )
+        if blocks_only:
+            found.core.ruler.disable("inline")
+        _PARSERS[blocks_only] = found
+    return found  # type: ignore[no-any-return]
+
+
+# --- front matter ---------------------------------------------------------------------
+
+
+def split_front_matter(text: str) -> tuple[str | None, int]:
+    """The front matter's YAML (None when the page has none) and the line the body
+    starts at (0-based). The block is the one the front matter plugin finds: `---` on
+    the first line, up to the next `---` (or `...`)."""
+    if not text.startswith("---"):
+        return None, 0
+    state_tokens = parser().parse(_first_block(text))
+    if state_tokens and state_tokens[0].type == "front_matter" and state_tokens[0].map:
+        return state_tokens[0].content, state_tokens[0].map[1]
+    return None, 0
+
+
+def _first_block(text: str) -> str:
+    # Only the front matter is wanted: the text up to the second `---`/`...` line is
+    # enough for the plugin to find it (the whole page is parsed once, later).
+    lines = text.split("\n")
+    for index in range(1, len(lines)):
+        if lines[index].rstrip() in ("---", "..."):
+            return "\n".join(lines[: index + 1]) + "\n"
+    return text
+
+
+# --- what the page's text becomes -----------------------------------------------------
+
+
+@dataclass
+class Lines:
+    """The page's body lines as transformed so far, each with the line of the page it
+    came from (1-based; a snippet's lines carry the line that included them)."""
+
+    text: list[str]
+    origin: list[int]
+    #: The lines that are a degraded container's title (`**Note**`): not a description.
+    markers: set[int] = field(default_factory=set)
+
+    def add(self, line: str, origin: int) -> None:
+        self.text.append(line)
+        self.origin.append(origin)
+
+
+@dataclass
+class Converted:
+    """A page's fields: its title and description as found, its sections, problems."""
+
+    title: str | None  # the first `# ` heading's text, if any
+    description: str | None  # the first paragraph as one line of plain text, if any
+    sections: list[tuple[str | None, str]]  # (title, or None for the opening; body)
+    problems: list[tuple[int, str]] = field(default_factory=list)  # (line, message)
+    snippets: list[str] = field(default_factory=list)  # the files included
+
+
+#: The callbacks a page needs from its tree.
+Resolve = Callable[[str], tuple[str | None, str | None]]  # dest -> (new dest, problem)
+ReadSnippet = Callable[[str], tuple[str | None, str | None, str | None]]  # (name, text, problem)
+
+
+@dataclass(frozen=True)
+class Context:
+    resolve_link: Resolve  # a link's destination -> (its published URL or None to keep, problem)
+    resolve_image: Callable[[str], str | None]  # an image's source -> absolute URL or None
+    read_snippet: ReadSnippet  # a snippet's name -> (its key, its text, or a problem)
+    tokens: dict[str, str]  # "{base_url}" -> value
+
+
+def convert(text: str, body_start: int, context: Context) -> Converted:
+    """The page's fields from its text (universal newlines) and the line its body starts."""
+    lines = Lines([], [])
+    problems: list[tuple[int, str]] = []
+    snippets: list[str] = []
+    for number, line in enumerate(text.split("\n")[body_start:], body_start + 1):
+        lines.add(line, number)
+    lines = _expand_snippets(lines, context, problems, snippets, depth=0)
+    lines = _degrade_containers(lines)
+    # Block structure only: the inline rules (a third of the parse) run on the one
+    # paragraph that becomes the description (`_plain`), nowhere else.
+    tokens = parser(blocks_only=True).parse("\n".join(lines.text) + "\n")
+    converted = _sections(lines, tokens, context, problems)
+    converted.problems = problems + converted.problems
+    converted.snippets = snippets
+    return converted
+
+
+def forbidden_lines(text: str) -> list[tuple[int, str]]:
+    """Control characters and bidirectional overrides (text_rules.py), by line."""
+    if FORBIDDEN.search(text) is None:  # one scan in C: nearly every page
+        return []
+    found = []
+    for number, line in enumerate(text.split("\n"), 1):
+        match = FORBIDDEN.search(line)
+        if match is not None:
+            found.append(
+                (
+                    number,
+                    f"holds {describe(match.group())}: control characters and bidirectional "
+                    "overrides are not allowed in site data (they reach llms.txt and the "
+                    "Markdown twins as they are)",
+                )
+            )
+    return found
+
+
+# --- fences, tracked by the line passes before parsing --------------------------------
+
+_FENCE_OPEN = re.compile(r"^(\s*)(`{3,}|~{3,})(.*)$")
+
+
+class _Fences:
+    """Whether a line is inside a fenced code block, line by line (CommonMark's rule:
+    closed by the same character, at least as many, nothing after)."""
+
+    def __init__(self) -> None:
+        self.open: str | None = None
+
+    def inside(self, line: str) -> bool:
+        """True for a fence line or a line inside one."""
+        match = _FENCE_OPEN.match(line)
+        if self.open is not None:
+            if (
+                match
+                and match.group(2)[0] == self.open[0]
+                and len(match.group(2)) >= len(self.open)
+                and not match.group(3).strip()
+            ):
+                self.open = None
+            return True
+        if match and not (match.group(2)[0] == "`" and "`" in match.group(3)):
+            self.open = match.group(2)
+            return True
+        return False
+
+
+# --- snippets (pymdownx.snippets) -----------------------------------------------------
+
+_SNIPPET_LINE = re.compile(r"^(\s*)-{1,}8<-{1,}\s+([\"'])([^\"']+)\2\s*$")
+_SNIPPET_BLOCK = re.compile(r"^(\s*)-{1,}8<-{1,}\s*$")
+_MAX_SNIPPET_DEPTH = 4
+
+
+def _expand_snippets(
+    lines: Lines,
+    context: Context,
+    problems: list[tuple[int, str]],
+    snippets: list[str],
+    depth: int,
+) -> Lines:
+    if not any("8<" in line for line in lines.text):
+        return lines
+    out = Lines([], [])
+    fences = _Fences()
+    index = 0
+    while index < len(lines.text):
+        line, origin = lines.text[index], lines.origin[index]
+        index += 1
+        if fences.inside(line):
+            out.add(line, origin)
+            continue
+        single = _SNIPPET_LINE.match(line)
+        names: list[str] = []
+        indent = ""
+        if single:
+            indent, names = single.group(1), [single.group(3).strip()]
+        elif _SNIPPET_BLOCK.match(line):
+            indent = _SNIPPET_BLOCK.match(line).group(1)  # type: ignore[union-attr]
+            end = index
+            while end < len(lines.text) and not _SNIPPET_BLOCK.match(lines.text[end]):
+                end += 1
+            if end == len(lines.text):  # not a block: text
+                out.add(line, origin)
+                continue
+            names = [n.strip() for n in lines.text[index:end] if n.strip()]
+            index = end + 1
+        else:
+            out.add(line, origin)
+            continue
+        for name in names:
+            if name.startswith(";"):  # pymdownx: a name commented out
+                continue
+            key, included, problem = context.read_snippet(name)
+            if problem is not None or included is None or key is None:
+                problems.append((origin, problem or f"snippet {name!r} cannot be read"))
+                continue
+            if depth >= _MAX_SNIPPET_DEPTH:
+                problems.append((origin, f"snippet {name!r}: snippets nested too deeply"))
+                continue
+            snippets.append(key)
+            inner = Lines([], [])
+            for part in included.replace("\r\n", "\n").replace("\r", "\n").split("\n"):
+                inner.add(indent + part if part else part, origin)
+            inner = _expand_snippets(inner, context, problems, snippets, depth + 1)
+            for part, at in zip(inner.text, inner.origin, strict=True):
+                out.add(part, at)
+    return out
+
+
+# --- admonitions, tabs, containers ----------------------------------------------------
+
+_ADMONITION = re.compile(r"^(\s*)(?:!!!|\?\?\?\+?)\s+([\w-]+)((?:\s+[\w-]+)*)(?:\s+\"(.*)\")?\s*$")
+_TAB = re.compile(r"^(\s*)===!?\+?\s+\"(.*)\"\s*$")
+_COLON_OPEN = re.compile(r"^(\s*)(:{3,})\s*([\w-]+)(?:\[(.*)\])?\s*(?:\{.*\})?\s*(.*?)\s*$")
+_COLON_CLOSE = re.compile(r"^(\s*)(:{3,})\s*$")
+_MDX_STATEMENT = re.compile(
+    r"^(?:import\s+[\w{},*\s]+?\s+from\s+['\"][^'\"]+['\"]|import\s+['\"][^'\"]+['\"]"
+    r"|export\s+(?:const|default|function|let)\b.*);?\s*$"
+)
+
+
+def _indent(line: str) -> int:
+    return len(line) - len(line.lstrip(" "))
+
+
+def _degrade_containers(lines: Lines) -> Lines:
+    """Admonitions and tabs (an indented body under a marker line) lose their marker
+    for a bold title and their indentation; `:::` containers lose their marker lines.
+    Fenced code is left as it is, but for the indentation its container gave it."""
+    text = lines.text
+    if not any(
+        ("!!!" in t or "???" in t or "===" in t or ":::" in t or t.startswith(("import", "export")))
+        for t in text
+    ):
+        return lines
+    out = Lines([], [])
+    fences = _Fences()
+    # Indented bodies being dedented: (marker indentation, columns removed).
+    bodies: list[tuple[int, int]] = []
+    for line, origin in zip(text, lines.origin, strict=True):
+        while bodies and line.strip() and _indent(line) <= bodies[-1][0]:
+            bodies.pop()
+            fences.open = None  # a fence cannot outlive the body that held it
+        shifted = line
+        for _, columns in reversed(bodies):
+            shifted = shifted[min(columns, _indent(shifted)) :] if shifted.strip() else ""
+        if fences.inside(shifted):
+            out.add(shifted, origin)
+            continue
+        admonition = _ADMONITION.match(shifted)
+        tab = None if admonition else _TAB.match(shifted)
+        if admonition or tab:
+            match = admonition or tab
+            assert match is not None
+            pad = match.group(1)
+            if admonition:
+                kind = admonition.group(2).capitalize()
+                title = admonition.group(4)
+                heading = kind if not title else f"{kind}: {title}"
+            else:
+                heading = tab.group(2)  # type: ignore[union-attr]
+            if out.text and out.text[-1].strip():
+                out.add("", origin)
+            if heading.strip():
+                out.markers.add(len(out.text))
+                out.add(f"{pad}**{_bold_safe(heading)}**", origin)
+                out.add("", origin)
+            bodies.append((_indent(line), 4))
+            continue
+        if not bodies and _MDX_STATEMENT.match(shifted):
+            continue  # MDX's import/export: code for the docs tool, not text for readers
+        opened = _COLON_OPEN.match(shifted)
+        if opened:
+            pad, kind, bracket, rest = (
+                opened.group(1),
+                opened.group(3),
+                opened.group(4),
+                opened.group(5),
+            )
+            title = (bracket or rest or "").strip()
+            if kind == "code-group":
+                heading = ""
+            elif kind == "details":
+                heading = title or "Details"
+            else:
+                heading = f"{kind.capitalize()}: {title}" if title else kind.capitalize()
+            if out.text and out.text[-1].strip():
+                out.add("", origin)
+            if heading:
+                out.markers.add(len(out.text))
+                out.add(f"{pad}**{_bold_safe(heading)}**", origin)
+                out.add("", origin)
+            continue
+        if _COLON_CLOSE.match(shifted):
+            out.add("", origin)
+            continue
+        out.add(shifted, origin)
+    return out
+
+
+def _bold_safe(text: str) -> str:
+    return text.replace("*", "\\*").strip()
+
+
+# --- sections ---------------------------------------------------------------------------
+
+_ATTR_LIST = re.compile(r"\s*\{\s*[#.:][^{}]*\}\s*$")  # `## Title { #anchor }`
+_COMMENT = re.compile(r"<!--.*?-->", re.DOTALL)
+_JSX_COMMENT = re.compile(r"\{/\*.*?\*/\}")
+_DROPPED_ELEMENT = re.compile(r"<(script|style)\b[^>]*>.*?</\1\s*>", re.DOTALL | re.IGNORECASE)
+# A tag, its attribute values quoted or not (`v-if="i < n"` holds a `<`); the
+# alternatives exclude each other, so a tag that does not close fails in linear time.
+_TAG = re.compile(r"</?[A-Za-z][A-Za-z0-9:._-]*(?:\s(?:[^<>\"']|\"[^\"]*\"|'[^']*')*)?/?>")
+#: Vue's interpolation in an HTML block (VitePress): data the page does not hold.
+_MUSTACHE = re.compile(r"\{\{.*?\}\}")
+_CODE_SPAN = re.compile(r"(`+)(.+?)(?<!`)\1(?!`)")
+_INLINE_LINK = re.compile(
+    r"(!?)\[((?:[^\[\]]|\[[^\[\]]*\])*)\]\(\s*(<[^<>\n]*>|[^\s()]*(?:\([^\s()]*\)[^\s()]*)*)"
+)
+_REFERENCE = re.compile(r"^(\s{0,3}\[[^\]]+\]:\s*)(<[^<>\n]*>|\S+)")
+_BRACED = re.compile(r"\{\{?([A-Za-z_][A-Za-z0-9_-]*)\}\}?")
+
+
+def _sections(
+    lines: Lines, tokens: list[Token], context: Context, problems: list[tuple[int, str]]
+) -> Converted:
+    count = len(lines.text)
+    protected = [False] * count  # fenced or indented code: written as it is
+    dropped = [False] * count
+    degraded: dict[int, str] = {}  # an HTML block's first line -> its words
+    boundaries: list[tuple[int, int, str]] = []  # (first line, line after, title)
+    title: str | None = None
+    description: str | None = None
+    for index, token in enumerate(tokens):
+        if token.map is None:
+            continue
+        start, end = token.map
+        if token.type in ("fence", "code_block"):
+            for line in range(start, min(end, count)):
+                protected[line] = True
+        elif token.type == "html_block":
+            words = _html_words(token.content)
+            for line in range(start, min(end, count)):
+                dropped[line] = True
+            if words:
+                degraded[start] = " " * _indent(lines.text[start]) + words
+        elif token.type == "heading_open" and token.level == 0 and token.tag in ("h1", "h2"):
+            inline = tokens[index + 1]
+            heading = _heading_text(inline, context, lines.origin[start], problems)
+            if token.tag == "h1" and title is None and not boundaries:
+                title = heading
+                boundaries.append((start, end, ""))  # the title line: not a section
+                continue
+            boundaries.append((start, end, heading))
+        elif token.type == "inline":
+            opening = tokens[index - 1] if index else None
+            if (
+                description is None
+                and opening is not None
+                and opening.type == "paragraph_open"
+                and opening.level == 0
+                and start not in lines.markers
+            ):
+                description = _plain(token, context) or None
+
+    def body(start: int, stop: int) -> str:
+        return _body(lines, start, stop, protected, dropped, degraded, context, problems)
+
+    starts = [start for start, _, _ in boundaries] + [count]
+    opening = [body(0, starts[0])]
+    sections: list[tuple[str | None, str]] = []
+    for position, (_, end, heading) in enumerate(boundaries):
+        text = body(end, starts[position + 1])
+        if heading == "" and position == 0 and title is not None:
+            opening.append(text)  # between the title and the first section
+        else:
+            sections.append((heading or "Untitled section", text))
+    first = "\n\n".join(part for part in opening if part.strip())
+    if first:
+        sections.insert(0, (None, first))
+    return Converted(title, description, sections)
+
+
+def _heading_text(
+    inline: Token, context: Context, origin: int, problems: list[tuple[int, str]]
+) -> str:
+    # As any prose line: tags, links and tokens outside code spans only.
+    text = _prose_line(_ATTR_LIST.sub("", inline.content), origin, context, problems)
+    return " ".join(text.split())
+
+
+_DESCRIPTION_SOURCE = 2_000
+
+
+def _plain(inline: Token, context: Context) -> str:
+    """A paragraph's text without its Markdown: words of text and code spans."""
+    parts = []
+    # The description is a few hundred characters: its paragraph's start is enough, and
+    # markdown-it's inline rules are quadratic on some hostile paragraphs (`[a](` * n).
+    head = inline.content[:_DESCRIPTION_SOURCE]
+    children = parser().parseInline(head)[0].children if head else []
+    for child in children or ():
+        if child.type in ("text", "code_inline"):
+            parts.append(child.content)
+        elif child.type in ("softbreak", "hardbreak"):
+            parts.append(" ")
+    text = " ".join("".join(parts).split())
+    return _substitute_tokens(text, context.tokens)
+
+
+def _html_words(html: str) -> str:
+    html = _DROPPED_ELEMENT.sub(" ", _COMMENT.sub(" ", html))
+    html = re.sub(r"<!--.*", " ", html, flags=re.DOTALL)  # a comment left open
+    return " ".join(_MUSTACHE.sub(" ", _TAG.sub(" ", html)).split())
+
+
+def _body(
+    lines: Lines,
+    start: int,
+    stop: int,
+    protected: list[bool],
+    dropped: list[bool],
+    degraded: dict[int, str],
+    context: Context,
+    problems: list[tuple[int, str]],
+) -> str:
+    out: list[str] = []
+
+    def prose(line: str) -> None:
+        # Blank lines collapsed where dropped blocks left runs of them (never in code).
+        if not line.strip() and out and not out[-1].strip():
+            return
+        out.append(line)
+
+    for index in range(start, stop):
+        if protected[index]:
+            out.append(lines.text[index])
+        elif index in degraded:
+            for line in ("", degraded[index], ""):
+                prose(line)
+        elif dropped[index]:
+            continue
+        else:
+            prose(_prose_line(lines.text[index], lines.origin[index], context, problems))
+    return "\n".join(out).strip("\n")
+
+
+def _prose_line(line: str, origin: int, context: Context, problems: list[tuple[int, str]]) -> str:
+    reference = _REFERENCE.match(line)
+    if reference:
+        dest = reference.group(2)
+        new = _rewritten(dest, origin, context, problems, image=False)
+        return line[: reference.start(2)] + new + line[reference.end(2) :]
+    # Code spans are kept as written, everything around them is prose: each is held
+    # aside as a NUL-delimited placeholder (a page cannot hold NUL: forbidden_lines), so
+    # a link whose text is code (`[`Client`](../api.md)`) is still one link.
+    if "`" not in line:
+        return _prose(line, context, origin, problems)
+    spans: list[str] = []
+
+    def hold(match: re.Match[str]) -> str:
+        spans.append(match.group(0))
+        return f"\0{len(spans) - 1}\0"
+
+    held = _CODE_SPAN.sub(hold, line)
+    done = _prose(held, context, origin, problems)
+    return _HELD.sub(lambda match: spans[int(match.group(1))], done)
+
+
+_HELD = re.compile("\0(\\d+)\0")
+
+
+def _prose(
+    text: str,
+    context: Context,
+    origin: int,
+    problems: list[tuple[int, str]],
+) -> str:
+    if "<" in text:
+        text = _TAG.sub("", _COMMENT.sub("", text))
+    if "{/*" in text:  # an MDX comment
+        text = _JSX_COMMENT.sub("", text)
+    if "](" in text:
+
+        def link(match: re.Match[str]) -> str:
+            dest = match.group(3)
+            new = _rewritten(dest, origin, context, problems, image=bool(match.group(1)))
+            return match.group(0)[: match.start(3) - match.start()] + new
+
+        text = _INLINE_LINK.sub(link, text)
+    if "{" in text:
+        text = _tokens_in_prose(text, context.tokens, origin, problems)
+    return text
+
+
+def _rewritten(
+    dest: str, origin: int, context: Context, problems: list[tuple[int, str]], image: bool
+) -> str:
+    bare = dest[1:-1] if dest.startswith("<") and dest.endswith(">") else dest
+    if image:
+        found = context.resolve_image(bare)
+        return dest if found is None else found
+    new, problem = context.resolve_link(bare)
+    if problem is not None:
+        problems.append((origin, problem))
+    return dest if new is None else new
+
+
+def _tokens_in_prose(
+    text: str, tokens: dict[str, str], origin: int, problems: list[tuple[int, str]]
+) -> str:
+    def replace(match: re.Match[str]) -> str:
+        whole = match.group(0)
+        name = "{" + match.group(1) + "}"
+        if whole.startswith("{{"):  # `{{word}` (or `{{word}}`): the braces as written, once
+            return name
+        if whole.endswith("}}"):
+            whole, tail = whole[:-1], "}"
+        else:
+            tail = ""
+        if name in tokens:
+            return tokens[name] + tail
+        close = difflib.get_close_matches(name, tokens, n=1, cutoff=0.75)
+        if close:
+            problems.append(
+                (origin, f"unknown token {name}: did you mean {close[0]}? (write {{{name} for the "
+                 "text itself)")
+            )  # fmt: skip
+        return whole + tail
+
+    return _BRACED.sub(replace, text)
+
+
+def _substitute_tokens(text: str, tokens: dict[str, str]) -> str:
+    for token, value in tokens.items():
+        text = text.replace(token, value)
+    return text
