@@ -26,6 +26,13 @@ from agent_contract.uri import url_problem
 from content_builder.cache import EntryCache, entry_key
 from content_builder.errors import Problem, SiteDataError
 from content_builder.markdown_tree import load_markdown
+from content_builder.overview import (
+    ORDER,
+    SITE_DOCUMENT_ID,
+    SOURCE_NAME,
+    overview_key,
+    overview_models,
+)
 from content_builder.site_files import irregular, read_site_file, yaml_names
 from content_builder.source import (
     CONTENT_SHAPES,
@@ -127,6 +134,15 @@ class _MarkdownLazy(_Lazy):
         if models is None or problems:
             raise SiteDataError.single(str(self._named), None, "could not be parsed again")
         return models  # type: ignore[no-any-return]
+
+
+def _overview_document(config: SiteSource) -> LoadedDocument:
+    """The generated `site` document (overview.py) of a site that writes none."""
+    key = overview_key(config)
+    lazy = _MarkdownLazy(
+        overview_models(config), SOURCE_NAME, key, lambda _: overview_models(config)
+    )
+    return LoadedDocument(SITE_DOCUMENT_ID, SOURCE_NAME, key, ORDER, None, lazy)
 
 
 def _markdown_document(
@@ -326,16 +342,7 @@ def load_site(root: Path, base_url: str | None = None, last: EntryCache | None =
     on_site_agent = _optional_model(OnSiteAgentStatus, root / ON_SITE_AGENT_FILE, read, problems)
     _check_unique_ids(documents, faqs, problems)
     if documents and not any(d.id == SITE_DOCUMENT_ID for d in documents):
-        problems.append(
-            Problem(
-                display_path(root / CONTENT_DIR),
-                None,
-                f"the {SITE_DOCUMENT_ID!r} document is required: the MCP manifest's "
-                f"get_site_overview tool and its content/site resource point at "
-                f"{paths.document(SITE_DOCUMENT_ID)}; add content/{SITE_DOCUMENT_ID}.yaml with "
-                f"id: {SITE_DOCUMENT_ID}",
-            )
-        )
+        documents.append(_overview_document(site_config))
     if not documents and not problems:
         # Zero documents would publish an API whose overview (the MCP manifest's
         # get_site_overview) and document enum name nothing: refused, with the way out.
@@ -690,8 +697,6 @@ NO_CONTENT = (
     "(a Markdown docs tree, named in site.yaml)"
 )
 
-#: The overview document the MCP manifest's get_site_overview tool returns.
-SITE_DOCUMENT_ID = "site"
 
 #: Document ids whose file name is taken by an aggregate in /api/v1/content/.
 RESERVED_DOCUMENT_IDS = frozenset({"index", "search-index"})

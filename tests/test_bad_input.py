@@ -392,12 +392,6 @@ CASES = {
         None,
         ("invalid YAML", "must be quoted"),
     ),
-    "site-document-removed": Case(
-        lambda site: (site / "content/site.yaml").unlink(),
-        "content",
-        None,
-        ("'site' document is required", "get_site_overview"),
-    ),
 }
 
 

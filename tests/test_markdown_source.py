@@ -170,7 +170,8 @@ def test_llms_txt_has_a_section_per_mkdocs_nav_group_in_nav_order(
     llms = _files(fixture_plans["httpx"])[paths.LLMS_TXT].decode()
     sections = _llms_sections(llms)
     nav_groups = ["Advanced", "Guides", "API Reference", "Community"]  # mkdocs.yml
-    assert sections == ["Interfaces", "Documents", *nav_groups, "FAQ", "Optional"]
+    # "Documents": the generated site overview (no FAQ: the site has none).
+    assert sections == ["Interfaces", "Documents", *nav_groups, "Optional"]
     advanced = llms.split("## Advanced\n", 1)[1].split("\n## ", 1)[0]
     titles = re.findall(r"^- \[([^\]]+)\]", advanced, re.MULTILINE)
     assert titles[:3] == ["Clients", "Authentication", "SSL"]  # nav order; SSL: its nav title
@@ -553,6 +554,12 @@ def _index_entries(index: dict[str, object]) -> list[dict[str, str]]:
 
 def test_md_pages_in_content_beside_yaml_documents(tmp_path: Path) -> None:
     site = _site(tmp_path, {"a.md": "# A\n\nx\n"})
+    (site / "content").mkdir()
+    (site / "content" / "site.yaml").write_text(
+        "id: site\ntitle: Overview\ncontent_type: page\ndescription: What it is.\n"
+        "canonical_url: https://www.python-httpx.org/\n"
+        "content:\n  headline: Overview\n  sections:\n    - title: About\n      body: Words.\n"
+    )
     (site / "content" / "notes.md").write_text(
         "---\ndescription: Notes of the team.\n---\n# Notes\n\nSee [the other](./more.md).\n"
     )
@@ -562,7 +569,8 @@ def test_md_pages_in_content_beside_yaml_documents(tmp_path: Path) -> None:
     notes = json.loads(files["/api/v1/content/notes.json"])
     assert notes["canonical_url"] == "https://www.python-httpx.org/notes"
     assert "/api/v1/content/more.json)" in notes["content"]["sections"][0]["body"]
-    assert "/api/v1/content/site.json" in files  # the YAML document beside them
+    site_document = json.loads(files["/api/v1/content/site.json"])  # the YAML one beside them
+    assert site_document["title"] == "Overview"
 
 
 def test_a_snippet_block_is_included(tmp_path: Path) -> None:

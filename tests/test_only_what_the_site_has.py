@@ -185,3 +185,42 @@ def test_openapi_of_a_site_without_faq_describes_only_callable_operations(
         for parameter in item["get"].get("parameters", []):
             assert parameter["schema"]["enum"], (path, "an operation no id can call")
     assert paths.document("{document_id}") in document["paths"]
+
+
+def test_a_site_without_a_site_document_gets_an_overview_of_its_own_words(
+    tmp_path: Path,
+) -> None:
+    """The MCP manifest's get_site_overview points at content/site.json: a site that wrote
+    no `site` document gets one made of site.yaml's identity keys, and nothing else."""
+    site = tmp_path / "site"
+    site.mkdir()
+    identity = {
+        "name": "Frobnicator",
+        "description": "Frobnicator turns widgets into gadgets.",
+        "about": "Frobnicator is a command-line tool maintained by a small team.",
+        "website": "https://frob.example",
+        "base_url": "https://agents.frob.example",
+        "contact": "team@frob.example",
+    }
+    (site / "site.yaml").write_text(yaml.safe_dump(identity), encoding="utf-8")
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "usage.md").write_text("# Usage\n\nRun `frob`.\n", encoding="utf-8")
+    with (site / "site.yaml").open("a", encoding="utf-8") as config:
+        config.write("docs_dir: ../docs\n")
+    files = {a.path: a.body for a in plan(site, TEST_BASE_URL).artifacts}
+    overview = json.loads(files[paths.document("site")])
+    assert overview["title"] == "Frobnicator"
+    assert overview["canonical_url"] == "https://frob.example"
+    assert overview["content"]["headline"] == identity["description"]
+    bodies = [section["body"] for section in overview["content"]["sections"]]
+    assert bodies == [identity["about"]]
+    twin = files[paths.markdown_twin(paths.document("site"))].decode()
+    assert identity["about"] in twin
+    published = b"\n".join(files.values()).decode("utf-8", "replace")
+    assert not [claim for claim in SAMPLE_CLAIMS if claim in published]
+    # The author's own `site` document wins over the generated one.
+    (tmp_path / "docs" / "home.md").write_text(
+        "---\nid: site\n---\n# Home of Frobnicator\n\nOur words.\n", encoding="utf-8"
+    )
+    files = {a.path: a.body for a in plan(site, TEST_BASE_URL).artifacts}
+    assert json.loads(files[paths.document("site")])["title"] == "Home of Frobnicator"
