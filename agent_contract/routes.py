@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from enum import IntEnum
 from fnmatch import fnmatchcase, translate
 
-from agent_contract.endpoints import ENDPOINT
+from agent_contract.directives import every_answer_link
 
 JSON = "application/json"
 TEXT = "text/plain; charset=utf-8"
@@ -144,9 +144,6 @@ class HeaderPolicy:
     origin_methods: tuple[str, ...]  # what S3's CORS rule allows (S3 knows no OPTIONS rule)
     expose_headers: tuple[str, ...]  # readable cross-origin: ETag, for If-None-Match
     preflight_max_age: int
-    # RFC 9727 section 3: `Link: <catalog>; rel="api-catalog"` points any response to the
-    # API catalog. CloudFront adds it as a response headers policy custom header.
-    api_catalog_link: str
 
     @property
     def cors(self) -> dict[str, str]:
@@ -182,14 +179,14 @@ class HeaderPolicy:
             "X-Frame-Options": self.frame_options,
         }
 
-    @property
-    def custom(self) -> dict[str, str]:
-        """Headers outside the policy's CORS and security sections (its custom headers)."""
-        return {"Link": self.api_catalog_link}
+    def custom(self, discovery_path: str) -> dict[str, str]:
+        """Headers outside the policy's CORS and security sections (its custom headers):
+        the `Link` every answer carries (agent_contract/directives.py), whose discovery
+        document is the site's (its path carries the brand)."""
+        return {"Link": every_answer_link(discovery_path)}
 
-    @property
-    def every_response(self) -> dict[str, str]:
-        return {**self.cors, **self.security, **self.custom}
+    def every_response(self, discovery_path: str) -> dict[str, str]:
+        return {**self.cors, **self.security, **self.custom(discovery_path)}
 
 
 HEADER_POLICY = HeaderPolicy(
@@ -208,5 +205,4 @@ HEADER_POLICY = HeaderPolicy(
     origin_methods=("GET", "HEAD"),
     expose_headers=("ETag",),
     preflight_max_age=86400,
-    api_catalog_link=f'<{ENDPOINT["api_catalog"].path}>; rel="api-catalog"',
 )

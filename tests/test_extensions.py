@@ -117,7 +117,11 @@ def test_edge_answers_markdown_on_a_document_url_with_vary_and_its_own_etag(
         assert same.status == 304
     index = dict(edge.handle("GET", paths.CONTENT_INDEX, {"Accept": "text/markdown"}).headers)
     assert index["Content-Type"] == "application/json" and "Vary" not in index
-    assert index["Link"] == '</.well-known/api-catalog>; rel="api-catalog"'
+    # Every answer's links (agent_contract/directives.py), and no alternate for an index.
+    assert index["Link"] == (
+        '</.well-known/api-catalog>; rel="api-catalog", </llms.txt>; rel="llms-txt", '
+        '</.well-known/service.json>; rel="describedby"; type="application/json"'
+    )
 
 
 # --- API catalog, sitemap, robots.txt ----------------------------------------------------
