@@ -8,8 +8,8 @@ from agent_contract import paths
 from content_builder.build import build
 from content_builder.loader import SITE_FILE
 from content_builder.source import SiteSource
-from content_builder.yaml_io import read_yaml_mapping
 from content_builder.writer import manifest
+from content_builder.yaml_io import read_yaml_mapping
 from infra.config import SiteConfig
 from infra.mcp_function import mcp_endpoint
 from infra.site import AgentSite
@@ -34,7 +34,7 @@ def discovery_path(config: SiteConfig) -> str:
         brand = SiteSource.model_validate(
             read_yaml_mapping(config.site_dir / SITE_FILE, SITE_FILE)
         ).brand
-    except Exception:  # noqa: BLE001 - the build reports it properly
+    except Exception:  # a bad site.yaml: the build reports it, naming the file and field
         brand = SiteSource.model_fields["brand"].default
     return paths.discovery(brand)
 
