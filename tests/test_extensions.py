@@ -54,7 +54,9 @@ def test_every_mirror_holds_every_field_of_its_json(spec_files: dict[str, Artifa
     for path in mirrors:
         twin = path.removesuffix(".md") + ".json"
         text = spec_files[path].body.decode("utf-8")
-        assert text.startswith(f"> The index of this site for agents: {TEST_BASE_URL}/llms.txt\n")
+        # One directive line first (issue 26), naming the index.
+        first = text.split("\n", 1)[0]
+        assert first.startswith("> Agents: ") and f" {TEST_BASE_URL}/llms.txt," in first
         assert spec_files[path].media_type == "text/markdown; charset=utf-8"
         data = json.loads(spec_files[twin].body)
         for value in _strings(data):
