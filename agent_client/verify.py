@@ -217,7 +217,7 @@ class Verifier:
                 self.report.check(False, path, "not UTF-8 text")
                 return
             self.report.check(bool(text.strip()), path, "text, not empty")
-            if path.endswith(".md"):
+            if json_twin(path) is not None:  # an entry's Markdown twin (not SKILL.md)
                 pointer = self.base_url + paths.LLMS_TXT
                 self.report.check(
                     pointer in text.split("\n", 1)[0], path, f"first line points to {pointer}"

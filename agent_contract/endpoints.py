@@ -96,7 +96,7 @@ class Endpoint:
 
     def matches(self, path: str, discovery_path: str) -> bool:
         if self.kind is Kind.PER_SITE:
-            return path == discovery_path
+            return path == self.resolve(brand_of(discovery_path))
         if self.kind is Kind.PER_ENTRY:
             head, tail = self.path.split("{", 1)
             suffix = tail.split("}", 1)[1]
@@ -380,6 +380,33 @@ ENDPOINTS: tuple[Endpoint, ...] = (
         parameter=Parameter("part", "llms.txt part"),
     ),
     Endpoint(
+        "skills_index",
+        "/.well-known/skills/index.json",
+        Kind.FIXED,
+        "SkillsIndex",
+        JSON_MEDIA,
+        "getSkillsIndex",
+        "Agent Skills discovery index (the site's skill, its files and their digests)",
+        discovery=18,
+    ),
+    Endpoint(
+        "skill",
+        "/.well-known/skills/{brand}/SKILL.md",
+        Kind.PER_SITE,
+        None,
+        MARKDOWN_MEDIA,
+        "getSkill",
+        "Agent Skill: how a coding agent finds and reads this site's content",
+        llms=LlmsListing(
+            "Interfaces",
+            11,
+            "Agent Skill",
+            "SKILL.md for coding agents: how to find and read this content (discovery, "
+            "search, fetch, MCP)",
+        ),
+        discovery=19,
+    ),
+    Endpoint(
         "not_found",
         "/errors/404.json",
         Kind.FIXED,
@@ -391,6 +418,15 @@ ENDPOINTS: tuple[Endpoint, ...] = (
 )
 
 ENDPOINT: dict[str, Endpoint] = {endpoint.key: endpoint for endpoint in ENDPOINTS}
+
+
+def brand_of(discovery_path: str) -> str:
+    """The brand a discovery document's path carries (`/.well-known/{brand}.json`)."""
+    head, tail = ENDPOINT["discovery"].path.split("{brand}")
+    if discovery_path.startswith(head) and discovery_path.endswith(tail):
+        return discovery_path[len(head) : len(discovery_path) - len(tail)]
+    return ""
+
 
 #: One file per row (documents and FAQ entries are rendered per entry, by the build).
 SINGLE_FILES: tuple[Endpoint, ...] = tuple(e for e in ENDPOINTS if e.kind is not Kind.PER_ENTRY)

@@ -144,6 +144,26 @@ class ContentIndexEntry(Resource):
     size: EntrySize | None = None
 
 
+class SkillFile(Resource):
+    path: str
+    digest: str  # sha256:<hex> of the file's bytes
+
+
+class SkillEntry(Resource):
+    name: str
+    description: str
+    digest: str  # the skill-level digest over its files (the discovery RFC's manifest)
+    files: list[SkillFile]
+
+
+class SkillsIndex(Resource):
+    """/.well-known/skills/index.json in the Agent Skills discovery RFC's 0.2.0 shape
+    (https://github.com/cloudflare/agent-skills-discovery-rfc)."""
+
+    version: str
+    skills: list[SkillEntry]
+
+
 class ContentIndex(Resource):
     version: str
     total_documents: int

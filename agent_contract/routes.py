@@ -87,6 +87,9 @@ ROUTE_RULES: tuple[RouteRule, ...] = (
     RouteRule("/llms-full.txt", TEXT, AGGREGATE_CACHE, PublishTier.AGGREGATE),
     RouteRule("/llms/*.txt", TEXT, AGGREGATE_CACHE, PublishTier.AGGREGATE),
     RouteRule("/.well-known/mcp.json", JSON, AGGREGATE_CACHE, PublishTier.ENTRY_POINT),
+    # The Agent Skill links the entry points and its index names its digest: entry points.
+    RouteRule("/.well-known/skills/index.json", JSON, AGGREGATE_CACHE, PublishTier.ENTRY_POINT),
+    RouteRule("/.well-known/skills/*/SKILL.md", MARKDOWN, AGGREGATE_CACHE, PublishTier.ENTRY_POINT),
     RouteRule("/.well-known/*.json", JSON, AGGREGATE_CACHE, PublishTier.ENTRY_POINT),
     RouteRule("/api/v1/content/index.json", JSON, AGGREGATE_CACHE, PublishTier.AGGREGATE),
     RouteRule("/api/v1/content/search-index.json", JSON, AGGREGATE_CACHE, PublishTier.AGGREGATE),

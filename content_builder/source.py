@@ -8,9 +8,16 @@ as written, so they are validated with the published models themselves.
 from __future__ import annotations
 
 import re
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    StringConstraints,
+)
 
 from agent_contract.models import ContentType, Url
 from agent_contract.uri import url_problem
@@ -98,6 +105,32 @@ class SearchEvalSettings(SourceModel):
     fail_below: bool = False
 
 
+def _yes_or_no(value: object) -> object:
+    # YAML 1.1 (PyYAML) reads an unquoted yes/no as a boolean: both spellings mean the same.
+    if value is True:
+        return "yes"
+    if value is False:
+        return "no"
+    return value
+
+
+YesNo = Annotated[Literal["yes", "no"], BeforeValidator(_yes_or_no)]
+
+
+class ContentSignals(SourceModel):
+    """The owner's content signals (contentsignals.org), published in robots.txt. A signal
+    left out is not declared: it neither grants nor restricts that use."""
+
+    search: YesNo | None = None
+    ai_input: YesNo | None = Field(None, alias="ai-input")
+    ai_train: YesNo | None = Field(None, alias="ai-train")
+
+    def declared(self) -> list[tuple[str, str]]:
+        """(signal, yes/no) of each declared signal, in the policy's order."""
+        values = (("search", self.search), ("ai-input", self.ai_input), ("ai-train", self.ai_train))
+        return [(name, value) for name, value in values if value is not None]
+
+
 class SiteSource(SourceModel):
     brand: Annotated[
         str, StringConstraints(pattern=r"^[a-z][a-z0-9-]*$"), AfterValidator(_require_free_brand)
@@ -111,6 +144,8 @@ class SiteSource(SourceModel):
     language: LanguageCode
     contact: Annotated[Line, AfterValidator(_require_contact)]
     search_eval: SearchEvalSettings = SearchEvalSettings()
+    # Default: none declared (the owner decides; robots.txt then says nothing of it).
+    content_signals: ContentSignals = ContentSignals()
 
 
 class SectionSource(SourceModel):

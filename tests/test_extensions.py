@@ -49,7 +49,7 @@ def _strings(value: Any) -> list[str]:
 def test_every_mirror_holds_every_field_of_its_json(spec_files: dict[str, Artifact]) -> None:
     """Lossless: every string a client reads from the JSON is in the Markdown, verbatim
     (headings are joined onto one line, so they are compared that way)."""
-    mirrors = [p for p in spec_files if p.endswith(".md")]
+    mirrors = [p for p in spec_files if p.endswith(".md") and not p.endswith("/SKILL.md")]
     assert len(mirrors) == 12
     for path in mirrors:
         twin = path.removesuffix(".md") + ".json"

@@ -302,7 +302,7 @@ def test_the_links_name_the_sites_own_discovery_document(tmp_path: Path) -> None
     text = (config.site_dir / "site.yaml").read_text()
     assert "brand: service" in text
     (config.site_dir / "site.yaml").write_text(text.replace("brand: service", "brand: parlance"))
-    assert discovery_path(config) == "/.well-known/parlance.json"
+    assert discovery_path(config.site_dir) == "/.well-known/parlance.json"
 
 
 def test_markdown_negotiation_function(plain: ProgramRun) -> None:
@@ -510,8 +510,8 @@ def test_stack_outputs_stay_small_at_any_size(plain: ProgramRun, tmp_path: Path)
 def test_every_file_has_its_media_type_and_cache_control(plain: ProgramRun) -> None:
     files = decode_input(site_content(plain).inputs["files"])
     # The spec's 23 files, a Markdown mirror per entry (12), 4 more doors and llms.txt's
-    # two parts (issue 14).
-    assert len(files) == 23 + 12 + 4 + 2
+    # two parts (issue 14), the Agent Skill and its index (issue 26).
+    assert len(files) == 23 + 12 + 4 + 2 + 2
     media = {".txt": "text/plain; charset=utf-8", ".md": "text/markdown; charset=utf-8"}
     media[".xml"] = "application/xml"
     for path, entry in files.items():
