@@ -78,6 +78,10 @@ class Endpoint:
     mcp: McpListing | None = None
     discovery: int | None = None  # position in the discovery document's `interfaces`
     parameter: Parameter | None = None
+    # A web convention found at its well-known location (robots.txt, the sitemap, the
+    # RFC 9727 catalog) rather than an API operation: published, linked from discovery,
+    # left out of OpenAPI, where generated clients choke on it (issue 26).
+    openapi: bool = True
 
     @property
     def model(self) -> type[Resource] | None:
@@ -347,6 +351,7 @@ ENDPOINTS: tuple[Endpoint, ...] = (
         "RFC 9727 API catalog (a linkset naming the OpenAPI, docs and status)",
         llms=LlmsListing("Interfaces", 10, "API catalog", "RFC 9727 linkset of this API"),
         discovery=14,
+        openapi=False,
     ),
     Endpoint(
         "sitemap",
@@ -357,6 +362,7 @@ ENDPOINTS: tuple[Endpoint, ...] = (
         "getSitemap",
         "Sitemap of every document and FAQ URL, lastmod = updated_at",
         discovery=15,
+        openapi=False,
     ),
     Endpoint(
         "robots",
@@ -367,6 +373,7 @@ ENDPOINTS: tuple[Endpoint, ...] = (
         "getRobotsTxt",
         "robots.txt: every agent allowed; names the sitemap",
         discovery=16,
+        openapi=False,
     ),
     Endpoint(
         "llms_part",
@@ -455,8 +462,13 @@ def model_for(path: str, discovery_path: str) -> type[Resource] | None:
 
 
 def response_models() -> tuple[type[Resource], ...]:
-    """Every model a response may carry, once each: the OpenAPI components."""
-    return tuple(dict.fromkeys(e.model for e in ENDPOINTS if e.model is not None))
+    """Every model an OpenAPI operation's response may carry, once each: its components."""
+    return tuple(dict.fromkeys(e.model for e in openapi_rows() if e.model is not None))
+
+
+def openapi_rows() -> tuple[Endpoint, ...]:
+    """The rows that are API operations (OpenAPI's paths), in the table's order."""
+    return tuple(e for e in ENDPOINTS if e.openapi)
 
 
 def discovery_interfaces() -> list[Endpoint]:

@@ -6,7 +6,14 @@ from typing import Any
 
 from pydantic.json_schema import models_json_schema
 
-from agent_contract.endpoints import ENDPOINTS, JSON_MEDIA, Endpoint, Parameter, response_models
+from agent_contract.endpoints import (
+    ENDPOINTS,
+    JSON_MEDIA,
+    Endpoint,
+    Parameter,
+    openapi_rows,
+    response_models,
+)
 from agent_contract.models import ErrorResponse, Resource
 from content_builder.loader import Site
 from content_builder.render.catalog import Catalog
@@ -120,15 +127,18 @@ def openapi_document(site: Site, catalog: Catalog) -> dict[str, Any]:
             _content(endpoint),
             _parameter(endpoint.parameter, ids) if endpoint.parameter else None,
         )
-        for endpoint in ENDPOINTS
+        for endpoint in openapi_rows()
     }
+    conventions = ", ".join(e.resolve(site.config.brand) for e in ENDPOINTS if not e.openapi)
     return {
         "openapi": OPENAPI_VERSION,
         "info": {
             "title": f"{site.config.name} agent-access API",
             "version": API_VERSION,
             "description": f"{site.config.description} Read-only static files: GET only, "
-            "no authentication, CORS open, HTTPS only, edge-cached.",
+            "no authentication, CORS open, HTTPS only, edge-cached. Web conventions "
+            f"published beside the API ({conventions}) are found at their well-known "
+            "locations and are not operations here.",
             "contact": {"email": site.config.contact}
             if "@" in site.config.contact
             else {"url": site.config.contact},
