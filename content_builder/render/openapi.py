@@ -9,6 +9,7 @@ from pydantic.json_schema import models_json_schema
 from agent_contract.endpoints import (
     ENDPOINTS,
     JSON_MEDIA,
+    TEXT_MEDIA,
     Endpoint,
     Parameter,
     openapi_rows,
@@ -111,7 +112,13 @@ def _content(endpoint: Endpoint) -> dict[str, Any]:
         return _json(endpoint.model, endpoint.media_type)
     if endpoint.media_type == JSON_MEDIA:
         return _OPENAPI_DOCUMENT
-    return {endpoint.media_type: {"schema": {"type": "string"}}}  # text, Markdown, XML
+    if endpoint.media_type == TEXT_MEDIA:
+        return {endpoint.media_type: {"schema": {"type": "string"}}}
+    # Markdown: an unconstrained schema, described. openapi-core reads only JSON and
+    # text/plain bodies into a str, so a text/markdown body reaches its validator as
+    # bytes, which `type: string` refuses; openapi-python-client returns the text either
+    # way (docs/decisions.md, issue 26).
+    return {endpoint.media_type: {"schema": {"description": "UTF-8 Markdown text."}}}
 
 
 def openapi_document(site: Site, catalog: Catalog) -> dict[str, Any]:
