@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from enum import IntEnum
 from fnmatch import fnmatchcase, translate
 
-from agent_contract.directives import every_answer_link
+from agent_contract.directives import MARKDOWN_TOKENS_HEADER, every_answer_link
 
 JSON = "application/json"
 TEXT = "text/plain; charset=utf-8"
@@ -145,7 +145,7 @@ class HeaderPolicy:
     frame_options: str
     preflight_methods: tuple[str, ...]  # what a preflight may ask for, and CloudFront allows
     origin_methods: tuple[str, ...]  # what S3's CORS rule allows (S3 knows no OPTIONS rule)
-    expose_headers: tuple[str, ...]  # readable cross-origin: ETag, for If-None-Match
+    expose_headers: tuple[str, ...]  # readable cross-origin: ETag, the agent headers
     preflight_max_age: int
 
     @property
@@ -206,6 +206,8 @@ HEADER_POLICY = HeaderPolicy(
     frame_options="DENY",
     preflight_methods=("GET", "HEAD", "OPTIONS"),
     origin_methods=("GET", "HEAD"),
-    expose_headers=("ETag",),
+    # ETag for If-None-Match; the agent links and the token estimate (issue 26), which a
+    # browser agent's script could not read otherwise (Fetch: only safelisted headers).
+    expose_headers=("ETag", "Link", MARKDOWN_TOKENS_HEADER),
     preflight_max_age=86400,
 )

@@ -126,7 +126,8 @@ def test_bucket_cors_answers_preflight_for_any_origin(plain: ProgramRun) -> None
     assert rule["allowedOrigins"] == ["*"]
     assert set(rule["allowedMethods"]) == {"GET", "HEAD"}
     assert rule["allowedHeaders"] == ["*"]
-    assert rule["exposeHeaders"] == ["ETag"], "browser agents read the ETag cross-origin"
+    # Browser agents read the ETag, the Link and the token estimate cross-origin.
+    assert rule["exposeHeaders"] == ["ETag", "Link", "X-Markdown-Tokens"]
     assert rule["maxAgeSeconds"] > 0
 
 
@@ -234,7 +235,7 @@ def test_cors_comes_from_the_cors_section_and_s3_never_custom_headers(
     assert cors["accessControlAllowOrigins"]["items"] == ["*"]
     assert set(cors["accessControlAllowMethods"]["items"]) == {"GET", "HEAD", "OPTIONS"}
     assert cors["accessControlAllowHeaders"]["items"] == ["*"]
-    assert cors["accessControlExposeHeaders"]["items"] == ["ETag"]
+    assert cors["accessControlExposeHeaders"]["items"] == ["ETag", "Link", "X-Markdown-Tokens"]
     assert cors["accessControlAllowCredentials"] is False
     assert cors["originOverride"] is True, "one header on CORS requests, not S3's and ours"
     assert cors["accessControlMaxAgeSec"] > 0
