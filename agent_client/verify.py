@@ -26,6 +26,12 @@ from pydantic import ValidationError
 
 from agent_client.client import AgentClient, ClientError, Fetched, rank
 from agent_contract import links, paths
+from agent_contract.directives import (
+    MARKDOWN_TOKENS_HEADER,
+    answer_links,
+    estimated_tokens,
+    json_twin,
+)
 from agent_contract.endpoints import model_for
 from agent_contract.hashing import content_hash
 from agent_contract.manifest import MANIFEST_NAME, read_manifest
@@ -162,12 +168,46 @@ class Verifier:
                 name == "Strict-Transport-Security" and actual == expected + "; preload"
             )
             self.report.check(ok, path, f"{name} {actual!r}")
-        for name, expected in HEADER_POLICY.custom.items():
-            # RFC 8288: one Link header may carry several links, comma-separated.
-            links_sent = ", ".join(response.headers.get(name.lower(), [])).split(", ")
-            self.report.check(expected in links_sent, path, f"{name} includes {expected}")
+        markdown = json_twin(path) is not None
+        self._check_agent_headers(path, path, response, markdown)
         self._check_body(path, response.body)
         return response.body
+
+    def _check_agent_headers(
+        self, subject: str, path: str, response: Fetched, markdown: bool
+    ) -> None:
+        """The `Link` an answer carries (exactly the links agent_contract/directives.py
+        names for it, in any order) and, on a Markdown answer, its token estimate."""
+        discovery_path = self.client.discovery_path or ""
+        expected = answer_links(discovery_path, path, markdown, response.status).split(", ")
+        # RFC 8288: one Link header may carry several links, comma-separated; several
+        # Link headers are one list too (RFC 9110 5.3).
+        sent = ", ".join(response.headers.get("link", [])).split(", ")
+        self.report.check(
+            sorted(sent) == sorted(expected), subject, f"Link {sent!r}, expected {expected!r}"
+        )
+        if markdown and response.status == 200 and response.body:
+            tokens = response.header(MARKDOWN_TOKENS_HEADER)
+            wanted = str(estimated_tokens(len(response.body)))
+            self.report.check(
+                tokens == wanted, subject, f"{MARKDOWN_TOKENS_HEADER} {tokens!r}, expected {wanted}"
+            )
+
+    def _check_negotiated(self, entry_path: str) -> None:
+        """`Accept: text/markdown` on an entry's JSON URL: the Markdown, naming its JSON."""
+        subject = f"{entry_path} (Accept: text/markdown)"
+        answer = self.request(
+            self.base_url + entry_path, subject, headers={"Accept": "text/markdown"}
+        )
+        if answer is None:
+            return
+        twin = paths.markdown_twin(entry_path)
+        self.report.check(
+            answer.status == 200 and answer.body == self.bodies.get(twin or "", b"\0"),
+            subject,
+            "answers with the Markdown twin",
+        )
+        self._check_agent_headers(subject, entry_path, answer, markdown=True)
 
     def _check_body(self, path: str, body: bytes) -> None:
         if path.endswith((".txt", ".md", ".xml")):
@@ -177,7 +217,7 @@ class Verifier:
                 self.report.check(False, path, "not UTF-8 text")
                 return
             self.report.check(bool(text.strip()), path, "text, not empty")
-            if path.endswith(".md"):
+            if json_twin(path) is not None:  # an entry's Markdown twin (not SKILL.md)
                 pointer = self.base_url + paths.LLMS_TXT
                 self.report.check(
                     pointer in text.split("\n", 1)[0], path, f"first line points to {pointer}"
@@ -278,6 +318,9 @@ class Verifier:
             path = self.path_of(url)
             if self.report.check(path is not None, url, "interface URL is on this deployment"):
                 self.check_file(path)  # type: ignore[arg-type]
+        entry_paths = [self.path_of(url) for url in entry_urls]
+        if entry_paths and entry_paths[0]:
+            self._check_negotiated(entry_paths[0])
         self.check_links()
         self.check_mcp_enums()
         self.check_search()
@@ -390,6 +433,7 @@ class Verifier:
             context = "on a 404 " + ("with Origin" if origin else "without Origin")
             self.report.check(missing.status == 404, _MISSING_PATH, f"status {missing.status}")
             self._cors_once(_MISSING_PATH, missing, context)
+            self._check_agent_headers(_MISSING_PATH, _MISSING_PATH, missing, markdown=False)
             try:
                 ErrorResponse.model_validate_json(missing.body)
                 self.report.check(True, _MISSING_PATH, "404 body is the JSON error document")

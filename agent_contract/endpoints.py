@@ -84,6 +84,10 @@ class Endpoint:
     mcp: McpListing | None = None
     discovery: int | None = None  # position in the discovery document's `interfaces`
     parameter: Parameter | None = None
+    # A web convention found at its well-known location (robots.txt, the sitemap, the
+    # RFC 9727 catalog) rather than an API operation: published, linked from discovery,
+    # left out of OpenAPI, where generated clients choke on it (issue 26).
+    openapi: bool = True
 
     @property
     def model(self) -> type[Resource] | None:
@@ -102,7 +106,7 @@ class Endpoint:
 
     def matches(self, path: str, discovery_path: str) -> bool:
         if self.kind is Kind.PER_SITE:
-            return path == discovery_path
+            return path == self.resolve(brand_of(discovery_path))
         if self.kind is Kind.PER_ENTRY:
             head, tail = self.path.split("{", 1)
             suffix = tail.split("}", 1)[1]
@@ -353,6 +357,7 @@ ENDPOINTS: tuple[Endpoint, ...] = (
         "RFC 9727 API catalog (a linkset naming the OpenAPI, docs and status)",
         llms=LlmsListing("Interfaces", 10, "API catalog", "RFC 9727 linkset of this API"),
         discovery=14,
+        openapi=False,
     ),
     Endpoint(
         "sitemap",
@@ -363,6 +368,7 @@ ENDPOINTS: tuple[Endpoint, ...] = (
         "getSitemap",
         "Sitemap of every document and FAQ URL, lastmod = updated_at",
         discovery=15,
+        openapi=False,
     ),
     Endpoint(
         "robots",
@@ -373,6 +379,7 @@ ENDPOINTS: tuple[Endpoint, ...] = (
         "getRobotsTxt",
         "robots.txt: every agent allowed; names the sitemap",
         discovery=16,
+        openapi=False,
     ),
     Endpoint(
         "llms_part",
@@ -386,6 +393,33 @@ ENDPOINTS: tuple[Endpoint, ...] = (
         parameter=Parameter("part", "llms.txt part"),
     ),
     Endpoint(
+        "skills_index",
+        "/.well-known/skills/index.json",
+        Kind.FIXED,
+        "SkillsIndex",
+        JSON_MEDIA,
+        "getSkillsIndex",
+        "Agent Skills discovery index (the site's skill, its files and their digests)",
+        discovery=18,
+    ),
+    Endpoint(
+        "skill",
+        "/.well-known/skills/{brand}/SKILL.md",
+        Kind.PER_SITE,
+        None,
+        MARKDOWN_MEDIA,
+        "getSkill",
+        "Agent Skill: how a coding agent finds and reads this site's content",
+        llms=LlmsListing(
+            "Interfaces",
+            11,
+            "Agent Skill",
+            "SKILL.md for coding agents: how to find and read this content (discovery, "
+            "search, fetch, MCP)",
+        ),
+        discovery=19,
+    ),
+    Endpoint(
         "not_found",
         "/errors/404.json",
         Kind.FIXED,
@@ -397,6 +431,15 @@ ENDPOINTS: tuple[Endpoint, ...] = (
 )
 
 ENDPOINT: dict[str, Endpoint] = {endpoint.key: endpoint for endpoint in ENDPOINTS}
+
+
+def brand_of(discovery_path: str) -> str:
+    """The brand a discovery document's path carries (`/.well-known/{brand}.json`)."""
+    head, tail = ENDPOINT["discovery"].path.split("{brand}")
+    if discovery_path.startswith(head) and discovery_path.endswith(tail):
+        return discovery_path[len(head) : len(discovery_path) - len(tail)]
+    return ""
+
 
 #: One file per row (documents and FAQ entries are rendered per entry, by the build).
 SINGLE_FILES: tuple[Endpoint, ...] = tuple(e for e in ENDPOINTS if e.kind is not Kind.PER_ENTRY)
@@ -425,8 +468,13 @@ def model_for(path: str, discovery_path: str) -> type[Resource] | None:
 
 
 def response_models() -> tuple[type[Resource], ...]:
-    """Every model a response may carry, once each: the OpenAPI components."""
-    return tuple(dict.fromkeys(e.model for e in ENDPOINTS if e.model is not None))
+    """Every model an OpenAPI operation's response may carry, once each: its components."""
+    return tuple(dict.fromkeys(e.model for e in openapi_rows() if e.model is not None))
+
+
+def openapi_rows() -> tuple[Endpoint, ...]:
+    """The rows that are API operations (OpenAPI's paths), in the table's order."""
+    return tuple(e for e in ENDPOINTS if e.openapi)
 
 
 def discovery_interfaces() -> list[Endpoint]:

@@ -114,6 +114,24 @@ class FAQEntry(Resource):
 # --- aggregates --------------------------------------------------------------------
 
 
+class EntrySize(Resource):
+    """Our extension (issue 26), not the spec's: how big the entry's files are, so an agent
+    can tell before fetching whether one fits its fetch tool (common web-fetch tools cap
+    pages at about 100 KB). Token counts are estimates: ceil(UTF-8 bytes / 4)
+    (agent_contract/directives.py)."""
+
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={"description": "Extension: sizes of the entry's JSON (api_url) "
+        "and Markdown twin; tokens are estimated as ceil(UTF-8 bytes / 4)."},
+    )  # fmt: skip
+
+    json_bytes: int
+    json_tokens: int
+    markdown_bytes: int
+    markdown_tokens: int
+
+
 class ContentIndexEntry(Resource):
     id: str
     title: str
@@ -122,6 +140,28 @@ class ContentIndexEntry(Resource):
     api_url: Url
     description: str
     updated_at: Timestamp
+    # Our extension (issue 26): optional, after the spec's fields, left out when unknown.
+    size: EntrySize | None = None
+
+
+class SkillFile(Resource):
+    path: str
+    digest: str  # sha256:<hex> of the file's bytes
+
+
+class SkillEntry(Resource):
+    name: str
+    description: str
+    digest: str  # the skill-level digest over its files (the discovery RFC's manifest)
+    files: list[SkillFile]
+
+
+class SkillsIndex(Resource):
+    """/.well-known/skills/index.json in the Agent Skills discovery RFC's 0.2.0 shape
+    (https://github.com/cloudflare/agent-skills-discovery-rfc)."""
+
+    version: str
+    skills: list[SkillEntry]
 
 
 class ContentIndex(Resource):

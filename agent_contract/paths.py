@@ -51,16 +51,22 @@ def faq_markdown(faq_id: str) -> str:
     return FAQ_MARKDOWN_TEMPLATE.format(faq_id=faq_id)
 
 
+#: The folders whose `{id}.json` files have a Markdown twin, and the files in them that
+#: are not entries (the index and the search index live beside the documents).
+TWIN_TEMPLATES = (
+    (DOCUMENT_TEMPLATE, DOCUMENT_MARKDOWN_TEMPLATE),
+    (FAQ_TEMPLATE, FAQ_MARKDOWN_TEMPLATE),
+)
+NOT_ENTRY_IDS = ("index", "search-index")
+
+
 def markdown_twin(path: str) -> str | None:
     """The Markdown mirror of a document's or FAQ entry's JSON path, if it has one."""
-    for json_template, markdown_template in (
-        (DOCUMENT_TEMPLATE, DOCUMENT_MARKDOWN_TEMPLATE),
-        (FAQ_TEMPLATE, FAQ_MARKDOWN_TEMPLATE),
-    ):
+    for json_template, markdown_template in TWIN_TEMPLATES:
         head = json_template.split("{", 1)[0]
         if path.startswith(head) and path.endswith(".json") and "/" not in path[len(head) :]:
             entry_id = path[len(head) : -len(".json")]
-            if entry_id and entry_id not in ("index", "search-index"):
+            if entry_id and entry_id not in NOT_ENTRY_IDS:
                 return markdown_template.split("{", 1)[0] + entry_id + ".md"
     return None
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from enum import IntEnum
 from fnmatch import fnmatchcase, translate
 
-from agent_contract.endpoints import ENDPOINT
+from agent_contract.directives import MARKDOWN_TOKENS_HEADER, every_answer_link
 
 JSON = "application/json"
 TEXT = "text/plain; charset=utf-8"
@@ -87,6 +87,9 @@ ROUTE_RULES: tuple[RouteRule, ...] = (
     RouteRule("/llms-full.txt", TEXT, AGGREGATE_CACHE, PublishTier.AGGREGATE),
     RouteRule("/llms/*.txt", TEXT, AGGREGATE_CACHE, PublishTier.AGGREGATE),
     RouteRule("/.well-known/mcp.json", JSON, AGGREGATE_CACHE, PublishTier.ENTRY_POINT),
+    # The Agent Skill links the entry points and its index names its digest: entry points.
+    RouteRule("/.well-known/skills/index.json", JSON, AGGREGATE_CACHE, PublishTier.ENTRY_POINT),
+    RouteRule("/.well-known/skills/*/SKILL.md", MARKDOWN, AGGREGATE_CACHE, PublishTier.ENTRY_POINT),
     RouteRule("/.well-known/*.json", JSON, AGGREGATE_CACHE, PublishTier.ENTRY_POINT),
     RouteRule("/api/v1/content/index.json", JSON, AGGREGATE_CACHE, PublishTier.AGGREGATE),
     RouteRule("/api/v1/content/search-index.json", JSON, AGGREGATE_CACHE, PublishTier.AGGREGATE),
@@ -142,11 +145,8 @@ class HeaderPolicy:
     frame_options: str
     preflight_methods: tuple[str, ...]  # what a preflight may ask for, and CloudFront allows
     origin_methods: tuple[str, ...]  # what S3's CORS rule allows (S3 knows no OPTIONS rule)
-    expose_headers: tuple[str, ...]  # readable cross-origin: ETag, for If-None-Match
+    expose_headers: tuple[str, ...]  # readable cross-origin: ETag, the agent headers
     preflight_max_age: int
-    # RFC 9727 section 3: `Link: <catalog>; rel="api-catalog"` points any response to the
-    # API catalog. CloudFront adds it as a response headers policy custom header.
-    api_catalog_link: str
 
     @property
     def cors(self) -> dict[str, str]:
@@ -182,14 +182,14 @@ class HeaderPolicy:
             "X-Frame-Options": self.frame_options,
         }
 
-    @property
-    def custom(self) -> dict[str, str]:
-        """Headers outside the policy's CORS and security sections (its custom headers)."""
-        return {"Link": self.api_catalog_link}
+    def custom(self, discovery_path: str) -> dict[str, str]:
+        """Headers outside the policy's CORS and security sections (its custom headers):
+        the `Link` every answer carries (agent_contract/directives.py), whose discovery
+        document is the site's (its path carries the brand)."""
+        return {"Link": every_answer_link(discovery_path)}
 
-    @property
-    def every_response(self) -> dict[str, str]:
-        return {**self.cors, **self.security, **self.custom}
+    def every_response(self, discovery_path: str) -> dict[str, str]:
+        return {**self.cors, **self.security, **self.custom(discovery_path)}
 
 
 HEADER_POLICY = HeaderPolicy(
@@ -206,7 +206,8 @@ HEADER_POLICY = HeaderPolicy(
     frame_options="DENY",
     preflight_methods=("GET", "HEAD", "OPTIONS"),
     origin_methods=("GET", "HEAD"),
-    expose_headers=("ETag",),
+    # ETag for If-None-Match; the agent links and the token estimate (issue 26), which a
+    # browser agent's script could not read otherwise (Fetch: only safelisted headers).
+    expose_headers=("ETag", "Link", MARKDOWN_TOKENS_HEADER),
     preflight_max_age=86400,
-    api_catalog_link=f'<{ENDPOINT["api_catalog"].path}>; rel="api-catalog"',
 )

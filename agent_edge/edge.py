@@ -30,10 +30,16 @@ from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cached_property
-from urllib.parse import unquote
+from urllib.parse import unquote, urlsplit
 
 from agent_contract import paths
 from agent_contract.artifacts import Artifact, json_body
+from agent_contract.directives import (
+    MARKDOWN_TOKENS_HEADER,
+    answer_links,
+    estimated_tokens,
+    json_twin,
+)
 from agent_contract.models import ErrorDetail, ErrorResponse
 from agent_contract.routes import HEADER_POLICY, JSON
 
@@ -48,8 +54,9 @@ ANSWERS_KEPT_BYTES = 64 * 1024 * 1024
 #: What one kept answer costs besides its strings: the key tuple, the dict and LRU links,
 #: the Response object and its headers tuple (measured with tracemalloc: ~1.2 KB).
 _ENTRY_OVERHEAD = 1_200
-#: Headers a 304 must not repeat from the 200 (RFC 9110 15.4.5).
-_NOT_ON_304 = frozenset({"content-type", "content-length"})
+#: Headers a 304 must not repeat from the 200 (RFC 9110 15.4.5), and the size estimate,
+#: which describes a body a 304 does not carry (agent_contract/directives.py).
+_NOT_ON_304 = frozenset({"content-type", "content-length", MARKDOWN_TOKENS_HEADER.lower()})
 _SUSPICIOUS = re.compile(r"[\\\x00-\x1f\x7f]")
 #: `http(s)://authority` of an absolute-form target (schemes are case-insensitive, RFC
 #: 3986 3.1); `rest` is what follows the authority's ending "/" (the path without its
@@ -113,6 +120,7 @@ class Edge:
     def __init__(self, artifacts: Mapping[str, Artifact], discovery_url: str) -> None:
         self.artifacts = dict(artifacts)
         self.discovery_url = discovery_url
+        self.discovery_path = urlsplit(discovery_url).path
         # GET and HEAD answers by what they depend on (the snapshot never changes): a
         # keep-alive client asking again costs a lookup, not a path parse and new headers.
         # Least recently used first; bounded by ANSWERS_KEPT_BYTES (`_cost`).
@@ -184,17 +192,18 @@ class Edge:
         twin_path = paths.markdown_twin(artifact.path)
         twin = self.artifacts.get(twin_path) if twin_path else None
         if twin is None:
-            return self._file(method, artifact, 200, headers)
+            # A Markdown twin fetched by its own URL names its JSON (directives.py).
+            markdown = json_twin(artifact.path) is not None
+            return self._file(method, artifact, 200, headers, markdown=markdown)
         # A document's JSON URL has two representations (issue 14): the Markdown when the
         # client asks for it by name, else the JSON. Either answer varies with Accept, so
-        # caches key on it; each keeps its own ETag, so a 304 never crosses them.
-        # The Link names the OTHER representation: the Markdown from the JSON answer, the
-        # JSON from the Markdown one (a link to itself would tell a client nothing).
+        # caches key on it; each keeps its own ETag, so a 304 never crosses them. The
+        # Link names the OTHER representation (directives.py, the table both edges read).
         chosen = twin if prefers_markdown(_get(headers, "Accept")) else artifact
-        other = artifact if chosen is twin else twin
-        alternate = f'<{other.path}>; rel="alternate"; type="{other.rule.media_type.split(";")[0]}"'
-        negotiated = (("Vary", "Accept"), ("Link", alternate))
-        return self._file(method, chosen, 200, headers, negotiated)
+        return self._file(
+            method, chosen, 200, headers, (("Vary", "Accept"),),
+            path=artifact.path, markdown=chosen is twin,
+        )  # fmt: skip
 
     def _file(
         self,
@@ -203,14 +212,24 @@ class Edge:
         status: int,
         headers: Mapping[str, str],
         extra: tuple[tuple[str, str], ...] = (),
+        path: str | None = None,
+        markdown: bool = False,
     ) -> Response:
+        """The answer with `artifact`'s bytes, for a request of `path` (the artifact's own
+        by default); `markdown`: the body is an entry's Markdown twin."""
         tag = etag(artifact)
+        if markdown:
+            extra = (*extra, (MARKDOWN_TOKENS_HEADER, str(estimated_tokens(artifact.size))))
+        link = answer_links(self.discovery_path, path or artifact.path, markdown, status)
         response_headers = [
             ("Content-Type", artifact.media_type),
             ("Content-Length", str(artifact.size)),
             ("Cache-Control", artifact.cache_control),
             ("ETag", tag),
-            *_merged_links([*extra, *HEADER_POLICY.every_response.items()]),
+            *extra,
+            *HEADER_POLICY.cors.items(),
+            *HEADER_POLICY.security.items(),
+            ("Link", link),
         ]
         if status == 200 and _etag_matches(_get(headers, "If-None-Match") or "", tag):
             kept = [h for h in response_headers if h[0].lower() not in _NOT_ON_304]
@@ -241,7 +260,7 @@ class Edge:
                 ("Content-Length", "0"),
                 *HEADER_POLICY.preflight.items(),
                 *HEADER_POLICY.security.items(),
-                *HEADER_POLICY.custom.items(),
+                *HEADER_POLICY.custom(self.discovery_path).items(),
             ),
             b"",
         )
@@ -260,26 +279,13 @@ class Edge:
                 ("Content-Length", str(len(body))),
                 ("Cache-Control", "no-store"),
                 *extra,
-                *HEADER_POLICY.every_response.items(),
+                *HEADER_POLICY.every_response(self.discovery_path).items(),
             ),
             body,
         )
 
 
 MARKDOWN_MEDIA = "text/markdown"
-
-
-def _merged_links(headers: list[tuple[str, str]]) -> list[tuple[str, str]]:
-    """One Link header with every link (RFC 8288 3: a comma-separated list), in place of
-    the first: CloudFront's custom header would otherwise stand beside an origin's."""
-    links = [value for name, value in headers if name == "Link"]
-    merged: list[tuple[str, str]] = []
-    for name, value in headers:
-        if name != "Link":
-            merged.append((name, value))
-        elif value == links[0]:
-            merged.append(("Link", ", ".join(links)))
-    return merged
 
 
 #: RFC 9110 12.4.2's qvalue, strictly: the CloudFront Function that negotiates on AWS

@@ -339,7 +339,11 @@ class EdgeRequestHandler(socketserver.BaseRequestHandler):
             edge.artifacts, loopback_hosts(self.server.server_address[0]),
         )  # fmt: skip
         own = {name.lower() for name, _ in answer_headers}  # /mcp's CORS headers win, as on the CDN
-        policy = [(k, v) for k, v in HEADER_POLICY.every_response.items() if k.lower() not in own]
+        policy = [
+            (k, v)
+            for k, v in HEADER_POLICY.every_response(edge.discovery_path).items()
+            if k.lower() not in own
+        ]
         body = payload if method != "HEAD" else b""
         answer = Response(status, (*answer_headers, *policy), body)
         self._send(answer, requestline, close=not persistent)

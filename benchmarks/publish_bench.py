@@ -366,8 +366,10 @@ def sync_groups(faq_cache_control: str | None = None) -> list[tuple[list[str], s
         (only([*not_leaves, "api/v1/openapi.json", "api/v1/changes.json"]), aggregate, routes.JSON),
         (only(["llms-full.txt", "llms/*", "robots.txt"]), aggregate, routes.TEXT),
         (only(["sitemap.xml"]), aggregate, routes.XML),
-        (only([".well-known/*", "api/v1/mcp.json"], [".well-known/api-catalog"]), aggregate,
+        (only([".well-known/*", "api/v1/mcp.json"],
+              [".well-known/api-catalog", ".well-known/skills/*/SKILL.md"]), aggregate,
          routes.JSON),
+        (only([".well-known/skills/*/SKILL.md"]), aggregate, routes.MARKDOWN),
         (only([".well-known/api-catalog"]), aggregate, routes.API_CATALOG),
         (only(["llms.txt"]), aggregate, routes.TEXT),
     ]  # fmt: skip
@@ -592,6 +594,9 @@ class PublishResult:
     plan_seconds: dict[str, float]
     edited: str
     expected: dict[str, list[str]]  # scenario -> the keys the publisher must write
+    #: The llms.txt files whose line for the edited document carries its sizes (issue 26):
+    #: llms.txt while it lists the entries itself, and the part that holds the line.
+    edited_llms: list[str] = dataclasses.field(default_factory=list)
 
     def row(self, scenario: str, tool: str) -> Row:
         return next(r for r in self.rows if (r.scenario, r.tool) == (scenario, tool))
@@ -631,6 +636,7 @@ def run(site_root: Path, n: int, work: Path, with_awscli: bool = True) -> Publis
     work.mkdir(parents=True)
     rows: list[Row] = []
     expected: dict[str, list[str]] = {}
+    edited_llms: list[str] = []
     plan_seconds: dict[str, float] = {}
     with aws_environment(), CountingMotoServer() as server:
         cloud = Cloud(server.endpoint)
@@ -653,6 +659,16 @@ def run(site_root: Path, n: int, work: Path, with_awscli: bool = True) -> Publis
             else:
                 build = site.rebuild()
             expected[scenario] = [path.lstrip("/") for path in build.changed]
+            if scenario == "b":
+                line = f"/api/v1/content/{edited}.json)"
+                edited_llms = [
+                    key
+                    for key in (
+                        "llms.txt",
+                        *sorted(f"llms/{p.name}" for p in (build.dist / "llms").iterdir()),
+                    )
+                    if line in (build.dist / key).read_text(encoding="utf-8")
+                ]
             if aws is not None:
                 faq_cache = CHANGED_CACHE.cache_control if scenario == "c" else None
                 problems = sync_script_problems(build.files, faq_cache)
@@ -681,7 +697,7 @@ def run(site_root: Path, n: int, work: Path, with_awscli: bool = True) -> Publis
                                 ),
                             )
                         )  # fmt: skip
-    return PublishResult(n, len(site.files), rows, plan_seconds, edited, expected)
+    return PublishResult(n, len(site.files), rows, plan_seconds, edited, expected, edited_llms)
 
 
 def _editable_document(root: Path) -> str:
@@ -700,7 +716,10 @@ def check_targets(result: PublishResult) -> dict[str, bool]:
         f"api/v1/content/{result.edited}.json",
         f"api/v1/content/{result.edited}.md",  # its Markdown mirror (issue 14)
         *AGGREGATES_OF_A_DOCUMENT,
+        *result.edited_llms,
     ]
+    # llms.txt is also `/`, CloudFront's root object: invalidated with it.
+    root = ["/"] if "llms.txt" in b.written_keys else []
     faq_keys = sorted(
         path.lstrip("/") for path in result.expected["c"] if path.startswith("api/v1/faq/")
     )
@@ -709,7 +728,7 @@ def check_targets(result: PublishResult) -> dict[str, bool]:
         "(a) 0 PUTs and 0 invalidation paths": a.put_requests == 0 and not a.invalidation_paths,
         "(b) only the edited file and the aggregates that contain it": (
             b.written_keys == sorted(result.expected["b"]) == sorted(edited_and_aggregates)
-            and b.invalidation_paths == sorted("/" + key for key in b.written_keys)
+            and b.invalidation_paths == sorted([*root, *("/" + key for key in b.written_keys)])
         ),
         # A CloudFront invalidation path may only end in `*` (no `/api/v1/faq/*.json`):
         # past the publisher's exact-path limit, the narrowest it can evict is the folder,

@@ -26,7 +26,7 @@ from agent_contract.routes import rule_for
 from content_builder.budgets import check_budgets
 from content_builder.cache import entry_identity
 from content_builder.errors import Problem, SiteDataError
-from content_builder.loader import LOCK_FILE, Site, display_path, load_site
+from content_builder.loader import LOCK_FILE, Site, display_path, load_site, load_site_config
 from content_builder.lock import (
     History,
     Lock,
@@ -206,6 +206,13 @@ def stale_lock_error(site: Site, changes: list[LockChange]) -> SiteDataError:
             for change in changes
         ]
     )
+
+
+def discovery_path(site_dir: Path) -> str:
+    """The site's discovery document path (site.yaml's brand), for a party that names it
+    before any build runs: the Pulumi program's response headers policy (every answer's
+    Link). A bad site.yaml raises the build's own error, naming the file and field."""
+    return paths.discovery(load_site_config(site_dir).brand)
 
 
 def build(

@@ -65,10 +65,19 @@ CONTENT_DIR = "content"
 FAQ_DIR = "faq"
 ARCHITECTURE_FILE = "architecture.yaml"
 ON_SITE_AGENT_FILE = "on-site-agent.yaml"
+#: The owner's own Agent Skill, published in place of the generated one (issue 26).
+SKILL_FILE = "SKILL.md"
 LOCK_FILE = "content.lock.json"
 #: Every file of its own a site may have (search_eval.QUESTIONS_FILE too) and its
 #: folders: each must be a regular file or a real folder, checked before anything is read.
-SITE_FILES = (SITE_FILE, ARCHITECTURE_FILE, ON_SITE_AGENT_FILE, LOCK_FILE, "search-questions.yaml")
+SITE_FILES = (
+    SITE_FILE,
+    ARCHITECTURE_FILE,
+    ON_SITE_AGENT_FILE,
+    LOCK_FILE,
+    "search-questions.yaml",
+    SKILL_FILE,
+)
 SITE_FOLDERS = (CONTENT_DIR, FAQ_DIR)
 
 M = TypeVar("M", bound=BaseModel)
@@ -233,6 +242,8 @@ class Site:
     group_order: tuple[str, ...] = ()
     #: What the build reports without failing (a broken link under `broken_links: warn`).
     warnings: tuple[Problem, ...] = ()
+    #: The owner's SKILL.md, when the site folder has one (render/skill.py checks it).
+    skill_md: bytes | None = None
     #: What earlier builds derived from unchanged entries; not part of the site's value.
     cache: EntryCache = field(default_factory=EntryCache.disabled, compare=False, repr=False)
     #: This build's memo of the API path each URL names (validate.py), by URL.
@@ -278,6 +289,18 @@ def normalize_base_url(value: str) -> str:
         # Paths are refused: every published path starts at the origin (/.well-known/...).
         raise SiteDataError.single("--base-url", None, f"{expected}, got {value!r}")
     return value
+
+
+def load_site_config(root: Path) -> SiteSource:
+    """site.yaml alone, validated as `load_site` validates it (errors name file and field)."""
+    problems: list[Problem] = []
+    path = root / SITE_FILE
+    config = validate_model(
+        SiteSource, _read(path, problems), display_path(path), problems, path=path
+    )
+    if config is None:
+        raise SiteDataError(problems)
+    return config
 
 
 def load_site(root: Path, base_url: str | None = None, last: EntryCache | None = None) -> Site:
@@ -362,6 +385,7 @@ def load_site(root: Path, base_url: str | None = None, last: EntryCache | None =
         groups=markdown.groups,
         group_order=tuple(markdown.group_order),
         warnings=tuple(markdown.warnings),
+        skill_md=_optional_file(root / SKILL_FILE),
         cache=cache,
     )
 
@@ -378,6 +402,13 @@ def _optional_model(
         return None
     validated = validate_model(model, read(path), display_path(path), problems, path=path)
     return False if validated is None else validated
+
+
+def _optional_file(path: Path) -> bytes | None:
+    """A file the site folder may hold, read as site files are (site_files.py)."""
+    if not os.path.lexists(path):
+        return None
+    return read_site_file(path, display_path(path))
 
 
 def _bytes_or_empty(path: Path) -> bytes:

@@ -13,6 +13,7 @@ from typing import Annotated, Any, Literal
 from pydantic import (
     AfterValidator,
     BaseModel,
+    BeforeValidator,
     ConfigDict,
     Field,
     StringConstraints,
@@ -105,6 +106,32 @@ class SearchEvalSettings(SourceModel):
     fail_below: bool = False
 
 
+def _yes_or_no(value: object) -> object:
+    # YAML 1.1 (PyYAML) reads an unquoted yes/no as a boolean: both spellings mean the same.
+    if value is True:
+        return "yes"
+    if value is False:
+        return "no"
+    return value
+
+
+YesNo = Annotated[Literal["yes", "no"], BeforeValidator(_yes_or_no)]
+
+
+class ContentSignals(SourceModel):
+    """The owner's content signals (contentsignals.org), published in robots.txt. A signal
+    left out is not declared: it neither grants nor restricts that use."""
+
+    search: YesNo | None = None
+    ai_input: YesNo | None = Field(None, alias="ai-input")
+    ai_train: YesNo | None = Field(None, alias="ai-train")
+
+    def declared(self) -> list[tuple[str, str]]:
+        """(signal, yes/no) of each declared signal, in the policy's order."""
+        values = (("search", self.search), ("ai-input", self.ai_input), ("ai-train", self.ai_train))
+        return [(name, value) for name, value in values if value is not None]
+
+
 class SiteSource(SourceModel):
     """Identity keys (name, description, website, base_url, contact) are required; the
     rest have defaults a new site can live with (issue 23)."""
@@ -133,6 +160,8 @@ class SiteSource(SourceModel):
     docs_url_style: Literal["directory", "clean", "html"] | None = None
     #: What a relative link to a page that does not exist is: an error, or a warning.
     broken_links: Literal["error", "warn"] = "error"
+    # Default: none declared (the owner decides; robots.txt then says nothing of it).
+    content_signals: ContentSignals = ContentSignals()
 
     @model_validator(mode="before")
     @classmethod

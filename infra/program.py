@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from content_builder.build import build
+from content_builder.build import build, discovery_path
 from content_builder.writer import manifest
 from infra.config import SiteConfig
 from infra.mcp_function import mcp_endpoint
@@ -23,4 +23,9 @@ def build_files(config: SiteConfig, base_url: str) -> dict[str, dict[str, Any]]:
 
 
 def define(config: SiteConfig) -> AgentSite:
-    return AgentSite("agent-access", config, lambda base_url: build_files(config, base_url))
+    return AgentSite(
+        "agent-access",
+        config,
+        lambda base_url: build_files(config, base_url),
+        discovery_path=discovery_path(config.site_dir),
+    )

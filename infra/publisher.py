@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from agent_contract.directives import object_metadata
 from agent_contract.manifest import Files, entry_signature
 from agent_contract.paths import ROOT_OBJECT
 from agent_contract.routes import PublishTier, rule_for
@@ -237,7 +238,12 @@ class Publisher:
             Body=self._read_body(path, entry),
             ContentType=entry["media_type"],
             CacheControl=entry["cache_control"],
-            Metadata={SHA256_METADATA: entry["sha256"]},
+            # The edge's metadata (a Markdown twin's token estimate) depends only on the
+            # path and the size, so it changes exactly when the bytes do.
+            Metadata={
+                SHA256_METADATA: entry["sha256"],
+                **object_metadata(path, int(entry["size"])),
+            },
         )
         return str((response or {}).get("ETag") or "").strip('"')
 

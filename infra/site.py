@@ -21,6 +21,7 @@ import pulumi
 import pulumi_aws as aws
 
 from agent_contract import paths
+from agent_contract.directives import edge_function_table
 from agent_contract.routes import ERROR_CACHE, HEADER_POLICY, ROUTE_RULES
 from infra import mcp_function, publisher
 from infra.config import SiteConfig
@@ -46,8 +47,11 @@ CACHED_METHODS = list(HEADER_POLICY.origin_methods)  # preflights are not cached
 ORIGIN_HEADER = ("Origin", "https://cdn.agent-access.invalid")
 
 #: The CloudFront Function that serves a document's Markdown on its JSON URL to a viewer
-#: whose Accept prefers text/markdown (issue 14): viewer request, URI rewrite only.
+#: whose Accept prefers text/markdown (issue 14: viewer request, URI rewrite only) and
+#: names an entry answer's other representation and token estimate (issue 26: viewer
+#: response). Its table is agent_contract's, written in by `function_source`.
 NEGOTIATION_SOURCE = Path(__file__).parent / "edge_functions" / "markdown_negotiation.js"
+_TABLE_PLACEHOLDER = "__AGENT_CONTRACT__"
 #: Its runtime: 2.0 is the current one (CreateFunction's FunctionConfig.Runtime).
 FUNCTION_RUNTIME = "cloudfront-js-2.0"
 #: The behaviours the function runs on: every JSON file in the document and FAQ folders
@@ -56,8 +60,24 @@ NEGOTIATED_PATTERNS = tuple(
     template.split("{", 1)[0] + "*.json"
     for template in (paths.DOCUMENT_TEMPLATE, paths.FAQ_TEMPLATE)
 )
+#: The behaviours of the Markdown twins fetched by their own URL: the viewer-response
+#: function only (the Link to the JSON, the token estimate).
+MARKDOWN_PATTERNS = tuple(
+    template.split("{", 1)[0] + "*.md"
+    for template in (paths.DOCUMENT_MARKDOWN_TEMPLATE, paths.FAQ_MARKDOWN_TEMPLATE)
+)
 #: What the local edge sends with either answer of a negotiated URL (agent_edge/edge.py).
 NEGOTIATED_HEADERS = {"Vary": "Accept"}
+
+
+def function_source() -> str:
+    """The function's code as published: the source with agent_contract's table in it."""
+    source = NEGOTIATION_SOURCE.read_text(encoding="utf-8")
+    if source.count(_TABLE_PLACEHOLDER) != 1:
+        raise ValueError(f"{NEGOTIATION_SOURCE}: expected {_TABLE_PLACEHOLDER} once")
+    table = json.dumps(edge_function_table(), sort_keys=True, separators=(",", ":"))
+    return source.replace(_TABLE_PLACEHOLDER, table)
+
 
 Build = Callable[[str], dict[str, dict[str, Any]]]
 
@@ -117,9 +137,14 @@ class AgentSite(pulumi.ComponentResource):
         config: SiteConfig,
         build: Build,
         opts: pulumi.ResourceOptions | None = None,
+        *,
+        discovery_path: str,
     ) -> None:
         super().__init__("agent-access:index:AgentSite", name, None, opts)
         self._name, self._config, self._build = name, config, build
+        # The site's discovery document, which every answer's Link names (the brand is
+        # the site's: infra/program.py reads it from site.yaml).
+        self._discovery_path = discovery_path
         tags = aws.ProviderDefaultTagsArgs(tags=config.tags)
         # Every resource gets the stack's tags through the providers' default tags.
         provider = aws.Provider(
@@ -329,7 +354,10 @@ class AgentSite(pulumi.ComponentResource):
                     aws.cloudfront.ResponseHeadersPolicyCustomHeadersConfigItemArgs(
                         header=name, value=value, override=True
                     )
-                    for name, value in {**HEADER_POLICY.custom, **extra_custom}.items()
+                    for name, value in {
+                        **HEADER_POLICY.custom(self._discovery_path),
+                        **extra_custom,
+                    }.items()
                 ]
             ),
             opts=child,
@@ -337,26 +365,43 @@ class AgentSite(pulumi.ComponentResource):
 
     def _markdown_negotiation(
         self, child: pulumi.ResourceOptions
-    ) -> tuple[aws.cloudfront.Function, aws.cloudfront.ResponseHeadersPolicy]:
+    ) -> tuple[
+        aws.cloudfront.Function, aws.cloudfront.Function, aws.cloudfront.ResponseHeadersPolicy
+    ]:
         """`Accept: text/markdown` on a document's JSON URL, at the edge: a CloudFront
         Function rewrites the URI to the `.md` twin before the cache lookup, so the cache
         key is the URI and nothing else; the behaviours' own headers policy adds
-        `Vary: Accept` (docs/decisions.md, issue 14)."""
+        `Vary: Accept` (docs/decisions.md, issue 14). The same code published a second
+        time for viewer responses: the alternate Link and the token estimate (issue 26)."""
         name = self._name
-        # Function names are unique in the account: the stack goes in, and characters
-        # outside [A-Za-z0-9_-] become '-' (the API's pattern, aws_rules.py).
-        function_name = re.sub(r"[^A-Za-z0-9_-]", "-", f"{name}-{pulumi.get_stack()}-markdown")
-        function = aws.cloudfront.Function(
-            f"{name}-markdown-negotiation",
-            name=function_name[:64],
-            runtime=FUNCTION_RUNTIME,
-            comment="Accept: text/markdown on a document's JSON URL serves its .md twin",
-            code=NEGOTIATION_SOURCE.read_text(encoding="utf-8"),
-            publish=True,
-            opts=child,
+        code = function_source()
+
+        def function(suffix: str, resource: str, comment: str) -> aws.cloudfront.Function:
+            # Function names are unique in the account: the stack goes in, and characters
+            # outside [A-Za-z0-9_-] become '-' (the API's pattern, aws_rules.py).
+            function_name = re.sub(r"[^A-Za-z0-9_-]", "-", f"{name}-{pulumi.get_stack()}-{suffix}")
+            return aws.cloudfront.Function(
+                f"{name}-{resource}",
+                name=function_name[:64],
+                runtime=FUNCTION_RUNTIME,
+                comment=comment,
+                code=code,
+                publish=True,
+                opts=child,
+            )
+
+        request = function(
+            "markdown",
+            "markdown-negotiation",
+            "Accept: text/markdown on a document's JSON URL serves its .md twin",
+        )
+        response = function(
+            "links",
+            "answer-links",
+            "An entry's answer names its other representation; Markdown its token estimate",
         )
         policy = self._headers_policy(f"{name}-headers-negotiated", NEGOTIATED_HEADERS, child)
-        return function, policy
+        return request, response, policy
 
     def _mcp_function(
         self, bucket: aws.s3.Bucket, child: pulumi.ResourceOptions
@@ -388,14 +433,20 @@ class AgentSite(pulumi.ComponentResource):
         caches: tuple[aws.cloudfront.CachePolicy, aws.cloudfront.CachePolicy],
         headers_policy: aws.cloudfront.ResponseHeadersPolicy,
         mcp: mcp_function.McpOrigin | None,
-        negotiation: tuple[aws.cloudfront.Function, aws.cloudfront.ResponseHeadersPolicy],
+        negotiation: tuple[
+            aws.cloudfront.Function, aws.cloudfront.Function, aws.cloudfront.ResponseHeadersPolicy
+        ],
         certificate_arn: pulumi.Input[str] | None,
         child: pulumi.ResourceOptions,
     ) -> aws.cloudfront.Distribution:
         """HTTPS only, the bucket as the origin, a short-lived behaviour for errors."""
         name, config = self._name, self._config
         default_cache, error_cache = caches
-        negotiation_function, negotiated_headers = negotiation
+        negotiation_function, links_function, negotiated_headers = negotiation
+        # The viewer-response half runs on every entry answer, JSON or Markdown.
+        links_association = aws.cloudfront.DistributionOrderedCacheBehaviorFunctionAssociationArgs(
+            event_type="viewer-response", function_arn=links_function.arn
+        )
         origin_id = "content-bucket"
 
         def behaviour(cache_policy: aws.cloudfront.CachePolicy) -> dict[str, Any]:
@@ -455,10 +506,20 @@ class AgentSite(pulumi.ComponentResource):
                             aws.cloudfront.DistributionOrderedCacheBehaviorFunctionAssociationArgs(
                                 event_type="viewer-request",
                                 function_arn=negotiation_function.arn,
-                            )
+                            ),
+                            links_association,
                         ],
                     )
                     for pattern in NEGOTIATED_PATTERNS
+                ),
+                # The Markdown twins by their own URL: the viewer-response half only.
+                *(
+                    aws.cloudfront.DistributionOrderedCacheBehaviorArgs(
+                        path_pattern=pattern,
+                        **behaviour(default_cache),
+                        function_associations=[links_association],
+                    )
+                    for pattern in MARKDOWN_PATTERNS
                 ),
             ],
             custom_error_responses=[

@@ -199,7 +199,10 @@ def test_openapi_is_valid_and_describes_every_file(built: Built) -> None:
     document = built.json(paths.OPENAPI)
     validate_openapi(document)
     patterns = [links.template_pattern(template) for template in document["paths"]]
-    for path in built.published - {paths.NOT_FOUND}:
+    # The web conventions are published beside the API, not as operations (issue 26).
+    conventions = {paths.SITEMAP, paths.ROBOTS_TXT, paths.API_CATALOG}
+    assert not conventions & set(document["paths"])
+    for path in built.published - {paths.NOT_FOUND} - conventions:
         assert any(pattern.fullmatch(path) for pattern in patterns), path
 
 

@@ -26,8 +26,8 @@ from tests.conftest import tree_digest
 N = 6
 #: Files every build publishes besides the documents and FAQ entries (and, since issue
 #: 14, their Markdown mirrors): 11, the feed, catalog, sitemap and robots.txt, and
-#: llms.txt's two parts.
-FIXED_FILES = 11 + 4 + 2
+#: llms.txt's two parts, and (issue 26) the Agent Skill and its index.
+FIXED_FILES = 11 + 4 + 2 + 2
 #: Files per entry: its JSON and its Markdown mirror.
 PER_ENTRY = 2
 
@@ -83,9 +83,11 @@ def test_publish_scenarios_meet_the_targets(bench: dict[str, Any]) -> None:
     assert sorted(edited["invalidation_paths"]) == sorted(
         [f"/api/v1/content/{publish['edited']}.json", "/api/v1/content/index.json",
          "/api/v1/content/search-index.json", "/llms-full.txt",
-         f"/api/v1/content/{publish['edited']}.md", "/api/v1/changes.json", "/sitemap.xml"]
+         f"/api/v1/content/{publish['edited']}.md", "/api/v1/changes.json", "/sitemap.xml",
+         # the document's sizes in llms.txt (also `/`) and its part (issue 26)
+         "/", "/llms.txt", "/llms/documents-1.txt"]
     )  # fmt: skip
-    assert edited["put_requests"] == edited["objects_written"] == 7
+    assert edited["put_requests"] == edited["objects_written"] == 9
     assert route["put_requests"] == route["files_invalidated"] == N
     assert all(path.startswith("/api/v1/faq/") for path in route["invalidation_paths"])
     assert all(sum(row["stale"].values()) == 0 for row in publish["rows"])

@@ -330,3 +330,32 @@ def test_verify_catches_an_unexposed_etag_and_a_304_with_content_type(
     assert result.code == 1
     assert "Access-Control-Expose-Headers without Origin includes ETag" in result.out
     assert "no Content-Type on a 304 without Origin" in result.out
+
+
+def test_verify_catches_a_missing_alternate_link_and_a_wrong_token_estimate(
+    server: EdgeServer,
+) -> None:
+    """Issue 26: the Link an answer carries is exactly the contract's, the alternate on an
+    entry's answer included, and a Markdown answer's X-Markdown-Tokens is its estimate."""
+
+    def as_cloudfront_without_its_function(
+        response: Response, method: str, headers: dict
+    ) -> Response:
+        kept = []
+        for name, value in response.headers:
+            if name == "Link":
+                value = ", ".join(v for v in value.split(", ") if 'rel="alternate"' not in v)
+            if name == "X-Markdown-Tokens":
+                value = str(int(value) + 1)
+            kept.append((name, value))
+        return replace(response, headers=tuple(kept))
+
+    assert server.edge is not None
+    server.edge = _Decorated(server.edge, as_cloudfront_without_its_function)
+    result = run_cli("verify", server.base_url)
+    assert result.code == 1
+    assert "FAIL /api/v1/content/site.json: Link" in result.out, result.out
+    assert "FAIL /api/v1/content/site.md: X-Markdown-Tokens" in result.out, result.out
+    assert "FAIL /api/v1/content/site.json (Accept: text/markdown): Link" in result.out
+    # Answers that carry no alternate are not reported.
+    assert "FAIL /api/v1/content/index.json" not in result.out

@@ -68,6 +68,9 @@ EXTENSION_PATHS = {
     "/robots.txt": "text/plain",
     "/llms/documents-1.txt": "text/plain",  # llms.txt's parts (one each on a small site)
     "/llms/faq-1.txt": "text/plain",
+    # Issue 26: the Agent Skill and its discovery index.
+    "/.well-known/skills/index.json": "application/json",
+    "/.well-known/skills/service/SKILL.md": "text/markdown",
 }
 MARKDOWN_TEMPLATES = {"/api/v1/content/{document_id}.md", "/api/v1/faq/{faq_id}.md"}
 TEMPLATES = {*MARKDOWN_TEMPLATES, "/llms/{part}.txt"}
@@ -121,6 +124,7 @@ def test_discovery_document_fields_and_links(built: Path) -> None:
     # Every interface of the spec's endpoint table, reachable from the entry point.
     # The extensions are linked too (the keys inside `interfaces` are the spec's "not shown").
     extensions = {p for p in EXTENSION_PATHS if not p.endswith(".md")} | TEMPLATES
+    extensions |= {"/.well-known/skills/service/SKILL.md"}
     extensions -= {"/llms/documents-1.txt", "/llms/faq-1.txt"}
     assert linked == (set(SPEC_PATHS) - {"/errors/404.json"}) | extensions
     assert all(url.startswith(TEST_BASE_URL + "/") for url in discovery["interfaces"].values())
@@ -133,9 +137,19 @@ def test_content_index_fields_and_coverage(built: Path) -> None:
     assert index["total_documents"] == len(index["documents"]) == 12
     assert [entry["id"] for entry in index["documents"]] == DOCUMENT_IDS + FAQ_IDS
     for entry in index["documents"]:
+        # The spec's fields in its order, then our extension (issue 26): the sizes of the
+        # files, measured here on the built bytes.
         assert list(entry) == [
             "id", "title", "content_type", "canonical_url", "api_url", "description", "updated_at",
+            "size",
         ]  # fmt: skip
+        api_file = built / urlsplit(entry["api_url"]).path.lstrip("/")
+        twin_file = api_file.with_suffix(".md")
+        json_size, md_size = api_file.stat().st_size, twin_file.stat().st_size
+        assert entry["size"] == {
+            "json_bytes": json_size, "json_tokens": -(-json_size // 4),
+            "markdown_bytes": md_size, "markdown_tokens": -(-md_size // 4),
+        }  # fmt: skip
         assert entry["content_type"] in ("page", "faq", "feature", "product")
         assert is_absolute_url(entry["canonical_url"])
         assert is_timestamp(entry["updated_at"])
@@ -349,9 +363,15 @@ def test_openapi_is_valid_and_covers_every_file(built: Path) -> None:
     for name in ("DiscoveryDocument", "ContentIndex", "ContentIndexEntry", "ContentDocument",
                  "FAQEntry", "SearchIndex", "McpManifest", "ErrorResponse"):  # fmt: skip
         assert name in schemas
-    assert set(schemas["ContentIndexEntry"]["properties"]) == {
+    # The spec's fields, every one required, plus our one documented, optional extension
+    # (issue 26: the entry's sizes), whose schema says it is an extension.
+    spec_fields = {
         "id", "title", "content_type", "canonical_url", "api_url", "description", "updated_at",
     }  # fmt: skip
+    entry_schema = schemas["ContentIndexEntry"]
+    assert set(entry_schema["properties"]) == spec_fields | {"size"}
+    assert set(entry_schema["required"]) == spec_fields
+    assert schemas["EntrySize"]["description"].startswith("Extension:")
     parameter = document["paths"]["/api/v1/faq/{faq_id}.json"]["get"]["parameters"][0]
     assert parameter["schema"]["enum"] == FAQ_IDS
 
@@ -434,7 +454,9 @@ def test_llms_txt_parses_with_the_reference_parser(built: Path) -> None:
     links = [link for section in parsed.sections.values() for link in section]
     assert all(link["url"].startswith(TEST_BASE_URL + "/") for link in links)
     linked = {urlsplit(link["url"]).path for link in links}
-    extensions = {"/api/v1/changes.json", "/.well-known/api-catalog"}
+    extensions = {
+        "/api/v1/changes.json", "/.well-known/api-catalog", "/.well-known/skills/service/SKILL.md",
+    }  # fmt: skip
     assert linked == (set(SPEC_PATHS) - {"/llms.txt", "/errors/404.json"}) | extensions
     # No template in a link (a reader following it gets a 404); each entry names its
     # Markdown twin by its real, published URL instead.
@@ -442,8 +464,18 @@ def test_llms_txt_parses_with_the_reference_parser(built: Path) -> None:
     for section in ("Documents", "FAQ"):
         for link in parsed.sections[section]:
             twin = link["url"].removesuffix(".json") + ".md"
-            assert f"(Markdown: {twin})" in link["desc"], link
             assert (built / urlsplit(twin).path.lstrip("/")).is_file(), twin
+            # Both files' sizes, measured here on the built bytes (issue 26).
+            sizes = [
+                (built / urlsplit(url).path.lstrip("/")).stat().st_size
+                for url in (link["url"], twin)
+            ]
+            assert link["desc"].endswith(
+                f"(Markdown: {twin}; JSON {sizes[0]:,} bytes ~{-(-sizes[0] // 4):,} tokens; "
+                f"Markdown {sizes[1]:,} bytes ~{-(-sizes[1] // 4):,} tokens)"
+            ), link
+    # The directive to the machine-readable index (issue 26), in the info paragraph.
+    assert f"the index of every entry is {TEST_BASE_URL}/api/v1/content/index.json" in parsed.info
     titles = [link["title"] for link in parsed.sections["Documents"]]
     index = read_json(built, "/api/v1/content/index.json")["documents"]
     assert titles == [entry["title"] for entry in index if entry["id"] in DOCUMENT_IDS]

@@ -48,18 +48,19 @@ def test_two_builds_of_the_same_input_are_byte_identical(site_copy: Path, tmp_pa
     build(other_site, tmp_path / "b")
     first = tree_digest(tmp_path / "a")
     assert first == tree_digest(tmp_path / "b")
-    # 23 spec files, 12 Markdown mirrors, 4 more doors, 2 llms.txt parts (issue 14), manifest
-    assert len(first) == 23 + 12 + 4 + 2 + 1
+    # 23 spec files, 12 Markdown mirrors, 4 more doors, 2 llms.txt parts (issue 14), the
+    # Agent Skill and its index (issue 26), manifest
+    assert len(first) == 23 + 12 + 4 + 2 + 2 + 1
 
 
 def test_rebuild_reports_nothing_changed(site_copy: Path, tmp_path: Path) -> None:
     first = build(site_copy, tmp_path / "dist")
-    assert "41 files, 41 changed" in first
+    assert "43 files, 43 changed" in first
     second = build(site_copy, tmp_path / "dist")
-    assert "41 files, 0 changed" in second
+    assert "43 files, 0 changed" in second
     assert "/api/v1/faq/q03-protection.json" not in second, "an unchanged file: not listed"
     listed = build(site_copy, tmp_path / "dist", "--verbose")
-    assert "41 files, 0 changed" in listed
+    assert "43 files, 0 changed" in listed
     assert "/api/v1/faq/q03-protection.json" in listed and " new" not in listed
 
 
@@ -106,6 +107,8 @@ def test_editing_one_faq_answer_changes_only_that_faq_and_its_aggregates(
         "api/v1/content/index.json",  # its updated_at
         "api/v1/content/search-index.json",  # the new words
         "llms-full.txt",  # the answer in full
+        "llms.txt",  # its sizes (issue 26), while llms.txt lists the entries itself
+        "llms/faq-1.txt",  # the same line in llms.txt's FAQ part
         "manifest.json",
     }
     assert "lock: q03-protection: content changed" in report
@@ -171,7 +174,7 @@ def test_author_pinned_version_wins(site_copy: Path, tmp_path: Path) -> None:
 def test_check_frozen_passes_on_the_repository(site_copy: Path) -> None:
     result = run_cli("check", "--site", site_copy, "--frozen")
     assert result.code == 0, result.err
-    assert "41 files would be published" in result.out
+    assert "43 files would be published" in result.out
 
 
 def test_a_literal_base_url_in_content_is_refused(site_copy: Path, tmp_path: Path) -> None:

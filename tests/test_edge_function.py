@@ -22,9 +22,20 @@ import pytest
 
 from agent_contract import paths
 from agent_contract.artifacts import Artifact
-from agent_edge.edge import Edge, prefers_markdown
+from agent_contract.directives import (
+    MARKDOWN_TOKENS_HEADER,
+    every_answer_link,
+    object_metadata,
+)
+from agent_edge.edge import Edge, etag, prefers_markdown
 from content_builder.build import plan
-from infra.site import NEGOTIATED_HEADERS, NEGOTIATED_PATTERNS, NEGOTIATION_SOURCE
+from infra.site import (
+    MARKDOWN_PATTERNS,
+    NEGOTIATED_HEADERS,
+    NEGOTIATED_PATTERNS,
+    NEGOTIATION_SOURCE,
+    function_source,
+)
 from tests.conftest import SPEC_SITE, TEST_BASE_URL
 
 RUNNER = Path(__file__).with_name("edge_function_runner.js")
@@ -102,7 +113,7 @@ def viewer_request(uri: str, headers: dict[str, Any], method: str = "GET") -> di
 
 
 def run_function(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    payload = json.dumps({"source": NEGOTIATION_SOURCE.read_text("utf-8"), "events": events})
+    payload = json.dumps({"source": function_source(), "events": events})
     done = subprocess.run(
         [node(), str(RUNNER)], input=payload, capture_output=True, text=True, timeout=60
     )
@@ -197,3 +208,105 @@ def test_the_runner_refuses_node_globals() -> None:
         [node(), str(RUNNER)], input=payload, capture_output=True, text=True, timeout=60
     )
     assert done.returncode != 0 and "require is not defined" in done.stderr
+
+
+DISCOVERY_PATH = "/.well-known/service.json"
+
+
+def viewer_response(
+    request: dict[str, Any], status: int, headers: dict[str, str]
+) -> dict[str, Any]:
+    """An event as CloudFront passes it to a viewer-response function: the request and
+    the response, whose headers include the response headers policy's (CloudFront
+    inserts them before the function runs; docs/decisions.md, issue 26)."""
+    event = {key: value for key, value in request.items() if key != "context"}
+    event["context"] = {**request["context"], "eventType": "viewer-response"}
+    event["response"] = {
+        "statusCode": status,
+        "statusDescription": "",
+        "headers": {name.lower(): {"value": value} for name, value in headers.items()},
+        "cookies": {},
+    }
+    return event
+
+
+RESPONSE_URLS = [
+    paths.document("site"),
+    paths.faq("q01-difference"),
+    paths.document_markdown("site"),
+    paths.faq_markdown("q01-difference"),
+    paths.CONTENT_INDEX,
+    paths.LLMS_TXT,
+    paths.API_PREFIX + "/content/no-such-entry.json",
+]
+RESPONSE_ACCEPTS = [None, "text/markdown", "application/json, text/markdown;q=0.5", "*/*"]
+
+
+@pytest.mark.parametrize("request_uri_seen", ["viewer's", "rewritten"])
+def test_the_viewer_response_half_sends_the_local_edges_link_and_estimate(
+    spec_files: dict[str, Artifact], request_uri_seen: str
+) -> None:
+    """Case by case (URL x Accept x 200/304/404), the AWS pipeline as CloudFront runs it:
+    viewer request (the rewrite), the object S3 answers (its user metadata as
+    `x-amz-meta-` headers), the policy's Link, then the viewer-response half, which
+    CloudFront skips at 400 and above. Its Link and X-Markdown-Tokens must be the local
+    edge's, byte for byte, whether the event shows the viewer's URI or the rewritten one
+    (AWS's documentation does not say which)."""
+    edge = Edge(spec_files, TEST_BASE_URL + DISCOVERY_PATH)
+    policy_link = every_answer_link(DISCOVERY_PATH)
+    cases = [
+        (url, accept, conditional)
+        for url in RESPONSE_URLS
+        for accept in RESPONSE_ACCEPTS
+        for conditional in (False, True)
+    ]
+    requests = [viewer_request(url, accept_header(accept)) for url, accept, _ in cases]
+    rewritten = run_function(requests)
+    events, expected_headers = [], []
+    for (url, accept, conditional), request, after in zip(cases, requests, rewritten, strict=True):
+        stored = spec_files.get(after["uri"])
+        local_request = {"Accept": accept} if accept is not None else {}
+        if conditional and stored is not None:
+            local_request["If-None-Match"] = etag(stored)
+        local = edge.handle("GET", url, local_request)
+        status = 404 if stored is None else (304 if conditional else 200)
+        assert local.status == status, (url, accept, conditional)
+        origin = {"Link": policy_link}
+        if stored is not None:
+            origin["Content-Type"] = stored.media_type
+            for key, value in object_metadata(stored.path, stored.size).items():
+                origin["x-amz-meta-" + key] = value
+        seen = after if request_uri_seen == "rewritten" else request["request"]
+        events.append(viewer_response({**request, "request": seen}, status, origin))
+        expected_headers.append(dict(local.headers))
+    # CloudFront invokes no viewer-response function at 400 and above.
+    run = [i for i, event in enumerate(events) if event["response"]["statusCode"] < 400]
+    answered = dict(zip(run, run_function([events[i] for i in run]), strict=True))
+    alternates = tokens = 0
+    for index, (case, expected) in enumerate(zip(cases, expected_headers, strict=True)):
+        response = answered.get(index, events[index]["response"])  # CloudFront skips >= 400
+        headers = response["headers"]
+        assert headers["link"]["value"] == expected["Link"], case
+        assert headers.get(MARKDOWN_TOKENS_HEADER.lower(), {}).get("value") == expected.get(
+            MARKDOWN_TOKENS_HEADER
+        ), case
+        if index in answered:
+            assert not any(name.startswith("x-amz-meta-") for name in headers), case
+        alternates += 'rel="alternate"' in expected["Link"]
+        tokens += MARKDOWN_TOKENS_HEADER in expected
+    assert alternates >= 16 and tokens >= 4, "the cases exercise both additions"
+
+
+def test_the_function_source_restates_no_contract_value() -> None:
+    """The table is written in from agent_contract; the source holds a placeholder."""
+    source = NEGOTIATION_SOURCE.read_text("utf-8")
+    for literal in ("/api/v1/", "search-index", "text/markdown", "x-markdown-tokens", "400"):
+        assert literal not in source.split("var TABLE", 1)[1], literal
+
+
+def test_the_markdown_behaviours_cover_every_twin(spec_files: dict[str, Artifact]) -> None:
+    twins = [p for p in spec_files if p.endswith(".md") and not p.endswith("/SKILL.md")]
+    assert twins
+    prefixes = [pattern.removesuffix("*.md") for pattern in MARKDOWN_PATTERNS]
+    for path in twins:
+        assert any(path.startswith(p) for p in prefixes), path

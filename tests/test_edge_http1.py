@@ -153,7 +153,7 @@ def check_refused(data: bytes, status: int, reason: str) -> None:
     ((status_line, headers, body),) = answers(data)
     assert status_line.startswith(f"HTTP/1.1 {status} "), status_line
     assert headers["Content-Type"] == JSON
-    for name, value in HEADER_POLICY.every_response.items():
+    for name, value in HEADER_POLICY.every_response(paths.discovery("service")).items():
         assert headers[name] == value
     error = json.loads(body)["error"]
     assert error["status"] == status and reason in error["message"], error

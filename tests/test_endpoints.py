@@ -62,7 +62,10 @@ def coverage_problems(result: Plan, endpoints: Iterable[Endpoint]) -> list[str]:
         if example not in files:
             problems.append(f"{endpoint.key}: not built")
         operation = openapi.get(path, {}).get("get", {})
-        if operation.get("operationId") != endpoint.operation_id:
+        if not endpoint.openapi:  # a web convention: published, never an operation
+            if path in openapi:
+                problems.append(f"{endpoint.key}: a web convention listed in OpenAPI")
+        elif operation.get("operationId") != endpoint.operation_id:
             problems.append(f"{endpoint.key}: not in OpenAPI as {endpoint.operation_id}")
         elif endpoint.media_type not in operation["responses"]["200"]["content"]:
             problems.append(f"{endpoint.key}: OpenAPI shows another media type")
@@ -82,7 +85,7 @@ def coverage_problems(result: Plan, endpoints: Iterable[Endpoint]) -> list[str]:
             problems.append(f"{endpoint.key}: verify would not validate it as {endpoint.model}")
         if not rule_for(example).media_type.startswith(endpoint.media_type):
             problems.append(f"{endpoint.key}: its route rule serves another media type")
-    rows = {e.resolve(brand) for e in endpoints}
+    rows = {e.resolve(brand) for e in endpoints if e.openapi}
     problems += [f"OpenAPI lists {p}, which is no row" for p in sorted(set(openapi) - rows)]
     listed = {e.key for e in endpoints if e.in_discovery}
     problems += [f"discovery lists {k}, no row" for k in sorted(set(interfaces) - listed)]

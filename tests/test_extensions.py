@@ -49,12 +49,14 @@ def _strings(value: Any) -> list[str]:
 def test_every_mirror_holds_every_field_of_its_json(spec_files: dict[str, Artifact]) -> None:
     """Lossless: every string a client reads from the JSON is in the Markdown, verbatim
     (headings are joined onto one line, so they are compared that way)."""
-    mirrors = [p for p in spec_files if p.endswith(".md")]
+    mirrors = [p for p in spec_files if p.endswith(".md") and not p.endswith("/SKILL.md")]
     assert len(mirrors) == 12
     for path in mirrors:
         twin = path.removesuffix(".md") + ".json"
         text = spec_files[path].body.decode("utf-8")
-        assert text.startswith(f"> The index of this site for agents: {TEST_BASE_URL}/llms.txt\n")
+        # One directive line first (issue 26), naming the index.
+        first = text.split("\n", 1)[0]
+        assert first.startswith("> Agents: ") and f" {TEST_BASE_URL}/llms.txt," in first
         assert spec_files[path].media_type == "text/markdown; charset=utf-8"
         data = json.loads(spec_files[twin].body)
         for value in _strings(data):
@@ -117,7 +119,11 @@ def test_edge_answers_markdown_on_a_document_url_with_vary_and_its_own_etag(
         assert same.status == 304
     index = dict(edge.handle("GET", paths.CONTENT_INDEX, {"Accept": "text/markdown"}).headers)
     assert index["Content-Type"] == "application/json" and "Vary" not in index
-    assert index["Link"] == '</.well-known/api-catalog>; rel="api-catalog"'
+    # Every answer's links (agent_contract/directives.py), and no alternate for an index.
+    assert index["Link"] == (
+        '</.well-known/api-catalog>; rel="api-catalog", </llms.txt>; rel="llms-txt", '
+        '</.well-known/service.json>; rel="describedby"; type="application/json"'
+    )
 
 
 # --- API catalog, sitemap, robots.txt ----------------------------------------------------

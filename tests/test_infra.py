@@ -19,6 +19,8 @@ import yaml
 from agent_contract import manifest as build_manifest
 from content_builder.errors import SiteDataError
 from infra.config import ConfigError, SiteConfig
+from infra.program import discovery_path
+from infra.site import function_source
 from infra.site_content import decode_input
 from tests import sites
 from tests.conftest import REPO, run_cli
@@ -125,7 +127,8 @@ def test_bucket_cors_answers_preflight_for_any_origin(plain: ProgramRun) -> None
     assert rule["allowedOrigins"] == ["*"]
     assert set(rule["allowedMethods"]) == {"GET", "HEAD"}
     assert rule["allowedHeaders"] == ["*"]
-    assert rule["exposeHeaders"] == ["ETag"], "browser agents read the ETag cross-origin"
+    # Browser agents read the ETag, the Link and the token estimate cross-origin.
+    assert rule["exposeHeaders"] == ["ETag", "Link", "X-Markdown-Tokens"]
     assert rule["maxAgeSeconds"] > 0
 
 
@@ -233,14 +236,17 @@ def test_cors_comes_from_the_cors_section_and_s3_never_custom_headers(
     assert cors["accessControlAllowOrigins"]["items"] == ["*"]
     assert set(cors["accessControlAllowMethods"]["items"]) == {"GET", "HEAD", "OPTIONS"}
     assert cors["accessControlAllowHeaders"]["items"] == ["*"]
-    assert cors["accessControlExposeHeaders"]["items"] == ["ETag"]
+    assert cors["accessControlExposeHeaders"]["items"] == ["ETag", "Link", "X-Markdown-Tokens"]
     assert cors["accessControlAllowCredentials"] is False
     assert cors["originOverride"] is True, "one header on CORS requests, not S3's and ours"
     assert cors["accessControlMaxAgeSec"] > 0
-    # CORS is the policy's, never a function's: the one function only rewrites Markdown
-    # URIs (tests/test_edge_function.py), and every behaviour's policy has this CORS.
-    [function] = plain.mocks.of_type("aws:cloudfront/function:Function")
-    assert function.name.endswith("-markdown-negotiation")
+    # CORS is the policy's, never a function's: the functions only rewrite Markdown URIs
+    # and add the alternate Link and token estimate (tests/test_edge_function.py), and
+    # every behaviour's policy has this CORS.
+    functions = plain.mocks.of_type("aws:cloudfront/function:Function")
+    assert sorted(
+        f.name.rsplit("-", 2)[-2] + "-" + f.name.rsplit("-", 1)[-1] for f in functions
+    ) == ["answer-links", "markdown-negotiation"]
     policies = {p.id: p.inputs for p in plain.mocks.of_type(
         "aws:cloudfront/responseHeadersPolicy:ResponseHeadersPolicy")}  # fmt: skip
     for behaviour in behaviours(plain):
@@ -277,47 +283,69 @@ def test_security_headers(plain: ProgramRun) -> None:
 
 
 def test_every_response_links_the_api_catalog(plain: ProgramRun) -> None:
-    """RFC 9727 section 3: `Link: </.well-known/api-catalog>; rel="api-catalog"`, added by
-    the response headers policy as a custom header (issue 14)."""
+    """RFC 9727 section 3: `Link: </.well-known/api-catalog>; rel="api-catalog"`, and
+    llms.txt and the site's discovery document (issue 26), added by the response headers
+    policy as one custom header (issue 14): the value the local edge sends."""
     items = _headers_policy(plain).inputs["customHeadersConfig"]["items"]
     assert items == [
         {
             "header": "Link",
-            "value": '</.well-known/api-catalog>; rel="api-catalog"',
+            "value": '</.well-known/api-catalog>; rel="api-catalog", </llms.txt>; '
+            'rel="llms-txt", </.well-known/service.json>; rel="describedby"; '
+            'type="application/json"',
             "override": True,
         }
     ]
 
 
+def test_the_links_name_the_sites_own_discovery_document(tmp_path: Path) -> None:
+    """The discovery path carries the brand: another brand, another Link value."""
+    config = make_config(tmp_path)
+    text = (config.site_dir / "site.yaml").read_text()
+    assert "brand: service" in text
+    (config.site_dir / "site.yaml").write_text(text.replace("brand: service", "brand: parlance"))
+    assert discovery_path(config.site_dir) == "/.well-known/parlance.json"
+
+
 def test_markdown_negotiation_function(plain: ProgramRun) -> None:
-    """Issue 14 on AWS: a published cloudfront-js-2.0 function whose code is the tested
-    source file, named after the stack."""
-    function = plain.mocks.one("aws:cloudfront/function:Function")
-    inputs = function.inputs
-    assert inputs["runtime"] == "cloudfront-js-2.0"
-    assert inputs["publish"] is True
-    assert inputs["name"] == "agent-access-test-markdown"
-    assert inputs["code"] == (REPO / "infra/edge_functions/markdown_negotiation.js").read_text()
-    assert "function handler(event)" in inputs["code"]
-    assert inputs["comment"]
+    """Issue 14 and 26 on AWS: published cloudfront-js-2.0 functions whose code is the
+    tested source with agent_contract's table written in, named after the stack."""
+    functions = {
+        f.inputs["name"]: f.inputs for f in plain.mocks.of_type("aws:cloudfront/function:Function")
+    }
+    assert set(functions) == {"agent-access-test-markdown", "agent-access-test-links"}
+    for inputs in functions.values():
+        assert inputs["runtime"] == "cloudfront-js-2.0"
+        assert inputs["publish"] is True
+        assert inputs["code"] == function_source()
+        assert "__AGENT_CONTRACT__" not in inputs["code"]
+        assert "function handler(event)" in inputs["code"]
+        assert inputs["comment"]
 
 
 def test_document_and_faq_json_behaviours_negotiate_markdown(plain: ProgramRun) -> None:
     inputs = distribution(plain)
-    function = plain.mocks.one("aws:cloudfront/function:Function")
-    arn = f"arn:aws:cloudfront::123456789012:function/{function.inputs['name']}"
-    negotiated = {
+    arn = "arn:aws:cloudfront::123456789012:function/agent-access-test-{}".format
+    with_functions = {
         b["pathPattern"]: b
         for b in inputs["orderedCacheBehaviors"]
         if b.get("functionAssociations")
     }
+    negotiated = {p: b for p, b in with_functions.items() if p.endswith(".json")}
     assert set(negotiated) == {"/api/v1/content/*.json", "/api/v1/faq/*.json"}
+    twins = {p: b for p, b in with_functions.items() if p.endswith(".md")}
+    assert set(twins) == {"/api/v1/content/*.md", "/api/v1/faq/*.md"}
     policies = {p.id: p.inputs for p in plain.mocks.of_type(
         "aws:cloudfront/responseHeadersPolicy:ResponseHeadersPolicy")}  # fmt: skip
     default = inputs["defaultCacheBehavior"]
+    links = {"eventType": "viewer-response", "functionArn": arn("links")}
+    for behaviour in twins.values():
+        assert behaviour["functionAssociations"] == [links]
+        assert behaviour["responseHeadersPolicyId"] == default["responseHeadersPolicyId"]
     for behaviour in negotiated.values():
         assert behaviour["functionAssociations"] == [
-            {"eventType": "viewer-request", "functionArn": arn}
+            {"eventType": "viewer-request", "functionArn": arn("markdown")},
+            links,
         ]
         # The rewritten URI is the cache key: the files' cache policy, nothing added to it.
         assert behaviour["cachePolicyId"] == default["cachePolicyId"]
@@ -332,8 +360,9 @@ def test_document_and_faq_json_behaviours_negotiate_markdown(plain: ProgramRun) 
         assert policy["securityHeadersConfig"] == base["securityHeadersConfig"]
     # Every other behaviour runs no function and sends no Vary: Accept.
     for behaviour in behaviours(plain):
-        if behaviour.get("pathPattern") not in negotiated:
+        if behaviour.get("pathPattern") not in with_functions:
             assert not behaviour.get("functionAssociations")
+        if behaviour.get("pathPattern") not in negotiated:
             items = policies[behaviour["responseHeadersPolicyId"]]["customHeadersConfig"]["items"]
             assert "Vary" not in {i["header"] for i in items}
 
@@ -483,8 +512,8 @@ def test_stack_outputs_stay_small_at_any_size(plain: ProgramRun, tmp_path: Path)
 def test_every_file_has_its_media_type_and_cache_control(plain: ProgramRun) -> None:
     files = decode_input(site_content(plain).inputs["files"])
     # The spec's 23 files, a Markdown mirror per entry (12), 4 more doors and llms.txt's
-    # two parts (issue 14).
-    assert len(files) == 23 + 12 + 4 + 2
+    # two parts (issue 14), the Agent Skill and its index (issue 26).
+    assert len(files) == 23 + 12 + 4 + 2 + 2
     media = {".txt": "text/plain; charset=utf-8", ".md": "text/markdown; charset=utf-8"}
     media[".xml"] = "application/xml"
     for path, entry in files.items():

@@ -122,7 +122,10 @@ def test_on_only_the_discovery_document_changes_and_names_the_endpoint(on, off, 
     with_mcp, without = files("dist-on"), files("dist-off")
     # manifest.json is the writer's record of the output (hashes), not a published file
     changed = sorted(k for k in with_mcp if with_mcp[k] != without.get(k) and k != "manifest.json")
-    assert changed == [discovery]
+    # And the Agent Skill, which names the live server (issue 26): its index's digests.
+    assert changed == sorted([discovery, ".well-known/skills/index.json"])
+    skill = f".well-known/skills/{discovery.removeprefix('.well-known/').removesuffix('.json')}"
+    assert f"https://{DOMAIN}/mcp" in (root / "dist-on" / skill / "SKILL.md").read_text()
     mcp = json.loads(with_mcp[discovery])["protocols"]["mcp"]
     assert mcp["endpoint"] == f"https://{DOMAIN}/mcp"
     assert mcp["json_rpc_server"] == "available"

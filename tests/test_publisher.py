@@ -255,11 +255,15 @@ def test_one_edited_faq_uploads_it_and_its_aggregates_and_invalidates_exactly_th
         "api/v1/changes.json",  # a new generation
         "sitemap.xml",  # a new lastmod
         "llms-full.txt",
+        "llms.txt",  # the entry's sizes (issue 26)
+        "llms/faq-1.txt",
     }
     assert set(world.recorder.of("put")) == expected
     assert world.recorder.of("delete") == []
-    assert world.recorder.invalidated == [sorted("/" + key for key in expected)]
-    assert outs["last_publish"]["invalidated"] == sorted("/" + key for key in expected)
+    # llms.txt is also `/` (the root object), invalidated with it.
+    invalidated = sorted(["/", *("/" + key for key in expected)])
+    assert world.recorder.invalidated == [invalidated]
+    assert outs["last_publish"]["invalidated"] == invalidated
     assert "stack history" in json.loads(world.body("api/v1/faq/q03-protection.json"))["answer"]
     assert outs["generation"] == 2
 
@@ -506,13 +510,15 @@ def test_a_publish_repairs_what_went_missing_or_changed_behind_its_back(world: W
     changed = {
         "api/v1/faq/q03-protection.json", "api/v1/faq/q03-protection.md",
         "api/v1/content/index.json", "api/v1/content/search-index.json",
-        "api/v1/changes.json", "sitemap.xml", "llms-full.txt",
+        "api/v1/changes.json", "sitemap.xml", "llms-full.txt", "llms.txt", "llms/faq-1.txt",
     }  # fmt: skip
     assert sorted(world.recorder.of("put")) == sorted(changed | set(repaired))
     for key in repaired:
         _assert_published_as_built(world, news, key)
     assert outs["last_publish"]["repaired"] == ["/" + key for key in repaired]
-    assert world.recorder.invalidated == [sorted("/" + key for key in changed | set(repaired))]
+    assert world.recorder.invalidated == [
+        sorted(["/", *("/" + key for key in changed | set(repaired))])  # llms.txt is `/` too
+    ]
     assert world.recorder.requests["ListObjectsV2"] == 1
     assert world.recorder.requests["HeadObject"] == 0 and world.recorder.requests["GetObject"] == 0
     # Leaves still go first: the repaired FAQ entries before the index that lists them.

@@ -57,9 +57,9 @@ OPERATIONS = {
     "getContentDocumentMarkdown": "/api/v1/content/{document_id}.md",
     "getFaqMarkdown": "/api/v1/faq/{faq_id}.md",
     "getChanges": "/api/v1/changes.json",
-    "getApiCatalog": "/.well-known/api-catalog",
-    "getSitemap": "/sitemap.xml",
-    "getRobotsTxt": "/robots.txt",
+    # The web conventions (api-catalog, sitemap, robots.txt) are no operations (issue 26).
+    "getSkillsIndex": "/.well-known/skills/index.json",
+    "getSkill": "/.well-known/skills/service/SKILL.md",
     "getLlmsTxtPart": "/llms/{part}.txt",
 }
 # The operations with a path parameter (an enum of ids): the only ones negative data can reach.

@@ -24,6 +24,7 @@ from content_builder.render.indexes import content_index, search_index
 from content_builder.render.llms import llms_full_txt, llms_parts, llms_txt
 from content_builder.render.mcp import mcp_manifest
 from content_builder.render.openapi import openapi_document
+from content_builder.render.skill import skill_markdown, skills_index
 
 
 @dataclass
@@ -36,6 +37,11 @@ class RenderContext:
     def mcp_manifest(self) -> bytes:
         """Rendered once for both of its locations."""
         return json_body(mcp_manifest(self.site, self.catalog))
+
+    @cached_property
+    def skill(self) -> bytes:
+        """SKILL.md, rendered once for itself and for the digests of its index."""
+        return skill_markdown(self.site, self.catalog, self.mcp_endpoint)
 
 
 #: The aggregates that grow with the site are published without indentation: at 10,000
@@ -80,6 +86,8 @@ RENDERERS: dict[str, Renderer] = {
     "api_catalog": Renderer(lambda c: json_body(api_catalog(c.site))),
     "sitemap": Renderer(lambda c: text_body(sitemap_xml(c.site, c.catalog))),
     "robots": Renderer(lambda c: text_body(robots_txt(c.site))),
+    "skill": Renderer(lambda c: c.skill, lambda site: site.display("SKILL.md")),
+    "skills_index": Renderer(lambda c: json_body(skills_index(c.site, c.skill))),
 }
 
 

@@ -32,6 +32,7 @@ from content_builder.render.extensions import change_entry, sitemap_url
 from content_builder.render.indexes import (
     document_index_entry,
     document_search,
+    entry_size,
     faq_index_entry,
     faq_search,
     search_tokenizer,
@@ -160,19 +161,26 @@ def _document(
     dated = lock[loaded.id]
     document = content_document(site, loaded, dated, data(loaded))
     data.forget(loaded)
-    markdown = document_markdown(
-        site.base_url, document, loaded.source.description, loaded.file.endswith(MARKDOWN_SUFFIXES)
+    markdown = text_body(
+        document_markdown(
+            site.base_url,
+            document,
+            loaded.source.description,
+            loaded.file.endswith(MARKDOWN_SUFFIXES),
+        )
     )
+    body = json_body(document)
+    size = entry_size(len(body), len(markdown))
     head, terms = document_search(site, loaded, document, tokenizer)
     return EntryRender(
         **_own_pieces(
-            site, loaded, paths.document(document.id), json_body(document),
-            text_body(markdown), dated, document.metadata.content_hash,
+            site, loaded, paths.document(document.id), body, markdown, dated,
+            document.metadata.content_hash,
         ),
-        index_entry=document_index_entry(site, loaded, document),
+        index_entry=document_index_entry(site, loaded, document, size),
         search_head=head,
         terms=terms,
-        llms_link=document_link(site, loaded, document),
+        llms_link=document_link(site, loaded, document, size),
         llms_full_block=document_block(site, loaded, document).encode("utf-8"),
     )  # fmt: skip
 
@@ -182,14 +190,15 @@ def _faq(site: Site, loaded: LoadedFaq, lock: Lock, tokenizer: Tokenizer) -> Ent
     faq = faq_entry(loaded)
     content_hash = cached_content_hash(site, loaded.cache_key, lambda: faq.model_dump(mode="json"))
     head, terms = faq_search(site, loaded, faq, tokenizer)
+    body, markdown = json_body(faq), text_body(faq_markdown(site.base_url, faq))
+    size = entry_size(len(body), len(markdown))
     return EntryRender(
         **_own_pieces(
-            site, loaded, paths.faq(faq.id), json_body(faq),
-            text_body(faq_markdown(site.base_url, faq)), dated, content_hash,
+            site, loaded, paths.faq(faq.id), body, markdown, dated, content_hash,
         ),
-        index_entry=faq_index_entry(site, loaded, faq, dated.updated_at),
+        index_entry=faq_index_entry(site, loaded, faq, dated.updated_at, size),
         search_head=head,
         terms=terms,
-        llms_link=faq_link(site, faq),
+        llms_link=faq_link(site, faq, size),
         llms_full_block=faq_block(site, loaded, faq).encode("utf-8"),
     )  # fmt: skip

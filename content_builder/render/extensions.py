@@ -90,11 +90,50 @@ def sitemap_xml(site: Site, catalog: Catalog) -> str:
     return "\n".join(lines)
 
 
+#: The Content Signals Policy (https://contentsignals.org/, published by Cloudflare under
+#: CC0), the comment block Cloudflare's managed robots.txt puts before the signals:
+#: https://developers.cloudflare.com/bots/additional-configurations/managed-robots-txt/
+CONTENT_SIGNALS_POLICY = """\
+# As a condition of accessing this website, you agree to abide by the following
+# content signals:
+
+# (a)  If a content-signal = yes, you may collect content for the corresponding
+#      use.
+# (b)  If a content-signal = no, you may not collect content for the
+#      corresponding use.
+# (c)  If the website operator does not include a content signal for a
+#      corresponding use, the website operator neither grants nor restricts
+#      permission via content signal with respect to the corresponding use.
+
+# The content signals and their meanings are:
+
+# search:   building a search index and providing search results (e.g., returning
+#           hyperlinks and short excerpts from your website's contents). Search does not
+#           include providing AI-generated search summaries.
+# ai-input: inputting content into one or more AI models (e.g., retrieval
+#           augmented generation, grounding, or other real-time taking of content for
+#           generative AI search answers).
+# ai-train: training or fine-tuning AI models.
+
+# ANY RESTRICTIONS EXPRESSED VIA CONTENT SIGNALS ARE EXPRESS RESERVATIONS OF
+# RIGHTS UNDER ARTICLE 4 OF THE EUROPEAN UNION DIRECTIVE 2019/790 ON COPYRIGHT
+# AND RELATED RIGHTS IN THE DIGITAL SINGLE MARKET.
+"""
+
+
 def robots_txt(site: Site) -> str:
+    """Every agent allowed, the sitemap named, and the owner's content signals when
+    site.yaml declares any: the policy's comment block, then a `Content-Signal` line in
+    the `User-agent: *` group, as Cloudflare writes it. None declared (the default):
+    neither, since the block is a condition the owner has not chosen to set."""
+    declared = site.config.content_signals.declared()
+    signal = ", ".join(f"{name}={value}" for name, value in declared)
     return "\n".join(
         [
+            *([CONTENT_SIGNALS_POLICY] if declared else []),
             "# Every agent and crawler is welcome: this site publishes its content for them.",
             "User-agent: *",
+            *([f"Content-Signal: {signal}"] if declared else []),
             "Allow: /",
             "",
             f"Sitemap: {site.base_url}{paths.SITEMAP}",

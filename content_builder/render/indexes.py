@@ -14,10 +14,12 @@ from operator import attrgetter, itemgetter, mul, not_
 import pydantic_core
 
 from agent_contract import paths, search_terms
+from agent_contract.directives import estimated_tokens
 from agent_contract.models import (
     ContentDocument,
     ContentIndex,
     ContentIndexEntry,
+    EntrySize,
     FAQEntry,
     SearchEntry,
     SearchIndex,
@@ -39,7 +41,19 @@ def faq_canonical_url(site: Site, faq_id: str, authored: str | None) -> str:
     return authored or f"{site.config.website.rstrip('/')}/faq#{faq_id}"
 
 
-def document_index_entry(site: Site, loaded: LoadedDocument, document: ContentDocument) -> bytes:
+def entry_size(json_size: int, markdown_size: int) -> EntrySize:
+    """An entry's sizes, the index's extension (agent_contract/models.py `EntrySize`)."""
+    return EntrySize(
+        json_bytes=json_size,
+        json_tokens=estimated_tokens(json_size),
+        markdown_bytes=markdown_size,
+        markdown_tokens=estimated_tokens(markdown_size),
+    )
+
+
+def document_index_entry(
+    site: Site, loaded: LoadedDocument, document: ContentDocument, size: EntrySize
+) -> bytes:
     """The document's entry of index.json."""
     return compact_item(
         ContentIndexEntry(
@@ -50,11 +64,14 @@ def document_index_entry(site: Site, loaded: LoadedDocument, document: ContentDo
             api_url=site.base_url + paths.document(document.id),
             description=loaded.source.description,
             updated_at=document.updated_at,
+            size=size,
         )
     )
 
 
-def faq_index_entry(site: Site, loaded: LoadedFaq, faq: FAQEntry, updated_at: str) -> bytes:
+def faq_index_entry(
+    site: Site, loaded: LoadedFaq, faq: FAQEntry, updated_at: str, size: EntrySize
+) -> bytes:
     """The FAQ entry's entry of index.json."""
     return compact_item(
         ContentIndexEntry(
@@ -65,6 +82,7 @@ def faq_index_entry(site: Site, loaded: LoadedFaq, faq: FAQEntry, updated_at: st
             api_url=site.base_url + paths.faq(faq.id),
             description=summarize(faq.answer),
             updated_at=updated_at,
+            size=size,
         )
     )
 

@@ -11,8 +11,9 @@ from __future__ import annotations
 import re
 
 from agent_contract import paths
+from agent_contract.directives import TOKEN_METHOD
 from agent_contract.endpoints import Endpoint, llms_section
-from agent_contract.models import ContentDocument, FAQEntry, FeatureContent
+from agent_contract.models import ContentDocument, EntrySize, FAQEntry, FeatureContent
 from content_builder.loader import LoadedDocument, LoadedFaq, Site
 from content_builder.markdown_links import MARKDOWN_SUFFIXES
 from content_builder.render.catalog import Catalog
@@ -37,25 +38,47 @@ def _link(title: str, url: str, note: str | None = None) -> str:
 LLMS_TXT_BUDGET = 50_000
 
 
-def _with_twin(site: Site, note: str, path: str) -> str:
+def _with_twin(site: Site, note: str, path: str, size: EntrySize) -> str:
     # Each entry names its Markdown twin by a real URL (a template in a Markdown link
-    # would be a dead link to any reader that follows it).
+    # would be a dead link to any reader that follows it), and both files' sizes, so an
+    # agent can tell what fits its fetch tool before fetching (issue 26).
     twin = paths.markdown_twin(path)
-    return f"{note.rstrip()} (Markdown: {site.base_url}{twin})" if twin else note
+    sizes = (
+        f"JSON {size.json_bytes:,} bytes ~{size.json_tokens:,} tokens; "
+        f"Markdown {size.markdown_bytes:,} bytes ~{size.markdown_tokens:,} tokens"
+    )
+    if not twin:
+        return f"{note.rstrip()} ({sizes})"
+    return f"{note.rstrip()} (Markdown: {site.base_url}{twin}; {sizes})"
 
 
-def document_link(site: Site, loaded: LoadedDocument, document: ContentDocument) -> str:
+def document_link(
+    site: Site, loaded: LoadedDocument, document: ContentDocument, size: EntrySize
+) -> str:
     """The document's line of llms.txt (or of its part)."""
     path = paths.document(document.id)
     return _link(
-        document.title, site.base_url + path, _with_twin(site, loaded.source.description, path)
+        document.title,
+        site.base_url + path,
+        _with_twin(site, loaded.source.description, path, size),
     )
 
 
-def faq_link(site: Site, faq: FAQEntry) -> str:
+def faq_link(site: Site, faq: FAQEntry, size: EntrySize) -> str:
     """The FAQ entry's line of llms.txt (or of its part)."""
     path = paths.faq(faq.id)
-    return _link(faq.question, site.base_url + path, _with_twin(site, summarize(faq.answer), path))
+    note = _with_twin(site, summarize(faq.answer), path, size)
+    return _link(faq.question, site.base_url + path, note)
+
+
+def _directive(site: Site) -> str:
+    """llms.txt's one-line directive to the machine-readable index (issue 26). The H1
+    stays the first line (llmstxt.org), so it follows the summary."""
+    return (
+        f"Agents: the index of every entry is {site.base_url}{paths.CONTENT_INDEX} and every "
+        f"interface is listed in {site.base_url}{paths.discovery(site.config.brand)}; sizes "
+        f"below are UTF-8 bytes and estimated tokens ({TOKEN_METHOD})."
+    )
 
 
 def _entry_links(site: Site, catalog: Catalog) -> dict[str, list[str]]:
@@ -165,8 +188,11 @@ def llms_txt(site: Site, catalog: Catalog) -> str:
         ]
 
     def assemble(sections: dict[str, list[str]]) -> str:
+        head = _head(site)
         blocks = [
-            *_head(site),
+            *head[:2],
+            _directive(site),
+            *head[2:],
             "## Interfaces\n\n" + "\n".join(listed("Interfaces")),
             # A section with nothing to list (a site without FAQ) is left out, not empty.
             *(f"## {name}\n\n" + "\n".join(lines) for name, lines in sections.items() if lines),

@@ -19,7 +19,11 @@ from content_builder.render.escape import block, code_fence, paragraph
 
 
 def _pointer(base_url: str) -> str:
-    return f"> The index of this site for agents: {base_url}{paths.LLMS_TXT}"
+    # One line, first (issue 26): the directive Mintlify and Fern put atop every page.
+    return (
+        f"> Agents: fetch the index of this site, {base_url}{paths.LLMS_TXT}, to find every "
+        "other document before exploring further."
+    )
 
 
 def _fence(code: str) -> list[str]:

@@ -6,7 +6,15 @@ from typing import Any
 
 from pydantic.json_schema import models_json_schema
 
-from agent_contract.endpoints import ENDPOINTS, JSON_MEDIA, Endpoint, Parameter, response_models
+from agent_contract.endpoints import (
+    ENDPOINTS,
+    JSON_MEDIA,
+    TEXT_MEDIA,
+    Endpoint,
+    Parameter,
+    openapi_rows,
+    response_models,
+)
 from agent_contract.models import ErrorResponse, Resource
 from content_builder.loader import Site
 from content_builder.render.catalog import Catalog
@@ -104,7 +112,13 @@ def _content(endpoint: Endpoint) -> dict[str, Any]:
         return _json(endpoint.model, endpoint.media_type)
     if endpoint.media_type == JSON_MEDIA:
         return _OPENAPI_DOCUMENT
-    return {endpoint.media_type: {"schema": {"type": "string"}}}  # text, Markdown, XML
+    if endpoint.media_type == TEXT_MEDIA:
+        return {endpoint.media_type: {"schema": {"type": "string"}}}
+    # Markdown: an unconstrained schema, described. openapi-core reads only JSON and
+    # text/plain bodies into a str, so a text/markdown body reaches its validator as
+    # bytes, which `type: string` refuses; openapi-python-client returns the text either
+    # way (docs/decisions.md, issue 26).
+    return {endpoint.media_type: {"schema": {"description": "UTF-8 Markdown text."}}}
 
 
 def openapi_document(site: Site, catalog: Catalog) -> dict[str, Any]:
@@ -120,18 +134,21 @@ def openapi_document(site: Site, catalog: Catalog) -> dict[str, Any]:
             _content(endpoint),
             _parameter(endpoint.parameter, ids) if endpoint.parameter else None,
         )
-        for endpoint in ENDPOINTS
+        for endpoint in openapi_rows()
         # A template no file matches (no FAQ entry yet) is left out: an operation whose
         # only parameter has an empty enum could never be called (issue 23).
         if endpoint.parameter is None or ids[endpoint.parameter.name]
     }
+    conventions = ", ".join(e.resolve(site.config.brand) for e in ENDPOINTS if not e.openapi)
     return {
         "openapi": OPENAPI_VERSION,
         "info": {
             "title": f"{site.config.name} agent-access API",
             "version": API_VERSION,
             "description": f"{site.config.description} Read-only static files: GET only, "
-            "no authentication, CORS open, HTTPS only, edge-cached.",
+            "no authentication, CORS open, HTTPS only, edge-cached. Web conventions "
+            f"published beside the API ({conventions}) are found at their well-known "
+            "locations and are not operations here.",
             "contact": {"email": site.config.contact}
             if "@" in site.config.contact
             else {"url": site.config.contact},
