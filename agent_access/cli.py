@@ -1,4 +1,4 @@
-"""Command line: `agent-access build|check|serve|verify|mcp|search-eval` (also
+"""Command line: `agent-access build|check|serve|verify|mcp|search-eval|init` (also
 `python -m agent_access ...` and, as before, `python -m content_builder ...`).
 
 One entry point above every party (the build, the local edge, the agent side, the MCP
@@ -77,6 +77,14 @@ def _parser() -> argparse.ArgumentParser:
 
     mcp_cmd = commands.add_parser("mcp", help="serve the API as an MCP server on stdio")
     mcp_cli.add_arguments(mcp_cmd)
+
+    init_cmd = commands.add_parser(
+        "init", help="write a starter site.yaml for an existing Markdown docs tree"
+    )
+    init_cmd.add_argument("--docs", type=Path, required=True, help="the Markdown docs tree")
+    init_cmd.add_argument(
+        "--site", type=Path, help="site folder to write site.yaml in (default: beside --docs)"
+    )
 
     eval_cmd = commands.add_parser("search-eval", help="measure search quality on questions")
     eval_cmd.add_argument("--site", type=Path, default=DEFAULT_SITE, help="site data folder")
@@ -177,6 +185,14 @@ def run_mcp(args: argparse.Namespace) -> int:
     return mcp_cli.run(args)
 
 
+def run_init(args: argparse.Namespace) -> int:
+    from content_builder import starter
+
+    path, survey = starter.write(starter.starter(args.docs, args.site))
+    print("\n".join(starter.report(path, survey)))
+    return 1 if survey.problems else 0
+
+
 def run_search_eval(args: argparse.Namespace) -> int:
     from content_builder import search_eval
 
@@ -193,6 +209,7 @@ HANDLERS: dict[str, Callable[[argparse.Namespace], int]] = {
     "verify": run_verify,
     "mcp": run_mcp,
     "search-eval": run_search_eval,
+    "init": run_init,
 }
 
 

@@ -88,7 +88,7 @@ def page_context(
             normal = os.path.join(normal, "")
         return normal, fragment
 
-    def resolve_link(dest: str) -> tuple[str | None, str | None]:
+    def resolve_link(dest: str, line: int | None = None) -> tuple[str | None, str | None]:
         found = target_of(dest)
         if found is None:
             return None, None
@@ -124,7 +124,8 @@ def page_context(
         )
         message = f"relative link to {dest!r}: {where}"
         if broken_links == "warn":
-            warnings.append(Problem(display, None, message + " (kept as written)"))
+            at = "" if line is None else f"line {line}: "
+            warnings.append(Problem(display, None, at + message + " (kept as written)"))
             return None, None
         return None, message + " (site.yaml broken_links: warn makes this a warning)"
 

@@ -111,7 +111,8 @@ class Converted:
 
 
 #: The callbacks a page needs from its tree.
-Resolve = Callable[[str], tuple[str | None, str | None]]  # dest -> (new dest, problem)
+#: (dest, its line) -> (new dest, problem); the line names a warning (broken_links: warn).
+Resolve = Callable[[str, int | None], tuple[str | None, str | None]]
 ReadSnippet = Callable[[str], tuple[str | None, str | None, str | None]]  # (name, text, problem)
 
 
@@ -546,7 +547,7 @@ def _rewritten(
     if image:
         found = context.resolve_image(bare)
         return dest if found is None else found
-    new, problem = context.resolve_link(bare)
+    new, problem = context.resolve_link(bare, origin)
     if problem is not None:
         problems.append((origin, problem))
     return dest if new is None else new

@@ -183,7 +183,7 @@ def _trees(
             )  # fmt: skip
             return trees
         root = Path(os.path.normpath(os.path.abspath(root)))
-        mkdocs = _mkdocs_config(root, problems, display_path)
+        mkdocs = mkdocs_config(root, problems, display_path)
         if mkdocs is not None:
             folder, settings = mkdocs
             style = config.docs_url_style or (
@@ -205,7 +205,7 @@ class _IgnoringLoader(yaml.SafeLoader):
 _IgnoringLoader.add_multi_constructor("", lambda loader, suffix, node: None)
 
 
-def _mkdocs_config(
+def mkdocs_config(
     root: Path, problems: list[Problem], display_path: Callable[[Path], str]
 ) -> tuple[Path, dict[str, Any]] | None:
     """mkdocs.yml beside the docs tree (in its parent, naming it as its docs_dir) or in it."""
@@ -474,7 +474,7 @@ def _document(
         return "\0".join(str(context.read_snippet(name)[0::2]) for name in names)
 
     def key_of(names: list[str], destinations: list[str]) -> str:
-        resolved = [context.resolve_link(destination) for destination in destinations]
+        resolved = [context.resolve_link(destination, None) for destination in destinations]
         text = f"{own}\0{snippet_part(names)}\0{resolved!r}"
         return entry_key(page.display, text.encode("utf-8"))
 
@@ -519,9 +519,9 @@ def _recording(context: Context, names: list[str], links: list[str]) -> Context:
         names.append(name)
         return context.read_snippet(name)
 
-    def resolve_link(destination: str) -> tuple[str | None, str | None]:
+    def resolve_link(destination: str, line: int | None) -> tuple[str | None, str | None]:
         links.append(destination)
-        return context.resolve_link(destination)
+        return context.resolve_link(destination, line)
 
     return Context(resolve_link, context.resolve_image, read_snippet, context.tokens)
 
