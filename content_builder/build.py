@@ -39,7 +39,12 @@ from content_builder.lock import (
 )
 from content_builder.render.catalog import JOINED, Catalog, entry_file
 from content_builder.render.documents import DocumentData, tracked
-from content_builder.render.endpoints import RENDERERS, RenderContext, markdown_mirrors
+from content_builder.render.endpoints import (
+    RENDERERS,
+    RenderContext,
+    markdown_mirrors,
+    search_shard_files,
+)
 from content_builder.render.entries import build_catalog, lock_stamp
 from content_builder.validate import body_links, check_artifacts, check_authored_links
 from content_builder.writer import FileReport, staged_file, write_output
@@ -112,6 +117,7 @@ def render(site: Site, catalog: Catalog, mcp_endpoint: str | None = None) -> lis
             for loaded, entry in zip(site.faqs, catalog.faqs, strict=True)
         ),
         *markdown_mirrors(site, catalog),
+        *search_shard_files(site, catalog),
     ]
     single = sorted(SINGLE_FILES, key=lambda endpoint: rule_for(endpoint.resolve(brand)).tier)
     return [

@@ -90,12 +90,19 @@ def _operation(
 
 
 def _parameter(parameter: Parameter, ids: dict[str, list[str]]) -> dict[str, Any]:
+    # Shards and entry-file prefixes are too many to list: a pattern, and the term map
+    # names them.
+    schema: dict[str, Any] = (
+        {"type": "string", "pattern": parameter.pattern}
+        if parameter.pattern
+        else {"type": "string", "enum": ids[parameter.name]}
+    )
     return {
         "name": parameter.name,
         "in": "path",
         "required": True,
         "description": f"Id of the {parameter.what}.",
-        "schema": {"type": "string", "enum": ids[parameter.name]},
+        "schema": schema,
     }
 
 

@@ -1,0 +1,353 @@
+"""The sharded search index: its format, and the one query procedure over it.
+
+`search-index.json` is one file, so every query downloads every entry's keywords, and a
+large site's entries must share a byte budget. Beside it (Pagefind's idea, in plain
+JSON for a GET-only agent): a small **term map**, **shards** of postings and compact
+**entry files**.
+
+1. GET /api/v1/search/terms.json. Its `shards` is a sorted list of `[first_term, name]`:
+   the shard holding a term is the last one whose first term is <= the term.
+2. For each query word (lowercased, split on anything but a-z and 0-9), GET that shard
+   (`shard_url` with `{shard}` replaced by its name). `terms[word]` is
+   `{"df": entries holding the word, "postings": [[weight, key, key, ...], ...], "more":
+   name}`: groups of entry keys by weight, highest weight first; `more`, when present,
+   names another shard continuing this word's postings (lower weights).
+3. Score each entry: the sum over the words it holds of weight * idf, idf =
+   ln(1 + (entries - df + 0.5) / (df + 0.5)); best first.
+4. For each hit, GET the entry file `entries_url` with `{prefix}` replaced by the first
+   `prefix_length` characters of its key: `entries[key]` is {id, title, url, api_url,
+   description}.
+
+Shards are named by their content (a new version is a new name, cached for a year);
+the term map and entry files keep their names and are short-lived. A shard that answers
+404 was replaced by a publish since the term map was read: read the term map again.
+
+Every entry keeps every term (its title, description, keywords, headings and prose, with
+stems and regular inflections): there is no keyword budget per entry. `query` below is
+the procedure with the refinements the project's client and MCP server use: stop words
+dropped, each word also looked up by its stem and word family, and a word's `more`
+postings read only when they could change the page of results asked for.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from bisect import bisect_right
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from agent_contract import paths, search_terms
+
+#: The format of the sharded index (the term map's `version`).
+FORMAT_VERSION = "1"
+
+TERM_MAP_PATH = paths.SEARCH_TERMS
+
+#: Weight of a term by where the entry has it: its title says most, then what its author
+#: chose to say about it (description, keywords, headings), then the forms derived from
+#: those, then its prose (by how often the word occurs there).
+TITLE_WEIGHT = 6
+SALIENT_WEIGHT = 4  # description, authored keywords, headings
+STEM_WEIGHT = 3  # stems of those words, acronyms both ways
+INFLECTION_WEIGHT = 2  # regular forms of those stems the entry does not use itself
+#: Prose: once, two or three times, four times or more (BM25-like saturation, no length
+#: normalization: it measured worse on the sample's questions, and it would make every
+#: weight of an entry depend on its length, so that one edit rewrote every shard it has).
+BODY_WEIGHTS = (2, 3, 3, 4)
+
+#: A term's postings kept in its shard, best first; the rest in its `more` shard, read
+#: only when they could change a page of results (a common word's idf is near 0).
+HEAD_POSTINGS = 32
+
+#: Entry keys: the first hex digits of sha256(id), at least this many, more when two
+#: entries of the site would share one.
+SHORTEST_KEY = 6
+#: Entries per entry file the prefix length aims at (at most; 16 prefixes per digit).
+ENTRIES_PER_FILE = 8
+
+
+def entry_key(entry_id: str, length: int) -> str:
+    return hashlib.sha256(entry_id.encode("utf-8")).hexdigest()[:length]
+
+
+def key_length(entry_ids: Iterable[str]) -> int:
+    """The shortest key length >= SHORTEST_KEY at which every entry's key is its own."""
+    digests = [hashlib.sha256(i.encode("utf-8")).hexdigest() for i in entry_ids]
+    length = SHORTEST_KEY
+    while len({digest[:length] for digest in digests}) < len(digests):
+        length += 1
+    return length
+
+
+def prefix_length(entries: int) -> int:
+    """Hex digits of an entry key that name its entry file: at most ENTRIES_PER_FILE
+    entries per file on average (16 files at one digit, 256 at two, ...)."""
+    length = 1
+    while entries > ENTRIES_PER_FILE * 16**length:
+        length += 1
+    return length
+
+
+def body_weight(count: int) -> int:
+    return BODY_WEIGHTS[min(count, len(BODY_WEIGHTS)) - 1]
+
+
+def idf(df: int, entries: int) -> float:
+    """BM25's idf: always positive, near 0 for a word nearly every entry holds."""
+    return math.log(1 + (entries - df + 0.5) / (df + 0.5))
+
+
+def shard_for(term: str, firsts: list[str]) -> int:
+    """The index of the shard holding `term`: the last whose first term is <= it."""
+    return max(bisect_right(firsts, term) - 1, 0)
+
+
+# --- the query procedure ---------------------------------------------------------------
+
+#: path -> body; raises LookupError (KeyError, or a subclass) when the file is missing.
+Fetch = Callable[[str], bytes]
+
+
+class SearchFormatError(ValueError):
+    """A file of the sharded index is not what this format says."""
+
+
+@dataclass(frozen=True)
+class Hit:
+    key: str
+    id: str
+    title: str
+    url: str  # the human-facing page (canonical_url)
+    api_url: str  # the JSON document
+    description: str
+    score: float
+    matched: tuple[str, ...]  # the query words the entry holds, in query order
+
+
+@dataclass(frozen=True)
+class Results:
+    hits: list[Hit]
+    offset: int
+    #: Whether more hits follow this page (ask again with offset + len(hits)).
+    more: bool
+    #: Entries matching at least one word, as far as the postings read tell (a lower
+    #: bound when `more` postings were left unread).
+    matched: int
+    files: list[str] = field(default_factory=list)  # paths read, in order
+
+
+def query_words(query: str) -> list[str]:
+    """The query's words as the index holds them: folded, stop words dropped, compounds
+    ("sha-256" -> "sha256") added, each once, in order."""
+    folded = search_terms.fold(query)
+    found = search_terms.words(folded, folded=True)
+    found += sorted(search_terms.compounds(folded, folded=True))
+    return list(dict.fromkeys(found))
+
+
+def word_variants(word: str) -> list[str]:
+    """The terms a query word is looked up as: itself, its stem, its word family."""
+    return list(dict.fromkeys((word, search_terms.stem(word), search_terms.family(word))))
+
+
+@dataclass
+class _Term:
+    df: int
+    groups: list[list[Any]]  # [weight, key, key, ...], read so far
+    more: str | None  # the next shard of this term's postings, unread
+
+
+class _Reader:
+    """The files of one query, each read once."""
+
+    def __init__(self, fetch: Fetch) -> None:
+        self._fetch = fetch
+        self.files: list[str] = []
+        self._json: dict[str, Any] = {}
+
+    def json(self, path: str) -> Any:
+        if path not in self._json:
+            self.files.append(path)
+            try:
+                self._json[path] = json.loads(self._fetch(path))
+            except ValueError as error:
+                raise SearchFormatError(f"{path}: not JSON ({error})") from None
+        return self._json[path]
+
+    def forget(self, path: str) -> None:
+        self._json.pop(path, None)
+
+
+def _path(url_or_path: str) -> str:
+    """A URL's path (the term map's templates are absolute URLs)."""
+    if "://" in url_or_path:
+        rest = url_or_path.split("://", 1)[1]
+        return "/" + rest.split("/", 1)[1] if "/" in rest else "/"
+    return url_or_path
+
+
+def _object(value: Any, where: str) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise SearchFormatError(f"{where}: expected a JSON object")
+    return value
+
+
+class _Index:
+    """The term map, and the terms looked up in its shards."""
+
+    def __init__(self, reader: _Reader) -> None:
+        self.reader = reader
+        self._load()
+
+    def _load(self) -> None:
+        terms = _object(self.reader.json(TERM_MAP_PATH), TERM_MAP_PATH)
+        try:
+            self.entries = int(terms["entries"])
+            self.prefix_length = int(terms["prefix_length"])
+            self.shard_path = _path(str(terms["shard_url"]))
+            self.entries_path = _path(str(terms["entries_url"]))
+            shards = [(str(first), str(name)) for first, name in terms["shards"]]
+        except (KeyError, TypeError, ValueError) as error:
+            raise SearchFormatError(f"{TERM_MAP_PATH}: {error!r}") from None
+        self.firsts = [first for first, _ in shards]
+        self.names = [name for _, name in shards]
+
+    def shard(self, name: str) -> dict[str, Any]:
+        path = self.shard_path.replace("{shard}", name)
+        shard = _object(self.reader.json(path), path)
+        return _object(shard.get("terms", {}), path)
+
+    def term(self, term: str) -> _Term | None:
+        if not self.names:
+            return None
+        name = self.names[shard_for(term, self.firsts)]
+        try:
+            found = self.shard(name).get(term)
+        except LookupError:
+            # Replaced by a publish since the term map was read: read it again, once.
+            self.reader.forget(TERM_MAP_PATH)
+            self._load()
+            found = self.shard(self.names[shard_for(term, self.firsts)]).get(term)
+        if found is None:
+            return None
+        return _Term(int(found["df"]), list(found["postings"]), found.get("more"))
+
+    def more(self, term: str, posting: _Term) -> None:
+        """Read the rest of a term's postings."""
+        while posting.more is not None:
+            found = self.shard(posting.more).get(term)
+            if found is None:
+                raise SearchFormatError(f"shard {posting.more} does not continue {term!r}")
+            posting.groups += found["postings"]
+            posting.more = found.get("more")
+
+    def entry_file(self, key: str) -> dict[str, Any]:
+        path = self.entries_path.replace("{prefix}", key[: self.prefix_length])
+        return _object(_object(self.reader.json(path), path).get("entries", {}), path)
+
+
+def query(fetch: Fetch, text: str, limit: int | None = 10, offset: int = 0) -> Results:
+    """The entries best matching `text`, `limit` of them (None: every match) from
+    `offset`, best first: the procedure of this module's docstring.
+
+    A word's postings past its shard's (lower weights) are read only while some entry
+    could still enter the page asked for: the "no random access" top-k algorithm (Fagin
+    et al., NRA), each word's unread postings bounded by its idf times its last weight."""
+    reader = _Reader(fetch)
+    index = _Index(reader)
+    words: list[tuple[str, list[tuple[str, _Term, float]]]] = []
+    for word in query_words(text):
+        found = []
+        for term in word_variants(word):
+            posting = index.term(term)
+            if posting is not None:
+                found.append((term, posting, idf(posting.df, index.entries)))
+        if found:
+            words.append((word, found))
+    wanted = None if limit is None else offset + limit
+    while True:
+        scores = _scores(words)
+        ranked = sorted(scores.items(), key=lambda item: (-item[1][0], -len(item[1][1]), item[0]))
+        unread = [
+            (bound, word_index, term_index)
+            for word_index, (_, found) in enumerate(words)
+            for term_index, (_, posting, weight) in enumerate(found)
+            if posting.more is not None
+            for bound in [weight * _last_weight(posting)]
+        ]
+        if not unread or not _may_change(ranked, words, wanted):
+            break
+        _, word_index, term_index = max(unread)
+        term, posting, _ = words[word_index][1][term_index]
+        index.more(term, posting)
+    page = ranked[offset:] if wanted is None else ranked[offset:wanted]
+    hits = []
+    for key, (score, matched) in page:
+        meta = index.entry_file(key).get(key)
+        if meta is None:
+            raise SearchFormatError(f"entry key {key} is in no entry file")
+        hits.append(
+            Hit(
+                key,
+                str(meta["id"]),
+                str(meta["title"]),
+                str(meta["url"]),
+                str(meta["api_url"]),
+                str(meta.get("description", "")),
+                round(score, 4),
+                tuple(word for word, _ in words if word in matched),
+            )
+        )
+    more = wanted is not None and (
+        len(ranked) > wanted or any(p.more for _, found in words for _, p, _ in found)
+    )
+    return Results(hits, offset, more, len(ranked), reader.files)
+
+
+def _last_weight(posting: _Term) -> int:
+    return int(posting.groups[-1][0]) if posting.groups else 0
+
+
+def _scores(
+    words: list[tuple[str, list[tuple[str, _Term, float]]]],
+) -> dict[str, tuple[float, frozenset[str]]]:
+    """Per entry key: the sum over words of its best variant's idf * weight, and the
+    words it holds."""
+    best: dict[str, dict[str, float]] = {}
+    for word, found in words:
+        for _, posting, weight in found:
+            for group in posting.groups:
+                score = weight * int(group[0])
+                for key in group[1:]:
+                    held = best.setdefault(key, {})
+                    if held.get(word, 0.0) < score:
+                        held[word] = score
+    return {key: (sum(held.values()), frozenset(held)) for key, held in best.items()}
+
+
+def _may_change(
+    ranked: list[tuple[str, tuple[float, frozenset[str]]]],
+    words: list[tuple[str, list[tuple[str, _Term, float]]]],
+    wanted: int | None,
+) -> bool:
+    """Whether unread postings could change the first `wanted` results (None: all of
+    them, so yes while any are unread)."""
+    if wanted is None:
+        return True
+    # Per word: the most an unread posting adds (its best unread variant).
+    bound = {
+        word: max(
+            (weight * _last_weight(p) for _, p, weight in found if p.more is not None),
+            default=0.0,
+        )
+        for word, found in words
+    }
+    threshold = ranked[wanted - 1][1][0] if len(ranked) >= wanted else 0.0
+    gain = sum(bound.values())
+    # An entry not read yet, or the best one below the page (the others are below it),
+    # could enter the page.
+    best_below = ranked[wanted][1][0] if len(ranked) > wanted else 0.0
+    return best_below + gain > threshold
