@@ -200,13 +200,8 @@ ENDPOINTS: tuple[Endpoint, ...] = (
             "search at any size in a few small GETs: the term map names the shard holding "
             "each word; see Searching below",
         ),
-        mcp=McpListing(
-            4,
-            "search/terms",
-            "Sharded Search Index",
-            "The term map of the sharded search index: which shard holds which words, and "
-            "the URL templates of shards and entry files.",
-        ),
+        # Not an MCP resource (the spec's resource table is the manifest's): the manifest's
+        # search_content tool describes it, and the live server's search tools use it.
         discovery=18,
     ),
     Endpoint(

@@ -69,6 +69,38 @@ SHORTEST_KEY = 6
 ENTRIES_PER_FILE = 8
 
 
+#: The procedure in one paragraph: the term map's `procedure`, and the discovery document's.
+PROCEDURE = (
+    "Lowercase the query and split it on anything but a-z and 0-9. For each word, GET "
+    "shard_url with {shard} = the name of the last shard whose first word is <= the word; "
+    "its terms[word].postings are groups [weight, key, key, ...], highest weight first. "
+    "Score each key: the sum over words of weight * ln(1 + (entries - df + 0.5) / (df + "
+    "0.5)). For the best keys, GET entries_url with {prefix} = the key's first "
+    "prefix_length characters: entries[key] has id, title, url, api_url and description. "
+    "A word's `more` names another shard continuing its postings (lower weights). A shard "
+    "answering 404 was replaced: read the term map again."
+)
+
+
+def curl_example(base_url: str) -> str:
+    """A worked example with curl and jq, for llms.txt and the README: one word's best
+    entry."""
+    return "\n".join(
+        [
+            f"BASE={base_url}",
+            "WORD=cache",
+            f'curl -s "$BASE{paths.SEARCH_TERMS}" > terms.json',
+            "SHARD=$(jq -r --arg w \"$WORD\" '[.shards[] | select(.[0] <= $w)] | last | .[1]' "
+            "terms.json)",
+            'curl -s "$BASE/api/v1/search/shards/$SHARD.json" | jq -c --arg w "$WORD" '
+            "'.terms[$w].postings[0]'   # [weight, key, ...]",
+            "KEY=...   # a key from those postings",
+            "P=$(jq .prefix_length terms.json)",
+            'curl -s "$BASE/api/v1/search/entries/${KEY:0:$P}.json" | jq ".entries[\"$KEY\"]"',
+        ]
+    )
+
+
 def entry_key(entry_id: str, length: int) -> str:
     return hashlib.sha256(entry_id.encode("utf-8")).hexdigest()[:length]
 
@@ -107,8 +139,12 @@ def shard_for(term: str, firsts: list[str]) -> int:
 
 # --- the query procedure ---------------------------------------------------------------
 
-#: path -> body; raises LookupError (KeyError, or a subclass) when the file is missing.
+#: path -> body; raises LookupError (MissingFile, KeyError, ...) when there is no such file.
 Fetch = Callable[[str], bytes]
+
+
+class MissingFile(LookupError):
+    """What a fetch raises for a file the deployment does not have (HTTP 404)."""
 
 
 class SearchFormatError(ValueError):

@@ -28,6 +28,7 @@ from mcp.server import Server
 from mcp.server.context import ServerRequestContext
 from mcp.shared.exceptions import MCPError
 
+from agent_mcp import search
 from agent_mcp.catalog import Catalog, InvalidRequest, compact
 from agent_mcp.sources import SourceError
 
@@ -38,13 +39,11 @@ READ_ONLY = types.ToolAnnotations(
 SEARCH_TOOL = types.Tool(
     name="search",
     description="Search the site's documents and FAQ entries. Returns {results: [{id, title, "
-    "url}]}, best first; pass an id to `fetch` for the full text. (The shape ChatGPT "
-    "connectors and deep research call.)",
-    input_schema={
-        "type": "object",
-        "properties": {"query": {"type": "string", "description": "What to look for."}},
-        "required": ["query"],
-    },
+    "url, snippet}], next_cursor?}, best first, `limit` per page (default "
+    f"{search.DEFAULT_LIMIT}); pass next_cursor back as `cursor` for the next page, and an "
+    "id to `fetch` for the full text. (The shape ChatGPT connectors and deep research call.)",
+    input_schema=search.SEARCH_INPUT_SCHEMA,
+    output_schema=search.SEARCH_OUTPUT_SCHEMA,
     annotations=READ_ONLY,
 )
 FETCH_TOOL = types.Tool(
@@ -156,6 +155,24 @@ def _text_result(text: str, structured: dict[str, Any] | None) -> types.CallTool
     )
 
 
+def _search_result(catalog: Catalog, arguments: dict[str, Any]) -> types.CallToolResult:
+    query = arguments.get("query")
+    unexpected = sorted(set(arguments) - set(search.SEARCH_INPUT_SCHEMA["properties"]))
+    if not isinstance(query, str) or unexpected:
+        raise InvalidRequest(
+            "search: takes a string 'query', and optionally 'limit' and 'cursor'",
+            {"tool": "search", "argument": unexpected[0] if unexpected else "query"},
+        )
+    cursor = arguments.get("cursor")
+    if cursor is not None and not isinstance(cursor, str):
+        raise InvalidRequest("search: cursor must be a string", {"argument": "cursor"})
+    try:
+        result = catalog.search(query, arguments.get("limit"), cursor)
+    except search.SearchArgumentError as problem:
+        raise InvalidRequest(str(problem), {"tool": "search"}) from None
+    return _text_result(compact(result), result)
+
+
 def create_server(
     catalog: Catalog, limits: CallLimits | None = None, gate: CallGate | None = None
 ) -> Server[Any]:
@@ -179,6 +196,8 @@ def create_server(
         return types.ListToolsResult(tools=tools)
 
     def answer_tool(name: str, arguments: dict[str, Any]) -> types.CallToolResult:
+        if name == "search":
+            return _search_result(catalog, arguments)
         if name in ("search", "fetch"):
             key = "query" if name == "search" else "id"
             value = arguments.get(key)

@@ -8,7 +8,7 @@ notes may not span lines, or the parser silently mangles them.
 
 from __future__ import annotations
 
-from agent_contract import paths
+from agent_contract import paths, search_shards
 from agent_contract.endpoints import Endpoint, llms_section
 from agent_contract.models import ContentDocument, FAQEntry, FeatureContent
 from content_builder.loader import LoadedDocument, LoadedFaq, Site
@@ -132,6 +132,15 @@ def row_has_files(endpoint: Endpoint, site: Site, catalog: Catalog) -> bool:
     return bool(catalog.documents or catalog.faqs)  # a part per section with entries
 
 
+def _searching(site: Site) -> list[str]:
+    """How to search at any size with GETs alone: the sharded index, with a worked example."""
+    return [
+        "Searching: the sharded search index answers a query in a few small GETs at any "
+        f"size. {search_shards.PROCEDURE} With curl and jq:",
+        "```sh\n" + search_shards.curl_example(site.base_url) + "\n```",
+    ]
+
+
 def llms_txt(site: Site, catalog: Catalog) -> str:
     def url(path: str) -> str:
         return site.base_url + path
@@ -146,6 +155,7 @@ def llms_txt(site: Site, catalog: Catalog) -> str:
     def assemble(sections: dict[str, list[str]]) -> str:
         blocks = [
             *_head(site),
+            *_searching(site),
             "## Interfaces\n\n" + "\n".join(listed("Interfaces")),
             *(f"## {name}\n\n" + "\n".join(lines) for name, lines in sections.items()),
             "## Optional\n\n" + "\n".join(listed("Optional")),

@@ -44,18 +44,6 @@ _GROUP_WEIGHTS = (
     ("inflections", search_shards.INFLECTION_WEIGHT),
 )
 
-PROCEDURE = (
-    "Lowercase the query and split it on anything but a-z and 0-9. For each word, GET "
-    "shard_url with {shard} = the name of the last shard whose first word is <= the word; "
-    "its terms[word].postings are groups [weight, key, key, ...], highest weight first. "
-    "Score each key: the sum over words of weight * ln(1 + (entries - df + 0.5) / (df + "
-    "0.5)). For the best keys, GET entries_url with {prefix} = the key's first "
-    "prefix_length characters: entries[key] has id, title, url, api_url and description. "
-    "A word's `more` names another shard continuing its postings (lower weights). A shard "
-    "answering 404 was replaced: read this map again."
-)
-
-
 @dataclass(frozen=True)
 class ShardedIndex:
     term_map: bytes
@@ -97,7 +85,7 @@ def _make(site: Site, catalog: Catalog) -> ShardedIndex:
         prefix_length=prefix,
         shard_url=site.base_url + paths.SEARCH_SHARD_TEMPLATE,
         entries_url=site.base_url + paths.SEARCH_ENTRIES_TEMPLATE,
-        procedure=PROCEDURE,
+        procedure=search_shards.PROCEDURE,
         shards=firsts,
     )
     return ShardedIndex(term_map.model_dump_json().encode("utf-8") + b"\n", files)
