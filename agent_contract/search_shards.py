@@ -96,7 +96,7 @@ def curl_example(base_url: str) -> str:
             "'.terms[$w].postings[0]'   # [weight, key, ...]",
             "KEY=...   # a key from those postings",
             "P=$(jq .prefix_length terms.json)",
-            'curl -s "$BASE/api/v1/search/entries/${KEY:0:$P}.json" | jq ".entries[\"$KEY\"]"',
+            'curl -s "$BASE/api/v1/search/entries/${KEY:0:$P}.json" | jq ".entries["$KEY"]"',
         ]
     )
 

@@ -22,7 +22,6 @@ from urllib.parse import urlsplit
 
 import jsonschema
 
-from agent_client.client import rank
 from agent_contract import paths
 from agent_contract.models import SearchIndex
 from agent_mcp.search import ShardSearch

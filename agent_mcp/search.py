@@ -111,7 +111,12 @@ class ShardSearch:
         found = self.query(query, limit or DEFAULT_LIMIT, offset)
         answer: dict[str, Any] = {
             "results": [
-                {"id": hit.id, "title": hit.title, "url": hit.url, "snippet": snippet(hit.description)}
+                {
+                    "id": hit.id,
+                    "title": hit.title,
+                    "url": hit.url,
+                    "snippet": snippet(hit.description),
+                }
                 for hit in found.hits
             ]
         }

@@ -144,8 +144,10 @@ def measure(site: Path, edit: str | None = None) -> SiteResult:
 
 
 def _is_entry_json(path: str) -> bool:
-    return (path.startswith(("/api/v1/content/", "/api/v1/faq/"))) and path.endswith(".json") and (
-        path.rsplit("/", 1)[1] not in ("index.json", "search-index.json")
+    return (
+        (path.startswith(("/api/v1/content/", "/api/v1/faq/")))
+        and path.endswith(".json")
+        and (path.rsplit("/", 1)[1] not in ("index.json", "search-index.json"))
     )
 
 

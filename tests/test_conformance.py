@@ -71,7 +71,10 @@ EXTENSION_PATHS = {
     "/api/v1/search/terms.json": "application/json",  # the sharded search index (issue 25)
 }
 #: The sharded search index's shards and entry files: named by the build.
-SEARCH_FILE_TEMPLATES = {"/api/v1/search/shards/{shard}.json", "/api/v1/search/entries/{prefix}.json"}
+SEARCH_FILE_TEMPLATES = {
+    "/api/v1/search/shards/{shard}.json",
+    "/api/v1/search/entries/{prefix}.json",
+}
 MARKDOWN_TEMPLATES = {"/api/v1/content/{document_id}.md", "/api/v1/faq/{faq_id}.md"}
 TEMPLATES = {*MARKDOWN_TEMPLATES, "/llms/{part}.txt", *SEARCH_FILE_TEMPLATES}
 

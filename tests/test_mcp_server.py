@@ -27,7 +27,6 @@ import yaml
 from mcp import Client, StdioServerParameters
 from mcp.shared.exceptions import MCPError
 
-from agent_client.client import rank
 from agent_contract import paths, search_shards
 from agent_contract.models import SearchIndex
 from agent_mcp.catalog import SEARCH_LIMIT
@@ -91,7 +90,9 @@ async def exercise(server: Any, mode: str, files: dict[str, bytes], question: st
         assert [t.name for t in listed] == [t["name"] for t in manifest["tools"]] + CHATGPT_TOOLS
         by_name = {t.name: t for t in listed}
         search_tool = by_name["search"]
-        assert search_tool.output_schema and "next_cursor" in search_tool.output_schema["properties"]
+        assert (
+            search_tool.output_schema and "next_cursor" in search_tool.output_schema["properties"]
+        )
         for tool in manifest["tools"]:
             assert by_name[tool["name"]].input_schema == tool["inputSchema"]
             assert by_name[tool["name"]].description == tool["description"]
@@ -163,7 +164,7 @@ async def exercise(server: Any, mode: str, files: dict[str, bytes], question: st
                 hit["snippet"].rstrip("…")
             )
         # Paged: limit hits a page, next_cursor for the next, no hit twice, same order.
-        first = (await client.call_tool("search", {"query": question, "limit": 2}))
+        first = await client.call_tool("search", {"query": question, "limit": 2})
         page = first.structured_content
         assert [r["id"] for r in page["results"]] == [r["id"] for r in results[:2]]
         second = await client.call_tool(
@@ -398,7 +399,9 @@ def test_search_ranks_as_the_client_does_on_the_search_evaluation(site: Path) ->
                 # The sharded index's query procedure, as the client runs it.
                 found = search_shards.query(files.__getitem__, item["q"], limit=SEARCH_LIMIT)
                 assert ids == [hit.id for hit in found.hits], item["q"]
-                assert all(hit["snippet"] is not None for hit in result.structured_content["results"])
+                assert all(
+                    hit["snippet"] is not None for hit in result.structured_content["results"]
+                )
 
     run(go)
 

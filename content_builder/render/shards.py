@@ -44,6 +44,7 @@ _GROUP_WEIGHTS = (
     ("inflections", search_shards.INFLECTION_WEIGHT),
 )
 
+
 @dataclass(frozen=True)
 class ShardedIndex:
     term_map: bytes
