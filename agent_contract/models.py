@@ -156,7 +156,9 @@ class SearchTermMap(Resource):
     shard_url: UrlTemplate = Field(description="A shard's URL: {shard} is its name")
     entries_url: UrlTemplate = Field(description="An entry file's URL: {prefix} is a key prefix")
     procedure: str
-    shards: list[tuple[str, str]] = Field(description="[first word, shard name], sorted")
+    shards: list[Annotated[list[str], Field(min_length=2, max_length=2)]] = Field(
+        description="[first word, shard name], sorted by first word"
+    )
 
 
 class SearchTermPostings(Resource):

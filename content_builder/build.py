@@ -133,12 +133,19 @@ def render(site: Site, catalog: Catalog, mcp_endpoint: str | None = None) -> lis
     ]
 
 
+_SHARDS = paths.SEARCH_SHARD_TEMPLATE.split("{", 1)[0]
+
+
 def check(site: Site, catalog: Catalog, artifacts: list[Artifact]) -> None:
     """The cross-checks (validate.py), of what the last build that passed did not prove
     already (cache.py `Proven`); what this one proves is recorded for the next."""
     by_path = {artifact.path: artifact for artifact in artifacts}
     published = frozenset(by_path)
-    before = site.cache.proven(published)
+    # Search shards are named by their bytes: an edit replaces a few, and a proof keyed by
+    # them would lapse at every edit (every link checked again). Nothing links one shard
+    # by name but the term map, which is checked whenever its bytes change.
+    proof_paths = frozenset(p for p in published if not p.startswith(_SHARDS))
+    before = site.cache.proven(proof_paths)
     identities = [
         entry_identity(loaded.cache_key, lock_stamp(catalog.lock[loaded.id]))
         if loaded.cache_key
@@ -156,11 +163,11 @@ def check(site: Site, catalog: Catalog, artifacts: list[Artifact]) -> None:
         site,
         artifacts,
         found,
-        coverage_proven=before is not None and before.coverage_holds(published, coverage),
+        coverage_proven=before is not None and before.coverage_holds(proof_paths, coverage),
     )
     # render() puts each entry's two files first; the rest are named by their bytes.
     others = artifacts[2 * len(catalog.entries) :]
-    site.cache.record_proof(published, identities, others, coverage)
+    site.cache.record_proof(proof_paths, identities, others, coverage)
 
 
 def known_links(

@@ -87,7 +87,7 @@ def _make(site: Site, catalog: Catalog) -> ShardedIndex:
         shard_url=site.base_url + paths.SEARCH_SHARD_TEMPLATE,
         entries_url=site.base_url + paths.SEARCH_ENTRIES_TEMPLATE,
         procedure=search_shards.PROCEDURE,
-        shards=firsts,
+        shards=[list(pair) for pair in firsts],
     )
     return ShardedIndex(term_map.model_dump_json().encode("utf-8") + b"\n", files)
 
