@@ -105,9 +105,11 @@ def test_publish_scenarios_meet_the_targets(bench: dict[str, Any], search_files:
     assert sorted(edited["invalidation_paths"]) == sorted(
         [f"/api/v1/content/{publish['edited']}.json", "/api/v1/content/index.json",
          "/api/v1/content/search-index.json", "/llms-full.txt",
-         f"/api/v1/content/{publish['edited']}.md", "/api/v1/changes.json", "/sitemap.xml"]
+         f"/api/v1/content/{publish['edited']}.md", "/api/v1/changes.json", "/sitemap.xml",
+         "/api/v1/search/terms.json"]  # the sharded index's map; its new shards: no need
     )  # fmt: skip
-    assert edited["put_requests"] == edited["objects_written"] == 7
+    # The 8 files above, and the few new shards holding the edited words (issue 25).
+    assert 8 < edited["put_requests"] == edited["objects_written"] <= 8 + 8
     assert route["put_requests"] == route["files_invalidated"] == N
     assert all(path.startswith("/api/v1/faq/") for path in route["invalidation_paths"])
     assert all(sum(row["stale"].values()) == 0 for row in publish["rows"])
