@@ -166,8 +166,9 @@ class SearchTermPostings(Resource):
     postings: list[list[int | str]] = Field(
         description="Groups [weight, entry key, entry key, ...], highest weight first"
     )
-    more: str | None = Field(
-        default=None, description="The shard continuing this word's postings (lower weights)"
+    more: list[Annotated[list[int | str], Field(min_length=2, max_length=2)]] | None = Field(
+        default=None,
+        description="[weight, shard] holding the rest of this word's postings, highest first",
     )
 
 

@@ -10,8 +10,8 @@ JSON for a GET-only agent): a small **term map**, **shards** of postings and com
 2. For each query word (lowercased, split on anything but a-z and 0-9), GET that shard
    (`shard_url` with `{shard}` replaced by its name). `terms[word]` is
    `{"df": entries holding the word, "postings": [[weight, key, key, ...], ...], "more":
-   name}`: groups of entry keys by weight, highest weight first; `more`, when present,
-   names another shard continuing this word's postings (lower weights).
+   [[weight, name], ...]}`: groups of entry keys by weight, highest weight first; `more`,
+   when present, names the shards holding the rest, one per weight, highest first.
 3. Score each entry: the sum over the words it holds of weight * idf, idf =
    ln(1 + (entries - df + 0.5) / (df + 0.5)); best first.
 4. For each hit, GET the entry file `entries_url` with `{prefix}` replaced by the first
@@ -58,8 +58,9 @@ INFLECTION_WEIGHT = 2  # regular forms of those stems the entry does not use its
 #: weight of an entry depend on its length, so that one edit rewrote every shard it has).
 BODY_WEIGHTS = (2, 3, 3, 4)
 
-#: A term's postings kept in its shard, best first; the rest in its `more` shard, read
-#: only when they could change a page of results (a common word's idf is near 0).
+#: A term's postings kept in its shard, best first; the rest in its `more` shards (one
+#: per weight), each read only when it could change a page of results (a common word's
+#: idf is near 0).
 HEAD_POSTINGS = 32
 
 #: Entry keys: the first hex digits of sha256(id), at least this many, more when two
@@ -77,7 +78,7 @@ PROCEDURE = (
     "Score each key: the sum over words of weight * ln(1 + (entries - df + 0.5) / (df + "
     "0.5)). For the best keys, GET entries_url with {prefix} = the key's first "
     "prefix_length characters: entries[key] has id, title, url, api_url and description. "
-    "A word's `more` names another shard continuing its postings (lower weights). A shard "
+    "A word's `more` lists [weight, shard] holding the rest of its postings. A shard "
     "answering 404 was replaced: read the term map again."
 )
 
@@ -193,7 +194,7 @@ def word_variants(word: str) -> list[str]:
 class _Term:
     df: int
     groups: list[list[Any]]  # [weight, key, key, ...], read so far
-    more: str | None  # the next shard of this term's postings, unread
+    more: list[list[Any]]  # [weight, shard] of the postings not read yet, highest first
 
 
 class _Reader:
@@ -269,16 +270,15 @@ class _Index:
             found = self.shard(self.names[shard_for(term, self.firsts)]).get(term)
         if found is None:
             return None
-        return _Term(int(found["df"]), list(found["postings"]), found.get("more"))
+        return _Term(int(found["df"]), list(found["postings"]), list(found.get("more", [])))
 
     def more(self, term: str, posting: _Term) -> None:
-        """Read the rest of a term's postings."""
-        while posting.more is not None:
-            found = self.shard(posting.more).get(term)
-            if found is None:
-                raise SearchFormatError(f"shard {posting.more} does not continue {term!r}")
-            posting.groups += found["postings"]
-            posting.more = found.get("more")
+        """Read the next weight's postings of a term."""
+        _, name = posting.more.pop(0)
+        found = self.shard(str(name)).get(term)
+        if found is None:
+            raise SearchFormatError(f"shard {name} does not continue {term!r}")
+        posting.groups += found["postings"]
 
     def entry_file(self, key: str) -> dict[str, Any]:
         path = self.entries_path.replace("{prefix}", key[: self.prefix_length])
@@ -291,7 +291,7 @@ def query(fetch: Fetch, text: str, limit: int | None = 10, offset: int = 0) -> R
 
     A word's postings past its shard's (lower weights) are read only while some entry
     could still enter the page asked for: the "no random access" top-k algorithm (Fagin
-    et al., NRA), each word's unread postings bounded by its idf times its last weight."""
+    et al., NRA), each word's unread postings bounded by its idf times their weight."""
     reader = _Reader(fetch)
     index = _Index(reader)
     words: list[tuple[str, list[tuple[str, _Term, float]]]] = []
@@ -306,13 +306,15 @@ def query(fetch: Fetch, text: str, limit: int | None = 10, offset: int = 0) -> R
     wanted = None if limit is None else offset + limit
     while True:
         scores = _scores(words)
-        ranked = sorted(scores.items(), key=lambda item: (-item[1][0], -len(item[1][1]), item[0]))
+        ranked = sorted(
+            scores.items(), key=lambda item: (-item[1].total, -len(item[1].held), item[0])
+        )
         unread = [
             (bound, word_index, term_index)
             for word_index, (_, found) in enumerate(words)
             for term_index, (_, posting, weight) in enumerate(found)
-            if posting.more is not None
-            for bound in [weight * _last_weight(posting)]
+            if posting.more
+            for bound in [weight * _next_weight(posting)]
         ]
         if not unread or not _may_change(ranked, words, wanted):
             break
@@ -321,7 +323,7 @@ def query(fetch: Fetch, text: str, limit: int | None = 10, offset: int = 0) -> R
         index.more(term, posting)
     page = ranked[offset:] if wanted is None else ranked[offset:wanted]
     hits = []
-    for key, (score, matched) in page:
+    for key, scored in page:
         meta = index.entry_file(key).get(key)
         if meta is None:
             raise SearchFormatError(f"entry key {key} is in no entry file")
@@ -333,8 +335,8 @@ def query(fetch: Fetch, text: str, limit: int | None = 10, offset: int = 0) -> R
                 str(meta["url"]),
                 str(meta["api_url"]),
                 str(meta.get("description", "")),
-                round(score, 4),
-                tuple(word for word, _ in words if word in matched),
+                round(scored.total, 4),
+                tuple(word for word, _ in words if word in scored.held),
             )
         )
     more = wanted is not None and (
@@ -343,47 +345,64 @@ def query(fetch: Fetch, text: str, limit: int | None = 10, offset: int = 0) -> R
     return Results(hits, offset, more, len(ranked), reader.files)
 
 
-def _last_weight(posting: _Term) -> int:
-    return int(posting.groups[-1][0]) if posting.groups else 0
+def _next_weight(posting: _Term) -> int:
+    """The weight of a term's next unread postings (all of them are at most that)."""
+    return int(posting.more[0][0]) if posting.more else 0
 
 
-def _scores(
-    words: list[tuple[str, list[tuple[str, _Term, float]]]],
-) -> dict[str, tuple[float, frozenset[str]]]:
-    """Per entry key: the sum over words of its best variant's idf * weight, and the
-    words it holds."""
-    best: dict[str, dict[str, float]] = {}
-    for word, found in words:
-        for _, posting, weight in found:
+_Words = list[tuple[str, list[tuple[str, _Term, float]]]]
+
+
+@dataclass
+class _Scored:
+    total: float
+    held: dict[str, float]  # word -> its best variant's idf * weight
+    seen: set[tuple[int, int]]  # (word, variant) whose postings read hold the entry
+
+
+def _scores(words: _Words) -> dict[str, _Scored]:
+    """Per entry key: the sum over words of its best variant's idf * weight, per word."""
+    found_by_key: dict[str, _Scored] = {}
+    for word_index, (word, found) in enumerate(words):
+        for term_index, (_, posting, weight) in enumerate(found):
             for group in posting.groups:
                 score = weight * int(group[0])
                 for key in group[1:]:
-                    held = best.setdefault(key, {})
-                    if held.get(word, 0.0) < score:
-                        held[word] = score
-    return {key: (sum(held.values()), frozenset(held)) for key, held in best.items()}
+                    scored = found_by_key.get(key)
+                    if scored is None:
+                        scored = found_by_key[key] = _Scored(0.0, {}, set())
+                    scored.seen.add((word_index, term_index))
+                    if scored.held.get(word, 0.0) < score:
+                        scored.held[word] = score
+    for scored in found_by_key.values():
+        scored.total = sum(scored.held.values())
+    return found_by_key
 
 
-def _may_change(
-    ranked: list[tuple[str, tuple[float, frozenset[str]]]],
-    words: list[tuple[str, list[tuple[str, _Term, float]]]],
-    wanted: int | None,
-) -> bool:
+def _may_change(ranked: list[tuple[str, _Scored]], words: _Words, wanted: int | None) -> bool:
     """Whether unread postings could change the first `wanted` results (None: all of
-    them, so yes while any are unread)."""
+    them, so yes while any are unread). An entry's score can grow by, per word, its best
+    variant whose unread postings may hold it (a variant's read postings that hold the
+    entry gave its weight there already)."""
     if wanted is None:
         return True
-    # Per word: the most an unread posting adds (its best unread variant).
-    bound = {
-        word: max(
-            (weight * _last_weight(p) for _, p, weight in found if p.more is not None),
-            default=0.0,
-        )
-        for word, found in words
-    }
-    threshold = ranked[wanted - 1][1][0] if len(ranked) >= wanted else 0.0
-    gain = sum(bound.values())
-    # An entry not read yet, or the best one below the page (the others are below it),
-    # could enter the page.
-    best_below = ranked[wanted][1][0] if len(ranked) > wanted else 0.0
-    return best_below + gain > threshold
+    bounds = [[weight * _next_weight(p) for _, p, weight in found] for _, found in words]
+    gain = sum(max(bound, default=0.0) for bound in bounds)
+    if len(ranked) < wanted:
+        return gain > 0
+    threshold = ranked[wanted - 1][1].total
+    if gain > threshold:
+        return True  # an entry no postings read hold could enter the page
+    for _, scored in ranked[wanted:]:
+        if scored.total + gain <= threshold:
+            return False  # and the entries below it: ranked by total
+        possible = 0.0
+        for word_index, (word, _) in enumerate(words):
+            unread = max(
+                (b for t, b in enumerate(bounds[word_index]) if (word_index, t) not in scored.seen),
+                default=0.0,
+            )
+            possible += max(scored.held.get(word, 0.0), unread)
+        if possible > threshold:
+            return True
+    return False

@@ -30,11 +30,11 @@ from content_builder.render.catalog import Catalog, EntryRender
 #: The term map lists at most this many shards: K doubles past it (each doubling keeps
 #: half the boundaries, so half the shards keep their bytes). At 1,024 shards the map is
 #: about 30 KB (10 KB gzipped).
-MAX_SHARDS = 1024
+MAX_SHARDS = 2048
 #: Terms per shard on average, at least (K): a 10,000-page site has tens of thousands.
-TERMS_PER_SHARD = 32
+TERMS_PER_SHARD = 8
 #: A shard is cut before this size whatever the hashes say (a run of long posting heads).
-MAX_SHARD_BYTES = 32_000
+MAX_SHARD_BYTES = 16_000
 
 #: Groups of an entry's candidate terms (render/indexes.py `_EntryTerms`) and their weight.
 _GROUP_WEIGHTS = (
@@ -142,10 +142,14 @@ def _shards(
         df = sum(len(group) - 1 for group in groups)
         entry: dict[str, Any] = {"df": df, "postings": _head(groups)}
         if df > search_shards.HEAD_POSTINGS:
-            tail = _dumps({"terms": {term: {"df": df, "postings": _tail(groups)}}})
-            name = _name(tail)
-            files.append((name, tail))
-            entry["more"] = name
+            # One shard per weight of the rest: an edit rewrites the weights it touched.
+            more = []
+            for group in _tail(groups):
+                tail = _dumps({"terms": {term: {"df": df, "postings": [group]}}})
+                name = _name(tail)
+                files.append((name, tail))
+                more.append([group[0], name])
+            entry["more"] = more
         cost = len(term) + len(_dumps(entry))
         if current and (_term_hash(term) % spread == 0 or size + cost > MAX_SHARD_BYTES):
             close()
