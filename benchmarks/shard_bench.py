@@ -32,6 +32,10 @@ from agent_contract import search_shards
 
 PAGE = 10
 SEARCH_PREFIX = "/api/v1/search/"
+#: Issue 25's targets: bytes an agent transfers per query at N = 10,000, and how far
+#: recall@3 with the sample inside may fall below the sample alone.
+BYTES_TARGET = 300_000
+RECALL_DROP = 0.05
 
 
 @dataclass(frozen=True)
@@ -64,6 +68,7 @@ class SiteResult:
     query_bytes: QueryBytes
     recall: dict[str, dict[str, float]]  # set -> {recall_at_1, recall_at_3, questions}
     edit: EditCost | None = None
+    n: int = 0  # the generated site's N (0: the sample alone)
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -174,6 +179,30 @@ def _edit_cost(site: Path, before: dict[str, bytes], document_id: str) -> EditCo
         sum(len(after[p]) for p in search),
         published,
     )
+
+
+def page_document(root: Path) -> str:
+    """A generated page document (the sitegen edit appends to its first section)."""
+    for path in sorted((root / "content").glob("*.yaml")):
+        text = path.read_text(encoding="utf-8")
+        if path.stem[-5:].isdigit() and "content_type: page" in text and "body: >-" in text:
+            return path.stem
+    raise RuntimeError(f"{root} has no generated page document")
+
+
+def measure_sizes(sizes: list[int], work: Path) -> dict[str, Any]:
+    """The sample alone, and a generated site with the sample inside at each N."""
+    from dataclasses import replace
+
+    from benchmarks import sitegen
+
+    sites = []
+    for n in sizes:
+        site = sitegen.generate_with_sample(work / f"mixed-{n}", n)
+        result = measure(site.root, edit=page_document(site.root))
+        sites.append(replace(result, n=n).as_dict())
+    sample = measure(Path(__file__).resolve().parents[1] / "site_data").as_dict()
+    return {"sample": sample, "sites": sites}
 
 
 def main(argv: list[str] | None = None) -> int:

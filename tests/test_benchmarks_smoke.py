@@ -95,11 +95,9 @@ def test_publish_scenarios_meet_the_targets(bench: dict[str, Any], search_files:
     rows = {row["scenario"]: row for row in publish["rows"]}
     assert {row["tool"] for row in publish["rows"]} == {"publisher"}
     first, nothing, edited, route = rows["initial"], rows["a"], rows["b"], rows["c"]
-    assert (
-        first["objects_written"]
-        == publish["files"]
-        == PER_ENTRY * 2 * N + FIXED_FILES + search_files
-    )
+    assert first["objects_written"] == PER_ENTRY * 2 * N + FIXED_FILES + search_files
+    # The files of the last build: the edit's new word may have added a shard (issue 25).
+    assert 0 <= publish["files"] - first["objects_written"] <= 2
     assert nothing["put_requests"] == nothing["bytes_uploaded"] == 0
     assert nothing["invalidation_paths"] == []
     assert sorted(edited["invalidation_paths"]) == sorted(

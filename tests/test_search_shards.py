@@ -114,3 +114,35 @@ def test_the_client_searches_through_the_shards(site_copy: Path) -> None:
 
 def _files(client: AgentClient, read: list[str]) -> list[tuple[str, bytes]]:
     return [(path, client.fetch(client.url(path)).body) for path in read]
+
+
+def test_content_named_shards_are_never_invalidated_unless_rewritten_in_place() -> None:
+    from infra import publisher
+
+    def entry(sha: str, path: str) -> dict[str, object]:
+        from agent_contract.routes import rule_for
+
+        rule = rule_for(path)
+        return {"sha256": sha, "size": 1, "media_type": rule.media_type,
+                "cache_control": rule.cache_control}  # fmt: skip
+
+    old_shard, new_shard = "/api/v1/search/shards/" + "a" * 16 + ".json", (
+        "/api/v1/search/shards/" + "b" * 16 + ".json"
+    )
+    kept = "/api/v1/search/shards/" + "c" * 16 + ".json"
+    previous = {
+        old_shard: entry("1", old_shard),
+        kept: entry("2", kept),
+        paths.SEARCH_TERMS: entry("3", paths.SEARCH_TERMS),
+    }
+    current = {
+        new_shard: entry("4", new_shard),
+        kept: {**entry("2", kept), "cache_control": "public, max-age=60, s-maxage=60"},
+        paths.SEARCH_TERMS: entry("5", paths.SEARCH_TERMS),
+    }
+    plan = publisher.plan_publish(previous, current)
+    assert plan.changed_paths == sorted([old_shard, new_shard, kept, paths.SEARCH_TERMS])
+    # Added and deleted shards: never served under another content; a shard rewritten in
+    # place (its headers changed) is invalidated like any file.
+    assert plan.stale_paths == sorted([kept, paths.SEARCH_TERMS])
+    assert plan.with_repairs([]).stale_paths == plan.stale_paths
