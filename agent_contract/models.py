@@ -166,9 +166,10 @@ class SearchTermPostings(Resource):
     postings: list[list[int | str]] = Field(
         description="Groups [weight, entry key, entry key, ...], highest weight first"
     )
-    more: list[Annotated[list[int | str], Field(min_length=2, max_length=2)]] | None = Field(
+    more: list[Annotated[list[int | str], Field(min_length=3, max_length=3)]] | None = Field(
         default=None,
-        description="[weight, shard] holding the rest of this word's postings, highest first",
+        description="[weight, shard, count] holding the rest of this word's postings, "
+        "highest weight first",
     )
 
 

@@ -10,8 +10,9 @@ JSON for a GET-only agent): a small **term map**, **shards** of postings and com
 2. For each query word (lowercased, split on anything but a-z and 0-9), GET that shard
    (`shard_url` with `{shard}` replaced by its name). `terms[word]` is
    `{"df": entries holding the word, "postings": [[weight, key, key, ...], ...], "more":
-   [[weight, name], ...]}`: groups of entry keys by weight, highest weight first; `more`,
-   when present, names the shards holding the rest, one per weight, highest first.
+   [[weight, name, count], ...]}`: groups of entry keys by weight, highest weight first;
+   `more`, when present, names the shards holding the rest, one per weight, highest
+   first, with how many keys each holds.
 3. Score each entry: the sum over the words it holds of weight * idf, idf =
    ln(1 + (entries - df + 0.5) / (df + 0.5)); best first.
 4. For each hit, GET the entry file `entries_url` with `{prefix}` replaced by the first
@@ -63,6 +64,12 @@ BODY_WEIGHTS = (2, 3, 3, 4)
 #: idf is near 0).
 HEAD_POSTINGS = 32
 
+#: The most a query reads of `more` shards, in postings (a key and its quotes and comma
+#: each): past it, the page is answered from what was read (`Results.exact` False). The
+#: common words of a large site have tens of thousands of postings per weight; their idf
+#: is small, so they rarely change the first results, and never the words' own shards.
+MORE_POSTINGS_BUDGET = 16_000
+
 #: Entry keys: the first hex digits of sha256(id), at least this many, more when two
 #: entries of the site would share one.
 SHORTEST_KEY = 6
@@ -78,7 +85,7 @@ PROCEDURE = (
     "Score each key: the sum over words of weight * ln(1 + (entries - df + 0.5) / (df + "
     "0.5)). For the best keys, GET entries_url with {prefix} = the key's first "
     "prefix_length characters: entries[key] has id, title, url, api_url and description. "
-    "A word's `more` lists [weight, shard] holding the rest of its postings. A shard "
+    "A word's `more` lists [weight, shard, count] holding the rest of its postings. A shard "
     "answering 404 was replaced: read the term map again."
 )
 
@@ -174,6 +181,9 @@ class Results:
     #: bound when `more` postings were left unread).
     matched: int
     files: list[str] = field(default_factory=list)  # paths read, in order
+    #: False when MORE_POSTINGS_BUDGET stopped the reading of `more` shards that could
+    #: still have changed the page.
+    exact: bool = True
 
 
 def query_words(query: str) -> list[str]:
@@ -194,7 +204,7 @@ def word_variants(word: str) -> list[str]:
 class _Term:
     df: int
     groups: list[list[Any]]  # [weight, key, key, ...], read so far
-    more: list[list[Any]]  # [weight, shard] of the postings not read yet, highest first
+    more: list[list[Any]]  # [weight, shard, count] of the postings not read yet
 
 
 class _Reader:
@@ -274,7 +284,7 @@ class _Index:
 
     def more(self, term: str, posting: _Term) -> None:
         """Read the next weight's postings of a term."""
-        _, name = posting.more.pop(0)
+        name = posting.more.pop(0)[1]
         found = self.shard(str(name)).get(term)
         if found is None:
             raise SearchFormatError(f"shard {name} does not continue {term!r}")
@@ -304,6 +314,8 @@ def query(fetch: Fetch, text: str, limit: int | None = 10, offset: int = 0) -> R
         if found:
             words.append((word, found))
     wanted = None if limit is None else offset + limit
+    budget = MORE_POSTINGS_BUDGET if wanted is not None else None
+    exact = True
     while True:
         scores = _scores(words)
         ranked = sorted(
@@ -320,6 +332,11 @@ def query(fetch: Fetch, text: str, limit: int | None = 10, offset: int = 0) -> R
             break
         _, word_index, term_index = max(unread)
         term, posting, _ = words[word_index][1][term_index]
+        if budget is not None:
+            budget -= int(posting.more[0][2])
+            if budget < 0:
+                exact = False
+                break
         index.more(term, posting)
     page = ranked[offset:] if wanted is None else ranked[offset:wanted]
     hits = []
@@ -342,7 +359,7 @@ def query(fetch: Fetch, text: str, limit: int | None = 10, offset: int = 0) -> R
     more = wanted is not None and (
         len(ranked) > wanted or any(p.more for _, found in words for _, p, _ in found)
     )
-    return Results(hits, offset, more, len(ranked), reader.files)
+    return Results(hits, offset, more, len(ranked), reader.files, exact)
 
 
 def _next_weight(posting: _Term) -> int:

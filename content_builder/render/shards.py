@@ -148,7 +148,7 @@ def _shards(
                 tail = _dumps({"terms": {term: {"df": df, "postings": [group]}}})
                 name = _name(tail)
                 files.append((name, tail))
-                more.append([group[0], name])
+                more.append([group[0], name, len(group) - 1])
             entry["more"] = more
         cost = len(term) + len(_dumps(entry))
         if current and (_term_hash(term) % spread == 0 or size + cost > MAX_SHARD_BYTES):
