@@ -100,11 +100,12 @@ def curl_example(base_url: str) -> str:
             f'curl -s "$BASE{paths.SEARCH_TERMS}" > terms.json',
             "SHARD=$(jq -r --arg w \"$WORD\" '[.shards[] | select(.[0] <= $w)] | last | .[1]' "
             "terms.json)",
-            'curl -s "$BASE/api/v1/search/shards/$SHARD.json" | jq -c --arg w "$WORD" '
-            "'.terms[$w].postings[0]'   # [weight, key, ...]",
-            "KEY=...   # a key from those postings",
+            'curl -s "$BASE/api/v1/search/shards/$SHARD.json" > shard.json',
+            "jq -c --arg w \"$WORD\" '.terms[$w].postings[0]' shard.json   # [weight, key, ...]",
+            "KEY=$(jq -r --arg w \"$WORD\" '.terms[$w].postings[0][1]' shard.json)",
             "P=$(jq .prefix_length terms.json)",
-            'curl -s "$BASE/api/v1/search/entries/${KEY:0:$P}.json" | jq ".entries["$KEY"]"',
+            'curl -s "$BASE/api/v1/search/entries/${KEY:0:$P}.json" | jq --arg k "$KEY" '
+            "'.entries[$k]'",
         ]
     )
 

@@ -7,6 +7,8 @@ when bytes per query or recall regress past the issue's targets at a small N."""
 from __future__ import annotations
 
 import json
+import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -126,8 +128,9 @@ def test_content_named_shards_are_never_invalidated_unless_rewritten_in_place() 
         return {"sha256": sha, "size": 1, "media_type": rule.media_type,
                 "cache_control": rule.cache_control}  # fmt: skip
 
-    old_shard, new_shard = "/api/v1/search/shards/" + "a" * 16 + ".json", (
-        "/api/v1/search/shards/" + "b" * 16 + ".json"
+    old_shard, new_shard = (
+        "/api/v1/search/shards/" + "a" * 16 + ".json",
+        ("/api/v1/search/shards/" + "b" * 16 + ".json"),
     )
     kept = "/api/v1/search/shards/" + "c" * 16 + ".json"
     previous = {
@@ -146,3 +149,21 @@ def test_content_named_shards_are_never_invalidated_unless_rewritten_in_place() 
     # place (its headers changed) is invalidated like any file.
     assert plan.stale_paths == sorted([kept, paths.SEARCH_TERMS])
     assert plan.with_repairs([]).stale_paths == plan.stale_paths
+
+
+@pytest.mark.skipif(
+    shutil.which("jq") is None or shutil.which("curl") is None, reason="needs curl and jq"
+)
+def test_the_documented_curl_example_finds_an_entry(site_copy: Path, tmp_path: Path) -> None:
+    """The worked example llms.txt and the README publish, run as written."""
+    with running_server(site_copy) as server:
+        script = search_shards.curl_example(server.base_url)
+        llms = AgentClient(server.base_url).fetch(server.base_url + paths.LLMS_TXT).body
+        assert script in llms.decode("utf-8")
+        done = subprocess.run(
+            ["bash", "-c", "set -euo pipefail\n" + script],
+            cwd=tmp_path, capture_output=True, text=True, timeout=60, check=False,
+        )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    entry = json.loads(done.stdout.split("\n", 1)[1])
+    assert entry["api_url"].startswith(server.base_url) and entry["id"] and entry["title"]
