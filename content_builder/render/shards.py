@@ -11,6 +11,8 @@ Stable across builds, so that a one-entry edit publishes a few files:
   rsync and restic cut files): adding or removing a term moves no other boundary;
 - a shard is named by its bytes, so an unchanged shard keeps its name (and, cached
   immutably, is never invalidated); only the term map, which names them, changes;
+- a word's postings past the first HEAD_POSTINGS are in one shard per weight, so an edit
+  that moves an entry from one weight to another rewrites those two and the head;
 - an entry file holds the entries whose key starts with its prefix.
 """
 
@@ -28,10 +30,11 @@ from content_builder.loader import Site
 from content_builder.render.catalog import Catalog, EntryRender
 
 #: The term map lists at most this many shards: K doubles past it (each doubling keeps
-#: half the boundaries, so half the shards keep their bytes). At 1,024 shards the map is
-#: about 30 KB (10 KB gzipped).
+#: half the boundaries, so half the shards keep their bytes). At 2,048 shards the map is
+#: about 60 KB (20 KB gzipped).
 MAX_SHARDS = 2048
-#: Terms per shard on average, at least (K): a 10,000-page site has tens of thousands.
+#: Terms per shard on average, at least (K): a query reads one or two words of each shard
+#: it fetches, so small shards keep its bytes down (a generated 20,011-entry site: ~330).
 TERMS_PER_SHARD = 8
 #: A shard is cut before this size whatever the hashes say (a run of long posting heads).
 MAX_SHARD_BYTES = 16_000
@@ -95,14 +98,17 @@ def _make(site: Site, catalog: Catalog) -> ShardedIndex:
 def _postings(keyed: list[tuple[str, EntryRender]]) -> dict[str, list[list[Any]]]:
     """Per term, its groups [weight, key, ...], highest weight first, keys sorted."""
     by_weight: dict[int, defaultdict[str, list[str]]] = defaultdict(lambda: defaultdict(list))
+    groups = [(group, by_weight[weight]) for group, weight in _GROUP_WEIGHTS]
+    # The prose's postings by count (1, 2, ... and more): body_weight as a table.
+    most = len(search_shards.BODY_WEIGHTS)
+    by_count = [by_weight[search_shards.body_weight(count or 1)] for count in range(most + 1)]
     for key, entry in keyed:  # in key order: every list comes out sorted
         terms = entry.terms
-        for group, weight in _GROUP_WEIGHTS:
-            posted = by_weight[weight]
+        for group, posted in groups:
             for term in getattr(terms, group, ()):
                 posted[term].append(key)
         for term, count in zip(terms.body, terms.body_counts, strict=True):
-            by_weight[search_shards.body_weight(count)][term].append(key)
+            by_count[count if count < most else most][term].append(key)
     merged: dict[str, list[list[Any]]] = {}
     for weight in sorted(by_weight, reverse=True):
         for term, keys in by_weight[weight].items():
