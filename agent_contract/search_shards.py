@@ -281,15 +281,26 @@ class _Index:
             found = self.shard(self.names[shard_for(term, self.firsts)]).get(term)
         if found is None:
             return None
-        return _Term(int(found["df"]), list(found["postings"]), list(found.get("more", [])))
+        try:
+            groups = [list(group) for group in found["postings"]]
+            more = [[int(w), str(name), int(count)] for w, name, count in found.get("more", [])]
+            if any(not group or isinstance(group[0], bool) for group in groups):
+                raise ValueError("a group without its weight")
+            for group in groups:
+                group[0] = int(group[0])
+            return _Term(int(found["df"]), groups, more)
+        except (KeyError, TypeError, ValueError, AttributeError) as error:
+            raise SearchFormatError(f"shard {name}: term {term!r}: {error!r}") from None
 
     def more(self, term: str, posting: _Term) -> None:
         """Read the next weight's postings of a term."""
         name = posting.more.pop(0)[1]
         found = self.shard(str(name)).get(term)
-        if found is None:
-            raise SearchFormatError(f"shard {name} does not continue {term!r}")
-        posting.groups += found["postings"]
+        try:
+            groups = [[int(group[0]), *map(str, group[1:])] for group in found["postings"]]
+        except (KeyError, TypeError, ValueError, IndexError) as error:
+            raise SearchFormatError(f"shard {name} does not continue {term!r}: {error!r}") from None
+        posting.groups += groups
 
     def entry_file(self, key: str) -> dict[str, Any]:
         path = self.entries_path.replace("{prefix}", key[: self.prefix_length])
@@ -342,9 +353,9 @@ def query(fetch: Fetch, text: str, limit: int | None = 10, offset: int = 0) -> R
     page = ranked[offset:] if wanted is None else ranked[offset:wanted]
     hits = []
     for key, scored in page:
-        meta = index.entry_file(key).get(key)
-        if meta is None:
-            raise SearchFormatError(f"entry key {key} is in no entry file")
+        meta = index.entry_file(str(key)).get(key)
+        if not isinstance(meta, dict) or not {"id", "title", "url", "api_url"} <= set(meta):
+            raise SearchFormatError(f"entry key {key} is in no entry file, or incomplete")
         hits.append(
             Hit(
                 key,

@@ -18,7 +18,7 @@ import json
 from typing import Any
 
 from agent_contract import search_shards
-from agent_mcp.sources import FileSource
+from agent_mcp.sources import FileSource, SourceError
 
 #: Hits per page unless `limit` says otherwise, and the most a page may hold: enough to
 #: choose from, and a tool result stays small in a context window.
@@ -97,7 +97,11 @@ class ShardSearch:
         self._source = source
 
     def query(self, text: str, limit: int | None, offset: int = 0) -> search_shards.Results:
-        return search_shards.query(self._source.read, text, limit, offset)
+        try:
+            return search_shards.query(self._source.read, text, limit, offset)
+        except (search_shards.SearchFormatError, LookupError) as error:
+            # The deployment's files, not the caller's arguments: an internal error.
+            raise SourceError(f"the sharded search index: {error}") from None
 
     def search(
         self, query: str, limit: int | None = None, cursor: str | None = None

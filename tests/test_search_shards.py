@@ -10,6 +10,7 @@ import json
 import shutil
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -167,3 +168,27 @@ def test_the_documented_curl_example_finds_an_entry(site_copy: Path, tmp_path: P
     assert done.returncode == 0, done.stderr
     entry = json.loads(done.stdout.split("\n", 1)[1])
     assert entry["api_url"].startswith(server.base_url) and entry["id"] and entry["title"]
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [
+        lambda shard: {"terms": {t: {"df": "x", "postings": []} for t in shard["terms"]}},
+        lambda shard: {"terms": {t: {"df": 1, "postings": [[]]} for t in shard["terms"]}},
+        lambda shard: {"terms": {t: {"df": 1} for t in shard["terms"]}},
+        lambda shard: {"terms": {t: {"df": 1, "postings": 3} for t in shard["terms"]}},
+        lambda shard: ["not", "an", "object"],
+    ],
+)
+def test_a_damaged_shard_is_a_clear_error_never_a_traceback(damage: Any) -> None:
+    from content_builder.build import plan
+
+    files = {a.path: a.body for a in plan(SITE_DATA).artifacts}
+    damaged = {
+        path: json.dumps(damage(json.loads(body))).encode()
+        if path.startswith("/api/v1/search/shards/")
+        else body
+        for path, body in files.items()
+    }
+    with pytest.raises(search_shards.SearchFormatError):
+        search_shards.query(damaged.__getitem__, "cache headers for agents", limit=3)
