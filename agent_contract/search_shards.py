@@ -286,6 +286,8 @@ class _Index:
             more = [[int(w), str(name), int(count)] for w, name, count in found.get("more", [])]
             if any(not group or isinstance(group[0], bool) for group in groups):
                 raise ValueError("a group without its weight")
+            if any(w < 0 or count < 0 for w, _, count in more):
+                raise ValueError("a negative weight or count in `more`")
             for group in groups:
                 group[0] = int(group[0])
             return _Term(int(found["df"]), groups, more)
