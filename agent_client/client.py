@@ -3,8 +3,8 @@
     from agent_client.client import AgentClient
 
     client = AgentClient("https://agents.parlance.example")
-    for hit in client.search("how do agents find documents")[:3]:
-        print(hit.score, hit.title, hit.api_url)
+    for hit in client.search("how do agents find documents", limit=3):
+        print(hit.score, hit.title, hit.api_url)  # through the sharded search index
     guide = client.get_document("developer-guide")
     client.is_fresh(guide)   # conditional GET: one 304 when nothing changed
     state = client.sync(SyncState()).state  # every entry; later syncs fetch what changed
@@ -26,7 +26,7 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel
 
-from agent_contract import paths, search_terms
+from agent_contract import paths, search_shards, search_terms
 from agent_contract.hashing import content_hash
 from agent_contract.models import (
     ChangeFeed,
@@ -294,7 +294,32 @@ class AgentClient:
             lambda body, at: RankedIndex(SearchIndex.model_validate(self._json(body, at))),
         )
 
-    def search(self, query: str, limit: int | None = None) -> list[SearchHit]:
+    def search(
+        self, query: str, limit: int | None = 10, offset: int = 0
+    ) -> list[search_shards.Hit]:
+        """The best `limit` entries for `query` from `offset` (None: every match), through
+        the sharded search index: the term map, a shard per query word and the entry files
+        of the hits, each a conditional GET (agent_contract/search_shards.py)."""
+        return self.search_page(query, limit, offset).hits
+
+    def search_page(
+        self, query: str, limit: int | None = 10, offset: int = 0
+    ) -> search_shards.Results:
+        """`search`, with whether more hits follow and the files read."""
+        return search_shards.query(self._fetch_path, query, limit, offset)
+
+    def _fetch_path(self, path: str) -> bytes:
+        try:
+            return self.fetch(self.url(path)).body
+        except ClientError as error:
+            if error.status == 404:
+                # A shard replaced by a publish: the query reads the term map again.
+                raise search_shards.MissingFile(path) from error
+            raise
+
+    def keyword_search(self, query: str, limit: int | None = None) -> list[SearchHit]:
+        """The spec's search: search-index.json downloaded whole (parsed once per ETag),
+        its `keywords` matched (`rank`)."""
         hits = self.ranked_index().rank(query)
         return hits[:limit] if limit is not None else hits
 

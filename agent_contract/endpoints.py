@@ -69,6 +69,8 @@ class Parameter:
 
     name: str
     what: str
+    #: Values too many to list (OpenAPI then gives this pattern instead of an enum).
+    pattern: str | None = None
 
 
 @dataclass(frozen=True)
@@ -191,6 +193,50 @@ ENDPOINTS: tuple[Endpoint, ...] = (
             "Pre-tokenized keywords of every document and FAQ entry, for client-side search.",
         ),
         discovery=3,
+    ),
+    Endpoint(
+        "search_terms",
+        f"{API_PREFIX}/search/terms.json",
+        Kind.FIXED,
+        "SearchTermMap",
+        JSON_MEDIA,
+        "getSearchTermMap",
+        "Sharded search index: the term map (which shard holds which terms), for search "
+        "at any size",
+        llms=LlmsListing(
+            "Interfaces",
+            3,
+            "Sharded search index",
+            "search at any size in a few small GETs: the term map names the shard holding "
+            "each word; see Searching below",
+        ),
+        # Not an MCP resource (the spec's resource table is the manifest's): the manifest's
+        # search_content tool describes it, and the live server's search tools use it.
+        discovery=18,
+    ),
+    Endpoint(
+        "search_shard",
+        f"{API_PREFIX}/search/shards/{{shard}}.json",
+        Kind.PER_ENTRY,
+        "SearchShard",
+        JSON_MEDIA,
+        "getSearchShard",
+        "One shard of the sharded search index: postings (word -> entry keys by weight) "
+        "of a range of words; named by its content, cached for a year",
+        discovery=19,
+        parameter=Parameter("shard", "search shard (from the term map)", r"^[0-9a-f]{16}$"),
+    ),
+    Endpoint(
+        "search_entries",
+        f"{API_PREFIX}/search/entries/{{prefix}}.json",
+        Kind.PER_ENTRY,
+        "SearchEntryFile",
+        JSON_MEDIA,
+        "getSearchEntries",
+        "Entries of the sharded search index whose key starts with a prefix: id, title, "
+        "url, api_url and description, to show a hit",
+        discovery=20,
+        parameter=Parameter("prefix", "entry key prefix (hex)", r"^[0-9a-f]{1,8}$"),
     ),
     Endpoint(
         "document",

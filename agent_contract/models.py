@@ -183,6 +183,52 @@ class SearchIndex(Resource):
     entries: list[SearchEntry]
 
 
+# --- the sharded search index (agent_contract/search_shards.py) --------------------
+
+
+class SearchTermMap(Resource):
+    """Which shard holds which words: `shards` is sorted by first word; a word's shard is
+    the last whose first word is <= it."""
+
+    version: str
+    entries: int = Field(description="Entries in the index (for idf)")
+    prefix_length: int = Field(description="Hex digits of an entry key naming its entry file")
+    shard_url: UrlTemplate = Field(description="A shard's URL: {shard} is its name")
+    entries_url: UrlTemplate = Field(description="An entry file's URL: {prefix} is a key prefix")
+    procedure: str
+    shards: list[Annotated[list[str], Field(min_length=2, max_length=2)]] = Field(
+        description="[first word, shard name], sorted by first word"
+    )
+
+
+class SearchTermPostings(Resource):
+    df: int = Field(description="How many entries hold the word")
+    postings: list[list[int | str]] = Field(
+        description="Groups [weight, entry key, entry key, ...], highest weight first"
+    )
+    more: list[Annotated[list[int | str], Field(min_length=3, max_length=3)]] | None = Field(
+        default=None,
+        description="[weight, shard, count] holding the rest of this word's postings, "
+        "highest weight first",
+    )
+
+
+class SearchShard(Resource):
+    terms: dict[str, SearchTermPostings]
+
+
+class SearchHitEntry(Resource):
+    id: str
+    title: str
+    url: Url = Field(description="The human-facing page (canonical_url)")
+    api_url: Url
+    description: str
+
+
+class SearchEntryFile(Resource):
+    entries: dict[str, SearchHitEntry] = Field(description="Entry key -> what shows a hit")
+
+
 # --- discovery ---------------------------------------------------------------------
 
 

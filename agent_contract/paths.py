@@ -8,6 +8,9 @@ __all__ = ["API_PREFIX"]
 
 CONTENT_INDEX = ENDPOINT["content_index"].path
 SEARCH_INDEX = ENDPOINT["search_index"].path
+SEARCH_TERMS = ENDPOINT["search_terms"].path
+SEARCH_SHARD_TEMPLATE = ENDPOINT["search_shard"].path
+SEARCH_ENTRIES_TEMPLATE = ENDPOINT["search_entries"].path
 ARCHITECTURE = ENDPOINT["architecture"].path
 ON_SITE_AGENT = ENDPOINT["on_site_agent"].path
 MCP_MANIFEST = ENDPOINT["mcp_manifest"].path
@@ -69,6 +72,14 @@ def markdown_twin(path: str) -> str | None:
             if entry_id and entry_id not in NOT_ENTRY_IDS:
                 return markdown_template.split("{", 1)[0] + entry_id + ".md"
     return None
+
+
+def search_shard(name: str) -> str:
+    return SEARCH_SHARD_TEMPLATE.format(shard=name)
+
+
+def search_entries(prefix: str) -> str:
+    return SEARCH_ENTRIES_TEMPLATE.format(prefix=prefix)
 
 
 def llms_part(part: str) -> str:

@@ -46,6 +46,7 @@ class CacheClass:
     edge_ttl: int
     stale_while_revalidate: int = 0
     stale_if_error: int = 0
+    immutable: bool = False  # RFC 8246: never revalidated while fresh
 
     @property
     def cache_control(self) -> str:
@@ -54,6 +55,8 @@ class CacheClass:
             parts.append(f"stale-while-revalidate={self.stale_while_revalidate}")
         if self.stale_if_error:
             parts.append(f"stale-if-error={self.stale_if_error}")
+        if self.immutable:
+            parts.append("immutable")
         return ", ".join(parts)
 
 
@@ -64,6 +67,10 @@ AGGREGATE_CACHE = CacheClass(300, DAY, stale_while_revalidate=60, stale_if_error
 DOCUMENT_CACHE = CacheClass(3600, DAY, stale_while_revalidate=300, stale_if_error=DAY)
 # Errors must not outlive the fix for long, at the edge or in a client.
 ERROR_CACHE = CacheClass(60, 60)
+YEAR = 365 * DAY
+# A file named by its content (a search shard): another content is another name, so the
+# name never needs an invalidation and its bytes never need a revalidation.
+IMMUTABLE_CACHE = CacheClass(YEAR, YEAR, immutable=True)
 
 
 @dataclass(frozen=True)
@@ -93,6 +100,11 @@ ROUTE_RULES: tuple[RouteRule, ...] = (
     RouteRule("/.well-known/*.json", JSON, AGGREGATE_CACHE, PublishTier.ENTRY_POINT),
     RouteRule("/api/v1/content/index.json", JSON, AGGREGATE_CACHE, PublishTier.AGGREGATE),
     RouteRule("/api/v1/content/search-index.json", JSON, AGGREGATE_CACHE, PublishTier.AGGREGATE),
+    # The sharded search index: shards first (named by their content, linking nothing),
+    # then the entry files (linking documents), then the term map naming the shards.
+    RouteRule("/api/v1/search/shards/*.json", JSON, IMMUTABLE_CACHE, PublishTier.LEAF),
+    RouteRule("/api/v1/search/entries/*.json", JSON, AGGREGATE_CACHE, PublishTier.AGGREGATE),
+    RouteRule("/api/v1/search/terms.json", JSON, AGGREGATE_CACHE, PublishTier.ENTRY_POINT),
     RouteRule("/api/v1/mcp.json", JSON, AGGREGATE_CACHE, PublishTier.ENTRY_POINT),
     RouteRule("/api/v1/openapi.json", JSON, AGGREGATE_CACHE, PublishTier.AGGREGATE),
     RouteRule("/api/v1/changes.json", JSON, AGGREGATE_CACHE, PublishTier.AGGREGATE),

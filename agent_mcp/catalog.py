@@ -30,10 +30,10 @@ from urllib.parse import urlsplit
 
 import jsonschema
 
-from agent_client.client import rank
 from agent_contract import paths
 from agent_contract.models import SearchIndex
 from agent_mcp import paging
+from agent_mcp.search import ShardSearch
 from agent_mcp.sources import FileSource, MissingFile, read_range, size_of
 
 #: How many results a search answers, best first: enough to choose from, and a tool
@@ -234,6 +234,7 @@ class Catalog:
         self.resources = self._resources()
         self._resources_by_uri = {resource.uri: resource for resource in self.resources}
         self._search_index: SearchIndex | None = None
+        self.shard_search = ShardSearch(source)
         # Calls run on several threads (agent_mcp.server.CallGate): the first searches
         # at once parse the index once, not once each.
         self._search_index_lock = threading.Lock()
@@ -457,29 +458,15 @@ class Catalog:
             return self._search_index
 
     def search_index_for(self, query: str) -> str:
-        """The search index with only the best entries matching `query` (at most
-        SEARCH_LIMIT), best first: the same shape and entry objects as the published file."""
-        index = self.search_index()
-        hits = rank(index, query)[:SEARCH_LIMIT]
-        found = SearchIndex(version=index.version, entries=[hit.entry for hit in hits])
-        # The published files' own formatting (two-space indent, UTF-8, trailing newline).
-        return found.model_dump_json(indent=2, exclude_none=True) + "\n"
+        """`search_content`: the best entries matching `query`, without their keyword
+        arrays, through the sharded search index (agent_mcp/search.py)."""
+        return self.shard_search.search_content(query)
 
-    def search(self, query: str) -> dict[str, Any]:
-        """ChatGPT's `search`: {"results": [{id, title, url}]}, url the page to cite."""
-        hits = rank(self.search_index(), query)[:SEARCH_LIMIT]
-        return {
-            "results": [
-                {
-                    "id": hit.id,
-                    "title": hit.title,
-                    "url": self.entries[hit.id].canonical_url
-                    if hit.id in self.entries
-                    else hit.entry.api_url,
-                }
-                for hit in hits
-            ]
-        }
+    def search(
+        self, query: str, limit: int | None = None, cursor: str | None = None
+    ) -> dict[str, Any]:
+        """ChatGPT's `search`, paged (agent_mcp/search.py)."""
+        return self.shard_search.search(query, limit, cursor)
 
     def fetch(self, entry_id: str) -> dict[str, Any]:
         """ChatGPT's `fetch`: {id, title, text, url, metadata}; text is the entry's

@@ -29,6 +29,7 @@ from mcp.server import Server
 from mcp.server.context import ServerRequestContext
 from mcp.shared.exceptions import MCPError
 
+from agent_mcp import search
 from agent_mcp.catalog import Catalog, InvalidRequest, ToolError, compact
 from agent_mcp.sources import SourceError
 
@@ -39,13 +40,11 @@ READ_ONLY = types.ToolAnnotations(
 SEARCH_TOOL = types.Tool(
     name="search",
     description="Search the site's documents and FAQ entries. Returns {results: [{id, title, "
-    "url}]}, best first; pass an id to `fetch` for the full text. (The shape ChatGPT "
-    "connectors and deep research call.)",
-    input_schema={
-        "type": "object",
-        "properties": {"query": {"type": "string", "description": "What to look for."}},
-        "required": ["query"],
-    },
+    "url, snippet}], next_cursor?}, best first, `limit` per page (default "
+    f"{search.DEFAULT_LIMIT}); pass next_cursor back as `cursor` for the next page, and an "
+    "id to `fetch` for the full text. (The shape ChatGPT connectors and deep research call.)",
+    input_schema=search.SEARCH_INPUT_SCHEMA,
+    output_schema=search.SEARCH_OUTPUT_SCHEMA,
     annotations=READ_ONLY,
 )
 #: fetch's structuredContent: OpenAI's fetch shape, its metadata as this server fills it.
@@ -205,6 +204,24 @@ def _fetch(catalog: Catalog, arguments: dict[str, Any]) -> types.CallToolResult:
     return _text_result(compact(result), result)
 
 
+def _search_result(catalog: Catalog, arguments: dict[str, Any]) -> types.CallToolResult:
+    query = arguments.get("query")
+    unexpected = sorted(set(arguments) - set(search.SEARCH_INPUT_SCHEMA["properties"]))
+    if not isinstance(query, str) or unexpected:
+        raise ToolError(
+            "search: takes a string 'query', and optionally 'limit' and 'cursor'",
+            {"tool": "search", "argument": unexpected[0] if unexpected else "query"},
+        )
+    cursor = arguments.get("cursor")
+    if cursor is not None and not isinstance(cursor, str):
+        raise ToolError("search: cursor must be a string", {"argument": "cursor"})
+    try:
+        result = catalog.search(query, arguments.get("limit"), cursor)
+    except search.SearchArgumentError as problem:
+        raise ToolError(str(problem), {"tool": "search"}) from None
+    return _text_result(compact(result), result)
+
+
 def create_server(
     catalog: Catalog, limits: CallLimits | None = None, gate: CallGate | None = None
 ) -> Server[Any]:
@@ -228,18 +245,10 @@ def create_server(
         return types.ListToolsResult(tools=tools)
 
     def answer_tool(name: str, arguments: dict[str, Any]) -> types.CallToolResult:
-        if name == "fetch":  # first: the block below is search's own
+        if name == "fetch":
             return _fetch(catalog, arguments)
-        if name in ("search", "fetch"):
-            key = "query" if name == "search" else "id"
-            value = arguments.get(key)
-            if not isinstance(value, str) or set(arguments) != {key}:
-                raise InvalidRequest(
-                    f"{name}: takes exactly one string argument, {key!r}",
-                    {"tool": name, "argument": key},
-                )
-            result = catalog.search(value) if key == "query" else catalog.fetch(value)
-            return _text_result(compact(result), result)
+        if name == "search":
+            return _search_result(catalog, arguments)
         answer = catalog.call(name, arguments)
         return _text_result(answer.text, answer.structured(), answer.notes)
 

@@ -254,7 +254,7 @@ def plan_timings(files: dict[str, dict[str, Any]], repeats: int = 5) -> dict[str
             "plan_publish": _median_seconds(lambda o=old, n=new: publisher.plan_publish(o, n),
                                             repeats),
             "invalidation_paths": _median_seconds(
-                lambda p=plan: publisher.invalidation_paths(p.changed_paths), repeats
+                lambda p=plan: publisher.invalidation_paths(p.stale_paths), repeats
             ),
             "provider_diff": _median_seconds(
                 lambda o=old_input, n=new_input: provider.diff(

@@ -40,7 +40,7 @@ import subprocess
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -363,7 +363,11 @@ def sync_groups(faq_cache_control: str | None = None) -> list[tuple[list[str], s
     groups += [
         (only(markdown), document, routes.MARKDOWN),
         (only(["errors/*"]), routes.ERROR_CACHE.cache_control, routes.JSON),
-        (only([*not_leaves, "api/v1/openapi.json", "api/v1/changes.json"]), aggregate, routes.JSON),
+        (only([*not_leaves, "api/v1/openapi.json", "api/v1/changes.json",
+               "api/v1/search/entries/*", "api/v1/search/terms.json"]), aggregate,
+         routes.JSON),
+        # The sharded search index's shards, named by their content: cached a year.
+        (only(["api/v1/search/shards/*"]), routes.IMMUTABLE_CACHE.cache_control, routes.JSON),
         (only(["llms-full.txt", "llms/*", "robots.txt"]), aggregate, routes.TEXT),
         (only(["sitemap.xml"]), aggregate, routes.XML),
         (only([".well-known/*", "api/v1/mcp.json"],
@@ -709,6 +713,16 @@ def _editable_document(root: Path) -> str:
     raise RuntimeError("the generated site has no page document to edit")
 
 
+_SHARDS = "api/v1/search/shards/"
+
+
+def _few_shards(search_written: list[str], initial: Iterable[str]) -> bool:
+    """The term map and a few shards: at most a tenth of them (or eight), never the index."""
+    shards = sum(key.startswith(_SHARDS) for key in initial)
+    written = [key for key in search_written if key.startswith(_SHARDS)]
+    return "api/v1/search/terms.json" in search_written and len(written) <= max(8, shards // 10)
+
+
 def check_targets(result: PublishResult) -> dict[str, bool]:
     """The issue's targets, on the publisher's rows."""
     a, b, c = (result.row(s, "publisher") for s in ("a", "b", "c"))
@@ -724,11 +738,20 @@ def check_targets(result: PublishResult) -> dict[str, bool]:
         path.lstrip("/") for path in result.expected["c"] if path.startswith("api/v1/faq/")
     )
     faq_folder = [key for key in result.expected["initial"] if key.startswith("api/v1/faq/")]
+    # The sharded search index (issue 25): its term map and the shards of the edited words.
+    search_written = [key for key in result.expected["b"] if key.startswith("api/v1/search/")]
     return {
         "(a) 0 PUTs and 0 invalidation paths": a.put_requests == 0 and not a.invalidation_paths,
         "(b) only the edited file and the aggregates that contain it": (
-            b.written_keys == sorted(result.expected["b"]) == sorted(edited_and_aggregates)
-            and b.invalidation_paths == sorted([*root, *("/" + key for key in b.written_keys)])
+            b.written_keys
+            == sorted(result.expected["b"])
+            == sorted([*edited_and_aggregates, *search_written])
+            and _few_shards(search_written, result.expected["initial"])
+            # New search shards are named by their bytes: never served, never invalidated.
+            and b.invalidation_paths
+            == sorted(
+                [*root, *("/" + key for key in b.written_keys if not key.startswith(_SHARDS))]
+            )
         ),
         # A CloudFront invalidation path may only end in `*` (no `/api/v1/faq/*.json`):
         # past the publisher's exact-path limit, the narrowest it can evict is the folder,

@@ -30,6 +30,7 @@ from benchmarks import (
     preview_bench,
     publish_bench,
     search_bench,
+    shard_bench,
     sitegen,
     tree_memory,
     watch_bench,
@@ -331,6 +332,7 @@ def _search_targets(results: dict[str, Any]) -> list[tuple[str, str, bool]]:
             and answered
             and right,
         ))  # fmt: skip
+    rows += _shard_targets(results.get("shards"))
     quality = results.get("search_quality")
     if quality is not None:
         naive = [r for r in quality["recalls"] if r["client"] == "naive"]
@@ -347,6 +349,41 @@ def _search_targets(results: dict[str, Any]) -> list[tuple[str, str, bool]]:
                              for r in naive),
         ))  # fmt: skip
     return rows
+
+
+def _shard_targets(shards: dict[str, Any] | None) -> list[tuple[str, str, bool]]:
+    """Issue 25's targets on the largest site with the sample inside."""
+    if not shards or not shards["sites"]:
+        return []
+    largest = max(shards["sites"], key=lambda row: row["n"])
+    alone = shards["sample"]["recall"]
+    per_query = largest["query_bytes"]
+    worst = per_query["gzip_max"] / 1000
+    drops = {
+        name: shown(alone[name]["recall_at_3"] - largest["recall"][name]["recall_at_3"], 3)
+        for name in alone
+        if name in largest["recall"]
+    }
+    return [
+        (
+            f"sharded search: bytes an agent transfers per query under "
+            f"{shard_bench.BYTES_TARGET // 1000} KB at N = {largest['n']:,} (gzipped, every "
+            "question of the sample, a page of 10 hits)",
+            f"median {per_query['gzip_median'] / 1000:.0f} KB, largest {worst:.0f} KB "
+            f"(raw: {per_query['raw_median'] / 1000:.0f} and {per_query['raw_max'] / 1000:.0f} KB)",
+            per_query["gzip_max"] < shard_bench.BYTES_TARGET,
+        ),
+        (
+            f"sharded search: recall@3 with the sample inside N = {largest['n']:,} at most "
+            f"{shard_bench.RECALL_DROP} below the sample alone, each question set",
+            "; ".join(
+                f"{name}: {largest['recall'][name]['recall_at_3']:.3f} against "
+                f"{alone[name]['recall_at_3']:.3f} (drop {drop:.3f})"
+                for name, drop in drops.items()
+            ),
+            bool(drops) and all(drop <= shard_bench.RECALL_DROP for drop in drops.values()),
+        ),
+    ]
 
 
 _FIRST_RUN_TARGETS = (
@@ -507,6 +544,21 @@ def render(results: dict[str, Any]) -> list[str]:
                         for e in watch["edits"])
             + f"; peak RSS {watch['peak_rss_mb']:,.0f} MB.",
         ]  # fmt: skip
+    shards = results.get("shards")
+    if shards:
+        lines += [
+            "",
+            "**Sharded search index** (issue 25; `benchmarks/shard_bench.py`: each site holds "
+            "the sample's 12 entries and questions; a page of 10 hits per question, gzip -6)",
+            "",
+        ]
+        lines += _table(
+            ["site (entries)", "bytes per query, median raw / gzip", "largest raw / gzip",
+             "files per query (median, max)", "recall@3 questions / held_out",
+             "one-entry edit: files / bytes (search files / bytes)", "shard files, MB",
+             "term map bytes", "build s (in memory)"],
+            [_shard_row(row) for row in [shards["sample"], *shards["sites"]]],
+        )  # fmt: skip
     previews = results.get("preview") or []
     if previews:
         lines += ["", "**Preview**: the Pulumi program under mocks (preview mode)", ""]
@@ -534,6 +586,30 @@ def render(results: dict[str, Any]) -> list[str]:
              for name, case in plan.items() if isinstance(case, dict)],
         )  # fmt: skip
     return lines
+
+
+def _shard_row(row: dict[str, Any]) -> list[str]:
+    q = row["query_bytes"]
+    edit = row.get("edit")
+    edited = (
+        f"{edit['files']} / {edit['bytes'] / 1000:,.0f} KB ({edit['search_files']} / "
+        f"{edit['search_bytes'] / 1000:,.0f} KB)"
+        if edit
+        else "-"
+    )
+    name = "sample" if not row.get("n") else f"N = {row['n']:,}"
+    return [
+        f"{name} ({row['entries']:,})",
+        f"{q['raw_median'] / 1000:,.1f} / {q['gzip_median'] / 1000:,.1f} KB",
+        f"{q['raw_max'] / 1000:,.1f} / {q['gzip_max'] / 1000:,.1f} KB",
+        f"{q['files_median']:g}, {q['files_max']}",
+        f"{row['recall']['questions']['recall_at_3']:.3f} / "
+        f"{row['recall']['held_out']['recall_at_3']:.3f}",
+        edited,
+        f"{row['shard_files']:,}, {row['shard_bytes'] / 1e6:.1f}",
+        f"{row['term_map_bytes']:,}",
+        f"{row['build_seconds']:.2f}",
+    ]
 
 
 def _stale(stale: dict[str, int]) -> str:
@@ -599,6 +675,12 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     results["search_quality"] = search_bench.measure_quality()
     _say(f"  first search {client.first_search_seconds:.2f} s, then "
          f"{1000 * client.query_seconds:.0f} ms per query (runs {client.query_runs})")  # fmt: skip
+    _say("sharded search index: bytes per query, recall, a one-entry edit (issue 25)")
+    results["shards"] = shard_bench.measure_sizes(args.sizes, work / "shards")
+    for row in results["shards"]["sites"]:
+        recall = row["recall"]["questions"]["recall_at_3"]
+        _say(f"  N = {row['n']:,}: {row['query_bytes']['gzip_median'] / 1000:.0f} KB gzipped "
+             f"per query (median), r@3 {recall:.3f}")  # fmt: skip
     for n in args.sizes:
         _say(f"Pulumi program under mocks, N = {n:,}")
         preview = preview_bench.measure(sites[n], n, work / "preview")

@@ -361,6 +361,30 @@ def generate(root: Path, n: int, seed: int = 6, epoch: int | None = None) -> Gen
     return GeneratedSite(root, tuple(document_ids), tuple(faq_ids))
 
 
+def generate_with_sample(
+    root: Path, n: int, seed: int = 6, epoch: int | None = None
+) -> GeneratedSite:
+    """`generate(root, n)` with the sample site's entries inside: its documents (its
+    `site` overview replacing the generated one), FAQ entries and search questions, so
+    that the sample's questions can be asked of a large site (issue 25: recall at size).
+    The sample's ids and the generated ones never meet (five-digit suffixes)."""
+    generated = generate(root, n, seed, epoch)
+    sample_ids: dict[str, list[str]] = {}
+    for folder in ("content", "faq"):
+        sample_ids[folder] = []
+        for path in sorted((REAL_SITE_DATA / folder).glob("*.yaml")):
+            shutil.copyfile(path, root / folder / path.name)
+            if path.stem != "site":
+                sample_ids[folder].append(path.stem)
+    shutil.copyfile(REAL_SITE_DATA / "search-questions.yaml", root / "search-questions.yaml")
+    refresh_lock(root, epoch)
+    return GeneratedSite(
+        root,
+        (*generated.document_ids, *sample_ids["content"]),
+        (*generated.faq_ids, *sample_ids["faq"]),
+    )
+
+
 def edit_document(root: Path, document_id: str, sentence: str) -> Path:
     """Append one sentence to the first section of a page document (scenario: one edit)."""
     path = root / "content" / f"{document_id}.yaml"

@@ -39,7 +39,12 @@ from content_builder.lock import (
 )
 from content_builder.render.catalog import JOINED, Catalog, entry_file
 from content_builder.render.documents import DocumentData, tracked
-from content_builder.render.endpoints import RENDERERS, RenderContext, markdown_mirrors
+from content_builder.render.endpoints import (
+    RENDERERS,
+    RenderContext,
+    markdown_mirrors,
+    search_shard_files,
+)
 from content_builder.render.entries import build_catalog, lock_stamp
 from content_builder.validate import body_links, check_artifacts, check_authored_links
 from content_builder.writer import FileReport, staged_file, write_output
@@ -112,6 +117,7 @@ def render(site: Site, catalog: Catalog, mcp_endpoint: str | None = None) -> lis
             for loaded, entry in zip(site.faqs, catalog.faqs, strict=True)
         ),
         *markdown_mirrors(site, catalog),
+        *search_shard_files(site, catalog),
     ]
     single = sorted(SINGLE_FILES, key=lambda endpoint: rule_for(endpoint.resolve(brand)).tier)
     return [
@@ -127,12 +133,19 @@ def render(site: Site, catalog: Catalog, mcp_endpoint: str | None = None) -> lis
     ]
 
 
+_SHARDS = paths.SEARCH_SHARD_TEMPLATE.split("{", 1)[0]
+
+
 def check(site: Site, catalog: Catalog, artifacts: list[Artifact]) -> None:
     """The cross-checks (validate.py), of what the last build that passed did not prove
     already (cache.py `Proven`); what this one proves is recorded for the next."""
     by_path = {artifact.path: artifact for artifact in artifacts}
     published = frozenset(by_path)
-    before = site.cache.proven(published)
+    # Search shards are named by their bytes: an edit replaces a few, and a proof keyed by
+    # them would lapse at every edit (every link checked again). Nothing links one shard
+    # by name but the term map, which is checked whenever its bytes change.
+    proof_paths = frozenset(p for p in published if not p.startswith(_SHARDS))
+    before = site.cache.proven(proof_paths)
     identities = [
         entry_identity(loaded.cache_key, lock_stamp(catalog.lock[loaded.id]))
         if loaded.cache_key
@@ -150,11 +163,11 @@ def check(site: Site, catalog: Catalog, artifacts: list[Artifact]) -> None:
         site,
         artifacts,
         found,
-        coverage_proven=before is not None and before.coverage_holds(published, coverage),
+        coverage_proven=before is not None and before.coverage_holds(proof_paths, coverage),
     )
     # render() puts each entry's two files first; the rest are named by their bytes.
     others = artifacts[2 * len(catalog.entries) :]
-    site.cache.record_proof(published, identities, others, coverage)
+    site.cache.record_proof(proof_paths, identities, others, coverage)
 
 
 def known_links(

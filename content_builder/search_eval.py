@@ -114,14 +114,19 @@ def load_questions(path: Path) -> list[Question]:
 
 
 def evaluate(index: SearchIndex, questions: list[Question], ranker: Ranker) -> Scores:
-    """Recall@1, recall@3 and MRR over `questions` (at least one: a set may be absent,
-    and the callers leave an empty one out rather than score it)."""
+    return evaluate_with(questions, lambda query: ranker(index, query))
+
+
+def evaluate_with(questions: list[Question], ranked_ids: Callable[[str], list[str]]) -> Scores:
+    """Recall and MRR of any ranking (query -> ids, best first): the sharded index's too.
+    At least one question: a set may be absent, and the callers leave an empty one out
+    rather than score it."""
     if not questions:
         raise ValueError("no questions to evaluate")
     at_1 = at_3 = reciprocal = 0.0
     misses = []
     for question in questions:
-        ranked = ranker(index, question.q)
+        ranked = ranked_ids(question.q)
         ranks = [ranked.index(a) + 1 for a in question.answers if a in ranked]
         best = min(ranks) if ranks else None
         at_1 += best == 1

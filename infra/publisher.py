@@ -108,6 +108,8 @@ class PublishPlan:
     #: Unchanged entries uploaded again because the bucket lost or altered them (also in
     #: `uploads`, in their tier).
     repaired: tuple[str, ...] = ()
+    #: Paths the previous manifest did not have.
+    added: frozenset[str] = frozenset()
 
     def with_repairs(self, paths: Iterable[str]) -> PublishPlan:
         """This plan, also uploading `paths` (each in its tier, leaves first as ever)."""
@@ -118,7 +120,7 @@ class PublishPlan:
             tuple(sorted([*tier, *(p for p in repaired if rule_for(p).tier == kind)]))
             for kind, tier in zip(PublishTier, self.uploads, strict=True)
         )
-        return PublishPlan(tiers, self.deletions, self.files, repaired)
+        return PublishPlan(tiers, self.deletions, self.files, repaired, self.added)
 
     @property
     def upload_paths(self) -> list[str]:
@@ -127,6 +129,20 @@ class PublishPlan:
     @property
     def changed_paths(self) -> list[str]:
         return sorted([*self.upload_paths, *self.deletions])
+
+    @property
+    def stale_paths(self) -> list[str]:
+        """What the CDN may hold stale: `changed_paths` less the paths named by their
+        content (an immutable route: search shards) that were added or deleted. A name
+        never served needs no eviction; a deleted one's bytes stay right for its name, and
+        the edge keeps serving them to readers of an older term map."""
+        return [
+            path
+            for path in self.changed_paths
+            if not (
+                (path in self.added or path in self.deletions) and rule_for(path).cache.immutable
+            )
+        ]
 
     @property
     def is_empty(self) -> bool:
@@ -145,7 +161,9 @@ def plan_publish(previous: Files | None, current: Files) -> PublishPlan:
         tuple(path for path in changed if rule_for(path).tier == tier) for tier in PublishTier
     )
     deletions = tuple(sorted(path for path in previous if path not in current))
-    return PublishPlan(tiers, deletions, {path: dict(entry) for path, entry in current.items()})
+    added = frozenset(path for path in changed if path not in previous)
+    files = {path: dict(entry) for path, entry in current.items()}
+    return PublishPlan(tiers, deletions, files, (), added)
 
 
 def invalidation_paths(paths: Iterable[str], limit: int = INVALIDATION_PATH_LIMIT) -> list[str]:
@@ -329,7 +347,7 @@ class Publisher:
             self.etags.update(self.upload_tier(tier_paths, plan.files))
         if plan.deletions:
             self.delete(plan.deletions)
-        paths = invalidation_paths(plan.changed_paths)
+        paths = invalidation_paths(plan.stale_paths)
         invalidation_id = self.invalidate(paths, reference)
         return {
             "uploaded": plan.upload_paths,

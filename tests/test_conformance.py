@@ -71,9 +71,23 @@ EXTENSION_PATHS = {
     # Issue 26: the Agent Skill and its discovery index.
     "/.well-known/skills/index.json": "application/json",
     "/.well-known/skills/service/SKILL.md": "text/markdown",
+    "/api/v1/search/terms.json": "application/json",  # the sharded search index (issue 25)
+}
+#: The sharded search index's shards and entry files: named by the build.
+SEARCH_FILE_TEMPLATES = {
+    "/api/v1/search/shards/{shard}.json",
+    "/api/v1/search/entries/{prefix}.json",
 }
 MARKDOWN_TEMPLATES = {"/api/v1/content/{document_id}.md", "/api/v1/faq/{faq_id}.md"}
-TEMPLATES = {*MARKDOWN_TEMPLATES, "/llms/{part}.txt"}
+TEMPLATES = {*MARKDOWN_TEMPLATES, "/llms/{part}.txt", *SEARCH_FILE_TEMPLATES}
+
+
+def without_search_files(files: set[str]) -> set[str]:
+    """The paths, less the sharded index's shards and entry files (one of each at least)."""
+    heads = [template.split("{", 1)[0] for template in SEARCH_FILE_TEMPLATES]
+    for head in heads:
+        assert any(path.startswith(head) for path in files), head
+    return {path for path in files if not path.startswith(tuple(heads))}
 
 
 def read_json(out: Path, path: str) -> Any:
@@ -91,7 +105,7 @@ def is_absolute_url(value: Any) -> bool:
 
 def test_every_spec_path_is_built_with_its_media_type(built: Path) -> None:
     manifest = read_json(built, "manifest.json")
-    assert set(manifest["files"]) == set(SPEC_PATHS) | set(EXTENSION_PATHS)
+    assert without_search_files(set(manifest["files"])) == set(SPEC_PATHS) | set(EXTENSION_PATHS)
     for path, media_type in {**SPEC_PATHS, **EXTENSION_PATHS}.items():
         assert (built / path.lstrip("/")).is_file(), path
         entry = manifest["files"][path]
@@ -424,6 +438,7 @@ def test_error_body(built: Path) -> None:
 
 def test_no_dangling_internal_url(built: Path) -> None:
     files = set(SPEC_PATHS) | set(EXTENSION_PATHS)
+    published = set(read_json(built, "manifest.json")["files"])  # shards too
     found = 0
     for path in files:
         text = (built / path.lstrip("/")).read_text(encoding="utf-8")
@@ -436,9 +451,9 @@ def test_no_dangling_internal_url(built: Path) -> None:
             target = parts.path
             if "{" in target:
                 pattern = re.sub(r"\\\{[a-z_]+\\\}", "[^/]+", re.escape(target))
-                assert any(re.fullmatch(pattern, f) for f in files), (path, url)
+                assert any(re.fullmatch(pattern, f) for f in published), (path, url)
             else:
-                assert target in files | {"", "/", "/api/v1"}, (path, url)
+                assert target in published | {"", "/", "/api/v1"}, (path, url)
     assert found > 100, "the scan saw the internal links"
 
 
@@ -456,6 +471,7 @@ def test_llms_txt_parses_with_the_reference_parser(built: Path) -> None:
     linked = {urlsplit(link["url"]).path for link in links}
     extensions = {
         "/api/v1/changes.json", "/.well-known/api-catalog", "/.well-known/skills/service/SKILL.md",
+        "/api/v1/search/terms.json",
     }  # fmt: skip
     assert linked == (set(SPEC_PATHS) - {"/llms.txt", "/errors/404.json"}) | extensions
     # No template in a link (a reader following it gets a 404); each entry names its

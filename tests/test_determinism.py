@@ -49,18 +49,34 @@ def test_two_builds_of_the_same_input_are_byte_identical(site_copy: Path, tmp_pa
     first = tree_digest(tmp_path / "a")
     assert first == tree_digest(tmp_path / "b")
     # 23 spec files, 12 Markdown mirrors, 4 more doors, 2 llms.txt parts (issue 14), the
-    # Agent Skill and its index (issue 26), manifest
-    assert len(first) == 23 + 12 + 4 + 2 + 2 + 1
+    # Agent Skill and its index (issue 26), manifest,
+    # and the sharded search index: its term map, and its shards and entry files
+    search = {path for path in first if path.startswith(SEARCH_FILES)}
+    assert len(search) >= 3 and "api/v1/search/terms.json" in search
+    assert len(first) - len(search) == 23 + 12 + 4 + 2 + 2 + 1
+
+
+#: The sharded search index's files (issue 25), named by the build.
+SEARCH_FILES = ("api/v1/search/shards/", "api/v1/search/entries/", "api/v1/search/terms.json")
+PUBLISHED = 43  # the files above less the manifest and the sharded index's
+
+
+def published_count(site: Path, tmp_path: Path) -> int:
+    """Files a build of `site` publishes: PUBLISHED and the sharded index's."""
+    build(site, tmp_path / "count")
+    digest = tree_digest(tmp_path / "count")
+    return PUBLISHED + sum(path.startswith(SEARCH_FILES) for path in digest)
 
 
 def test_rebuild_reports_nothing_changed(site_copy: Path, tmp_path: Path) -> None:
+    total = published_count(site_copy, tmp_path)
     first = build(site_copy, tmp_path / "dist")
-    assert "43 files, 43 changed" in first
+    assert f"{total} files, {total} changed" in first
     second = build(site_copy, tmp_path / "dist")
-    assert "43 files, 0 changed" in second
+    assert f"{total} files, 0 changed" in second
     assert "/api/v1/faq/q03-protection.json" not in second, "an unchanged file: not listed"
     listed = build(site_copy, tmp_path / "dist", "--verbose")
-    assert "43 files, 0 changed" in listed
+    assert f"{total} files, 0 changed" in listed
     assert "/api/v1/faq/q03-protection.json" in listed and " new" not in listed
 
 
@@ -99,7 +115,11 @@ def test_editing_one_faq_answer_changes_only_that_faq_and_its_aggregates(
     report = build(site_copy, out)
     after = tree_digest(out)
     changed = {path for path in after if before.get(path) != after[path]}
-    assert changed == {
+    # The sharded index: the term map and the few shards holding the new words.
+    search = {path for path in changed if path.startswith(SEARCH_FILES)}
+    assert "api/v1/search/terms.json" in search
+    assert 1 < len(search) < 0.5 * sum(path.startswith(SEARCH_FILES) for path in after)
+    assert changed - search == {
         "api/v1/faq/q03-protection.json",
         "api/v1/faq/q03-protection.md",  # its Markdown mirror
         "api/v1/changes.json",  # a new generation and hash
@@ -171,10 +191,11 @@ def test_author_pinned_version_wins(site_copy: Path, tmp_path: Path) -> None:
     assert document["metadata"]["content_version"] == "2.0.0"
 
 
-def test_check_frozen_passes_on_the_repository(site_copy: Path) -> None:
+def test_check_frozen_passes_on_the_repository(site_copy: Path, tmp_path: Path) -> None:
+    total = published_count(site_copy, tmp_path)
     result = run_cli("check", "--site", site_copy, "--frozen")
     assert result.code == 0, result.err
-    assert "43 files would be published" in result.out
+    assert f"{total} files would be published" in result.out
 
 
 def test_a_literal_base_url_in_content_is_refused(site_copy: Path, tmp_path: Path) -> None:

@@ -43,6 +43,9 @@ def _example(endpoint: Endpoint, result: Plan) -> str:
         return path
     if endpoint.parameter.name == "part":  # llms.txt's parts are named by the build
         return path.format(part="documents-1")
+    if endpoint.parameter.pattern:  # search shards and entry files: named by the build
+        head = path.split("{", 1)[0]
+        return min(a.path for a in result.artifacts if a.path.startswith(head))
     ids = result.site.documents if endpoint.parameter.name == "document_id" else result.site.faqs
     return path.format(**{endpoint.parameter.name: ids[0].id})
 

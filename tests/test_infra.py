@@ -513,7 +513,9 @@ def test_every_file_has_its_media_type_and_cache_control(plain: ProgramRun) -> N
     files = decode_input(site_content(plain).inputs["files"])
     # The spec's 23 files, a Markdown mirror per entry (12), 4 more doors and llms.txt's
     # two parts (issue 14), the Agent Skill and its index (issue 26).
-    assert len(files) == 23 + 12 + 4 + 2 + 2
+    search = [path for path in files if path.startswith("/api/v1/search/")]
+    assert "/api/v1/search/terms.json" in search and len(search) >= 3  # issue 25
+    assert len(files) - len(search) == 23 + 12 + 4 + 2 + 2
     media = {".txt": "text/plain; charset=utf-8", ".md": "text/markdown; charset=utf-8"}
     media[".xml"] = "application/xml"
     for path, entry in files.items():
@@ -525,6 +527,8 @@ def test_every_file_has_its_media_type_and_cache_control(plain: ProgramRun) -> N
         assert control.startswith("public, max-age="), path
         if path.startswith("/errors/"):
             assert "s-maxage=60" in control
+        elif path.startswith("/api/v1/search/shards/"):  # named by their bytes (issue 25)
+            assert control.endswith("max-age=31536000, s-maxage=31536000, immutable"), path
         elif (
             path.startswith(("/api/v1/content/", "/api/v1/faq/")) and "index" not in path
         ) or path in ("/api/v1/architecture.json", "/api/v1/on-site-agent.json"):

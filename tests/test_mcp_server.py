@@ -21,13 +21,13 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import anyio
+import jsonschema
 import pytest
 import yaml
 from mcp import Client, StdioServerParameters
 from mcp.shared.exceptions import MCPError
 
-from agent_client.client import rank
-from agent_contract import paths
+from agent_contract import paths, search_shards
 from agent_contract.models import SearchIndex
 from agent_mcp.catalog import SEARCH_LIMIT
 from agent_mcp.sources import DirectoryFiles, MissingFile
@@ -92,6 +92,10 @@ async def exercise(server: Any, mode: str, files: dict[str, bytes], question: st
         listed = (await client.list_tools()).tools
         assert [t.name for t in listed] == [t["name"] for t in manifest["tools"]] + CHATGPT_TOOLS
         by_name = {t.name: t for t in listed}
+        search_tool = by_name["search"]
+        assert (
+            search_tool.output_schema and "next_cursor" in search_tool.output_schema["properties"]
+        )
         for tool in manifest["tools"]:
             live = by_name[tool["name"]]
             paged = PAGED.get(tool["name"])
@@ -146,15 +150,19 @@ async def exercise(server: Any, mode: str, files: dict[str, bytes], question: st
                     assert missing.is_error is True and name in missing.content[0].text
         assert calls == 4 + len(index["documents"])  # four argument-free tools + every id
 
-        # search_content: the search index's own shape and entries, filtered and ranked
+        # search_content: the matched entries through the sharded index, no keyword arrays
         search_index = SearchIndex.model_validate_json(files[paths.SEARCH_INDEX])
         result = await client.call_tool("search_content", {"query": question})
         found = json.loads(result.content[0].text)
-        assert found["version"] == search_index.version
-        expected_ids = [h.id for h in rank(search_index, question)][:SEARCH_LIMIT]
-        assert [e["id"] for e in found["entries"]] == expected_ids
+        sharded = search_shards.query(files.__getitem__, question, limit=SEARCH_LIMIT)
+        assert found["entries"] and [e["id"] for e in found["entries"]] == [
+            hit.id for hit in sharded.hits
+        ]
         published_entries = {e.id: e.model_dump() for e in search_index.entries}
-        assert all(published_entries[e["id"]] == e for e in found["entries"])
+        for entry in found["entries"]:
+            assert "keywords" not in entry
+            published = published_entries[entry["id"]]
+            assert entry == {k: published[k] for k in ("id", "title", "description", "api_url")}
         for bad in ({}, {"query": ""}, {"query": "x", "limit": 3}):
             assert (await client.call_tool("search_content", bad)).is_error is True
         unknown = await expect_error(client.call_tool("drop_tables", {}))
@@ -163,13 +171,30 @@ async def exercise(server: Any, mode: str, files: dict[str, bytes], question: st
         # --- ChatGPT's search and fetch ---------------------------------------------
         result = await client.call_tool("search", {"query": question})
         assert len(result.content) == 1 and result.content[0].type == "text"
-        results = json.loads(result.content[0].text)["results"]
-        assert result.structured_content == {"results": results}
+        answer = json.loads(result.content[0].text)
+        results = answer["results"]
+        assert result.structured_content == answer
+        jsonschema.validate(answer, search_tool.output_schema)
         assert faq in [r["id"] for r in results[:3]]
         entries = {e["id"]: e for e in index["documents"]}
         for hit in results:
-            assert set(hit) == {"id", "title", "url"}
+            assert set(hit) == {"id", "title", "url", "snippet"}
             assert hit["url"] == entries[hit["id"]]["canonical_url"]
+            assert hit["snippet"] and entries[hit["id"]]["description"].startswith(
+                hit["snippet"].rstrip("…")
+            )
+        # Paged: limit hits a page, next_cursor for the next, no hit twice, same order.
+        first = await client.call_tool("search", {"query": question, "limit": 2})
+        page = first.structured_content
+        assert [r["id"] for r in page["results"]] == [r["id"] for r in results[:2]]
+        second = await client.call_tool(
+            "search", {"query": question, "limit": 2, "cursor": page["next_cursor"]}
+        )
+        assert [r["id"] for r in second.structured_content["results"]] == [
+            r["id"] for r in results[2:4]
+        ]
+        for bad in ({"query": question, "limit": 0}, {"query": question, "cursor": "x"}):
+            assert (await client.call_tool("search", bad)).is_error is True
         result = await client.call_tool("fetch", {"id": faq})
         fetched = json.loads(result.content[0].text)
         assert result.structured_content == fetched  # validated by the SDK's outputSchema
@@ -391,7 +416,6 @@ def test_search_ranks_as_the_client_does_on_the_search_evaluation(site: Path) ->
 
     files = published(site, TEST_BASE_URL)
     server = create_server(Catalog(MemoryFiles(files)))
-    search_index = SearchIndex.model_validate_json(files[paths.SEARCH_INDEX])
     questions_file = site / QUESTIONS_FILE
     if not questions_file.exists():
         pytest.skip(f"{questions_file} does not exist: the owner asks no questions")
@@ -404,8 +428,12 @@ def test_search_ranks_as_the_client_does_on_the_search_evaluation(site: Path) ->
             for item in asked:
                 result = await client.call_tool("search", {"query": item["q"]})
                 ids = [hit["id"] for hit in result.structured_content["results"]]
-                expected = [hit.id for hit in rank(search_index, item["q"])][:SEARCH_LIMIT]
-                assert ids == expected, item["q"]
+                # The sharded index's query procedure, as the client runs it.
+                found = search_shards.query(files.__getitem__, item["q"], limit=SEARCH_LIMIT)
+                assert ids == [hit.id for hit in found.hits], item["q"]
+                assert all(
+                    hit["snippet"] is not None for hit in result.structured_content["results"]
+                )
 
     run(go)
 

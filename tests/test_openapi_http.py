@@ -45,7 +45,10 @@ def document(server: EdgeServer) -> dict[str, Any]:
 def _concrete(path: str, operation: dict[str, Any]) -> str:
     for parameter in operation.get("parameters", []):
         if parameter.get("in") == "path":
-            path = path.replace("{" + parameter["name"] + "}", parameter["schema"]["enum"][0])
+            schema = parameter["schema"]
+            # A pattern (search shards, entry files): the example the document gives.
+            value = schema["enum"][0] if "enum" in schema else schema["examples"][0]
+            path = path.replace("{" + parameter["name"] + "}", value)
     return path
 
 

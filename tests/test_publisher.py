@@ -235,6 +235,10 @@ def test_nothing_changed_means_no_diff_no_put_no_invalidation(world: World) -> N
 
 # --- one FAQ edited --------------------------------------------------------------------
 
+#: The sharded search index's content-named shards and its term map (issue 25).
+SHARDS = "api/v1/search/shards/"
+TERM_MAP = "api/v1/search/terms.json"
+
 
 def test_one_edited_faq_uploads_it_and_its_aggregates_and_invalidates_exactly_those(
     world: World,
@@ -258,10 +262,18 @@ def test_one_edited_faq_uploads_it_and_its_aggregates_and_invalidates_exactly_th
         "llms.txt",  # the entry's sizes (issue 26)
         "llms/faq-1.txt",
     }
-    assert set(world.recorder.of("put")) == expected
-    assert world.recorder.of("delete") == []
+    put = set(world.recorder.of("put"))
+    # The sharded search index (issue 25): its term map and the shards holding the new
+    # words, each a new name; the shards they replace are deleted. Shards are named by
+    # their bytes (cached immutably): neither the new nor the old names are invalidated.
+    shards = {key for key in put if key.startswith(SHARDS)}
+    assert put - shards == expected | {TERM_MAP}
+    assert 0 < len(shards) <= 8
+    deleted = world.recorder.of("delete")
+    assert deleted and all(key.startswith(SHARDS) for key in deleted)
+    assert not set(deleted) & put
     # llms.txt is also `/` (the root object), invalidated with it.
-    invalidated = sorted(["/", *("/" + key for key in expected)])
+    invalidated = sorted(["/", *("/" + key for key in expected | {TERM_MAP})])
     assert world.recorder.invalidated == [invalidated]
     assert outs["last_publish"]["invalidated"] == invalidated
     assert "stack history" in json.loads(world.body("api/v1/faq/q03-protection.json"))["answer"]
@@ -298,7 +310,8 @@ def test_a_removed_file_is_deleted_after_the_uploads_and_invalidated(world: Worl
 
     kinds = [operation for operation, _ in world.recorder.calls]
     assert kinds.index("delete") > max(i for i, kind in enumerate(kinds) if kind == "put")
-    assert world.recorder.of("delete") == ["api/v1/on-site-agent.json"]
+    deleted = world.recorder.of("delete")  # and the search shards the edit replaced
+    assert [key for key in deleted if not key.startswith(SHARDS)] == ["api/v1/on-site-agent.json"]
     assert "api/v1/on-site-agent.json" not in world.object_keys()
     (paths,) = world.recorder.invalidated
     assert "/api/v1/on-site-agent.json" in paths and "/api/v1/faq/q01-difference.json" in paths
@@ -512,7 +525,11 @@ def test_a_publish_repairs_what_went_missing_or_changed_behind_its_back(world: W
         "api/v1/content/index.json", "api/v1/content/search-index.json",
         "api/v1/changes.json", "sitemap.xml", "llms-full.txt", "llms.txt", "llms/faq-1.txt",
     }  # fmt: skip
-    assert sorted(world.recorder.of("put")) == sorted(changed | set(repaired))
+    changed.add(TERM_MAP)
+    put = world.recorder.of("put")
+    assert sorted(key for key in put if not key.startswith(SHARDS)) == sorted(
+        changed | set(repaired)
+    )
     for key in repaired:
         _assert_published_as_built(world, news, key)
     assert outs["last_publish"]["repaired"] == ["/" + key for key in repaired]

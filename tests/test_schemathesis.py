@@ -61,7 +61,16 @@ OPERATIONS = {
     "getSkillsIndex": "/.well-known/skills/index.json",
     "getSkill": "/.well-known/skills/service/SKILL.md",
     "getLlmsTxtPart": "/llms/{part}.txt",
+    # Issue 25: the sharded search index.
+    "getSearchTermMap": "/api/v1/search/terms.json",
+    "getSearchShard": "/api/v1/search/shards/{shard}.json",
+    "getSearchEntries": "/api/v1/search/entries/{prefix}.json",
 }
+#: Named by the build, too many to list: a pattern and an example, not an enum. Data made
+#: from them is the example (200) or a name the site may or may not have: left out of
+#: generated data. test_openapi_http GETs the example; tests/test_search_shards.py reads
+#: every file through the term map.
+NO_GENERATED_DATA = {"getSearchShard", "getSearchEntries"}
 # The operations with a path parameter (an enum of ids): the only ones negative data can reach.
 WITH_ID = {
     "getContentDocument": "document_id",
@@ -151,7 +160,7 @@ def _failures(error: BaseException) -> list[Failure]:
     return [error] if isinstance(error, Failure) else []
 
 
-@pytest.mark.parametrize("operation_id", list(OPERATIONS))
+@pytest.mark.parametrize("operation_id", [op for op in OPERATIONS if op not in NO_GENERATED_DATA])
 def test_positive_data_conforms(
     api_schema: Any, session: requests.Session, operation_id: str
 ) -> None:

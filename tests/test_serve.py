@@ -582,6 +582,12 @@ def test_every_local_link_in_served_files_answers_200(
     mirrors = {path for path in expected if path.endswith(".md")}
     # llms.txt's parts too, while llms.txt is small enough to list the links itself.
     mirrors |= {path for path in expected if path.startswith("/llms/")}
+    # The sharded search index's shards and entry files: through the term map's templates.
+    mirrors |= {
+        path
+        for path in expected
+        if path.startswith(("/api/v1/search/shards/", "/api/v1/search/entries/"))
+    }
     assert mirrors and set(expected) - {paths.NOT_FOUND} - mirrors <= checked
 
 

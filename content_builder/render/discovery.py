@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from agent_contract import paths
+from agent_contract import paths, search_shards
 from agent_contract.endpoints import discovery_interfaces
 from agent_contract.models import (
     DiscoveryAccess,
@@ -69,7 +69,9 @@ def discovery_document(
             search=(
                 "client-side: fetch the search index, lowercase the query, split it on "
                 "non-alphanumeric characters, keep entries whose keywords contain a query "
-                "word, rank by the number of distinct words matched"
+                "word, rank by the number of distinct words matched. At any size, with "
+                f"every entry's every word: the sharded index ({url(paths.SEARCH_TERMS)}). "
+                + search_shards.PROCEDURE
             ),
             freshness=(
                 "compare a document's updated_at and metadata.content_hash with your copy; "

@@ -24,6 +24,7 @@ from content_builder.render.indexes import content_index, search_index
 from content_builder.render.llms import llms_full_txt, llms_parts, llms_txt
 from content_builder.render.mcp import mcp_manifest
 from content_builder.render.openapi import openapi_document
+from content_builder.render.shards import sharded_index
 from content_builder.render.skill import skill_markdown, skills_index
 
 
@@ -74,6 +75,7 @@ RENDERERS: dict[str, Renderer] = {
     "not_found": Renderer(lambda c: json_body(not_found(c.site))),
     "content_index": Renderer(lambda c: content_index(c.site, c.catalog)),
     "search_index": Renderer(lambda c: search_index(c.site, c.catalog)),
+    "search_terms": Renderer(lambda c: sharded_index(c.site, c.catalog).term_map),
     "llms_full_txt": Renderer(lambda c: llms_full_txt(c.site, c.catalog)),
     "mcp_manifest": Renderer(lambda c: c.mcp_manifest),
     "mcp_well_known": Renderer(lambda c: c.mcp_manifest),
@@ -102,3 +104,9 @@ def markdown_mirrors(site: Site, catalog: Catalog) -> Iterator[Artifact]:
         yield entry_file(paths.faq_markdown(entry.id), entry.markdown, entry.markdown_sha256, file)
     for name, text in llms_parts(site, catalog):
         yield Artifact(paths.llms_part(name), text_body(text))
+
+
+def search_shard_files(site: Site, catalog: Catalog) -> Iterator[Artifact]:
+    """The sharded search index's shards and entry files (its term map is a row)."""
+    for path, body in sharded_index(site, catalog).files:
+        yield Artifact(path, body)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 
-from agent_contract import paths
+from agent_contract import paths, search_shards
 from agent_contract.directives import TOKEN_METHOD
 from agent_contract.endpoints import Endpoint, llms_section
 from agent_contract.models import ContentDocument, EntrySize, FAQEntry, FeatureContent
@@ -176,6 +176,15 @@ def row_has_files(endpoint: Endpoint, site: Site, catalog: Catalog) -> bool:
     return bool(catalog.documents or catalog.faqs)  # a part per section with entries
 
 
+def _searching(site: Site) -> list[str]:
+    """How to search at any size with GETs alone: the sharded index, with a worked example."""
+    return [
+        "Searching: the sharded search index answers a query in a few small GETs at any "
+        f"size. {search_shards.PROCEDURE} With curl and jq:",
+        "```sh\n" + search_shards.curl_example(site.base_url) + "\n```",
+    ]
+
+
 def llms_txt(site: Site, catalog: Catalog) -> str:
     def url(path: str) -> str:
         return site.base_url + path
@@ -193,6 +202,7 @@ def llms_txt(site: Site, catalog: Catalog) -> str:
             *head[:2],
             _directive(site),
             *head[2:],
+            *_searching(site),
             "## Interfaces\n\n" + "\n".join(listed("Interfaces")),
             # A section with nothing to list (a site without FAQ) is left out, not empty.
             *(f"## {name}\n\n" + "\n".join(lines) for name, lines in sections.items() if lines),

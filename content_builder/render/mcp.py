@@ -86,7 +86,9 @@ def _tools(site: Site, catalog: Catalog) -> list[McpTool]:
             name="search_content",
             description="Search the site. Fetch the search index, then keep the entries whose "
             "keywords contain a word of the query (lowercased, split on non-alphanumerics); "
-            "rank by the number of distinct words matched.",
+            "rank by the number of distinct words matched. At any size, with every word of "
+            f"every entry: the sharded index, GET {site.base_url}{paths.SEARCH_TERMS} (its "
+            "`procedure` says how; a few small GETs per query).",
             inputSchema=_inputs(
                 query={"type": "string", "minLength": 1, "description": "What to look for."}
             ),

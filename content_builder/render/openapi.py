@@ -6,6 +6,7 @@ from typing import Any
 
 from pydantic.json_schema import models_json_schema
 
+from agent_contract import paths
 from agent_contract.endpoints import (
     ENDPOINTS,
     JSON_MEDIA,
@@ -19,6 +20,7 @@ from agent_contract.models import ErrorResponse, Resource
 from content_builder.loader import Site
 from content_builder.render.catalog import Catalog
 from content_builder.render.llms import llms_parts
+from content_builder.render.shards import sharded_index
 
 OPENAPI_VERSION = "3.1.0"
 API_VERSION = "1.0.0"
@@ -98,12 +100,19 @@ def _operation(
 
 
 def _parameter(parameter: Parameter, ids: dict[str, list[str]]) -> dict[str, Any]:
+    # Shards and entry-file prefixes are too many to list: a pattern, and the term map
+    # names them.
+    schema: dict[str, Any] = (
+        {"type": "string", "pattern": parameter.pattern, "examples": ids[parameter.name][:1]}
+        if parameter.pattern
+        else {"type": "string", "enum": ids[parameter.name]}
+    )
     return {
         "name": parameter.name,
         "in": "path",
         "required": True,
         "description": f"Id of the {parameter.what}.",
-        "schema": {"type": "string", "enum": ids[parameter.name]},
+        "schema": schema,
     }
 
 
@@ -121,11 +130,23 @@ def _content(endpoint: Endpoint) -> dict[str, Any]:
     return {endpoint.media_type: {"schema": {"description": "UTF-8 Markdown text."}}}
 
 
+def _search_file_examples(site: Site, catalog: Catalog) -> dict[str, list[str]]:
+    examples: dict[str, list[str]] = {"shard": [], "prefix": []}
+    for path, _ in sharded_index(site, catalog).files:
+        name = path.rsplit("/", 1)[1].removesuffix(".json")
+        key = "shard" if path.startswith(paths.SEARCH_SHARD_TEMPLATE.split("{")[0]) else "prefix"
+        if not examples[key]:
+            examples[key].append(name)
+    return examples
+
+
 def openapi_document(site: Site, catalog: Catalog) -> dict[str, Any]:
     ids = {
         "document_id": [document.id for document in catalog.documents],
         "faq_id": [faq.id for faq in catalog.faqs],
         "part": [name for name, _ in llms_parts(site, catalog)],
+        # The sharded search index's files: one example each (the term map names them all).
+        **_search_file_examples(site, catalog),
     }
     operations = {
         endpoint.resolve(site.config.brand): _operation(

@@ -1,0 +1,439 @@
+"""The sharded search index: its format, and the one query procedure over it.
+
+`search-index.json` is one file, so every query downloads every entry's keywords, and a
+large site's entries must share a byte budget. Beside it (Pagefind's idea, in plain
+JSON for a GET-only agent): a small **term map**, **shards** of postings and compact
+**entry files**.
+
+1. GET /api/v1/search/terms.json. Its `shards` is a sorted list of `[first_term, name]`:
+   the shard holding a term is the last one whose first term is <= the term.
+2. For each query word (lowercased, split on anything but a-z and 0-9), GET that shard
+   (`shard_url` with `{shard}` replaced by its name). `terms[word]` is
+   `{"df": entries holding the word, "postings": [[weight, key, key, ...], ...], "more":
+   [[weight, name, count], ...]}`: groups of entry keys by weight, highest weight first;
+   `more`, when present, names the shards holding the rest, one per weight, highest
+   first, with how many keys each holds.
+3. Score each entry: the sum over the words it holds of weight * idf, idf =
+   ln(1 + (entries - df + 0.5) / (df + 0.5)); best first.
+4. For each hit, GET the entry file `entries_url` with `{prefix}` replaced by the first
+   `prefix_length` characters of its key: `entries[key]` is {id, title, url, api_url,
+   description}.
+
+Shards are named by their content (a new version is a new name, cached for a year);
+the term map and entry files keep their names and are short-lived. A shard that answers
+404 was replaced by a publish since the term map was read: read the term map again.
+
+Every entry keeps every term (its title, description, keywords, headings and prose, with
+stems and regular inflections): there is no keyword budget per entry. `query` below is
+the procedure with the refinements the project's client and MCP server use: stop words
+dropped, each word also looked up by its stem and word family, and a word's `more`
+postings read only when they could change the page of results asked for.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from bisect import bisect_right
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from agent_contract import paths, search_terms
+
+#: The format of the sharded index (the term map's `version`).
+FORMAT_VERSION = "1"
+
+TERM_MAP_PATH = paths.SEARCH_TERMS
+
+#: Weight of a term by where the entry has it: its title says most, then what its author
+#: chose to say about it (description, keywords, headings), then the forms derived from
+#: those, then its prose (by how often the word occurs there).
+TITLE_WEIGHT = 6
+SALIENT_WEIGHT = 4  # description, authored keywords, headings
+STEM_WEIGHT = 3  # stems of those words, acronyms both ways
+INFLECTION_WEIGHT = 2  # regular forms of those stems the entry does not use itself
+#: Prose: once, two or three times, four times or more (BM25-like saturation, no length
+#: normalization: it measured worse on the sample's questions, and it would make every
+#: weight of an entry depend on its length, so that one edit rewrote every shard it has).
+BODY_WEIGHTS = (2, 3, 3, 4)
+
+#: A term's postings kept in its shard, best first; the rest in its `more` shards (one
+#: per weight), each read only when it could change a page of results (a common word's
+#: idf is near 0).
+HEAD_POSTINGS = 32
+
+#: The most a query reads of `more` shards, in postings (a key and its quotes and comma
+#: each): past it, the page is answered from what was read (`Results.exact` False). The
+#: common words of a large site have tens of thousands of postings per weight; their idf
+#: is small, so they rarely change the first results, and never the words' own shards.
+MORE_POSTINGS_BUDGET = 16_000
+
+#: Entry keys: the first hex digits of sha256(id), at least this many, more when two
+#: entries of the site would share one.
+SHORTEST_KEY = 6
+#: Entries per entry file the prefix length aims at (at most; 16 prefixes per digit).
+ENTRIES_PER_FILE = 8
+
+
+#: The procedure in one paragraph: the term map's `procedure`, and the discovery document's.
+PROCEDURE = (
+    "Lowercase the query and split it on anything but a-z and 0-9. For each word, GET "
+    "shard_url with {shard} = the name of the last shard whose first word is <= the word; "
+    "its terms[word].postings are groups [weight, key, key, ...], highest weight first. "
+    "Score each key: the sum over words of weight * ln(1 + (entries - df + 0.5) / (df + "
+    "0.5)). For the best keys, GET entries_url with {prefix} = the key's first "
+    "prefix_length characters: entries[key] has id, title, url, api_url and description. "
+    "A word's `more` lists [weight, shard, count] holding the rest of its postings. A shard "
+    "answering 404 was replaced: read the term map again."
+)
+
+
+def curl_example(base_url: str) -> str:
+    """A worked example with curl and jq, for llms.txt and the README: one word's best
+    entry."""
+    return "\n".join(
+        [
+            f"BASE={base_url}",
+            "WORD=cache",
+            f'curl -s "$BASE{paths.SEARCH_TERMS}" > terms.json',
+            "SHARD=$(jq -r --arg w \"$WORD\" '[.shards[] | select(.[0] <= $w)] | last | .[1]' "
+            "terms.json)",
+            'curl -s "$BASE/api/v1/search/shards/$SHARD.json" > shard.json',
+            "jq -c --arg w \"$WORD\" '.terms[$w].postings[0]' shard.json   # [weight, key, ...]",
+            "KEY=$(jq -r --arg w \"$WORD\" '.terms[$w].postings[0][1]' shard.json)",
+            "P=$(jq .prefix_length terms.json)",
+            'curl -s "$BASE/api/v1/search/entries/${KEY:0:$P}.json" | jq --arg k "$KEY" '
+            "'.entries[$k]'",
+        ]
+    )
+
+
+def entry_key(entry_id: str, length: int) -> str:
+    return hashlib.sha256(entry_id.encode("utf-8")).hexdigest()[:length]
+
+
+def key_length(entry_ids: Iterable[str]) -> int:
+    """The shortest key length >= SHORTEST_KEY at which every entry's key is its own."""
+    digests = [hashlib.sha256(i.encode("utf-8")).hexdigest() for i in entry_ids]
+    length = SHORTEST_KEY
+    while len({digest[:length] for digest in digests}) < len(digests):
+        length += 1
+    return length
+
+
+def prefix_length(entries: int) -> int:
+    """Hex digits of an entry key that name its entry file: at most ENTRIES_PER_FILE
+    entries per file on average (16 files at one digit, 256 at two, ...)."""
+    length = 1
+    while entries > ENTRIES_PER_FILE * 16**length:
+        length += 1
+    return length
+
+
+def body_weight(count: int) -> int:
+    return BODY_WEIGHTS[min(count, len(BODY_WEIGHTS)) - 1]
+
+
+def idf(df: int, entries: int) -> float:
+    """BM25's idf: always positive, near 0 for a word nearly every entry holds."""
+    return math.log(1 + (entries - df + 0.5) / (df + 0.5))
+
+
+def shard_for(term: str, firsts: list[str]) -> int:
+    """The index of the shard holding `term`: the last whose first term is <= it."""
+    return max(bisect_right(firsts, term) - 1, 0)
+
+
+# --- the query procedure ---------------------------------------------------------------
+
+#: path -> body; raises LookupError (MissingFile, KeyError, ...) when there is no such file.
+Fetch = Callable[[str], bytes]
+
+
+class MissingFile(LookupError):
+    """What a fetch raises for a file the deployment does not have (HTTP 404)."""
+
+
+class SearchFormatError(ValueError):
+    """A file of the sharded index is not what this format says."""
+
+
+@dataclass(frozen=True)
+class Hit:
+    key: str
+    id: str
+    title: str
+    url: str  # the human-facing page (canonical_url)
+    api_url: str  # the JSON document
+    description: str
+    score: float
+    matched: tuple[str, ...]  # the query words the entry holds, in query order
+
+
+@dataclass(frozen=True)
+class Results:
+    hits: list[Hit]
+    offset: int
+    #: Whether more hits follow this page (ask again with offset + len(hits)).
+    more: bool
+    #: Entries matching at least one word, as far as the postings read tell (a lower
+    #: bound when `more` postings were left unread).
+    matched: int
+    files: list[str] = field(default_factory=list)  # paths read, in order
+    #: False when MORE_POSTINGS_BUDGET stopped the reading of `more` shards that could
+    #: still have changed the page.
+    exact: bool = True
+
+
+def query_words(query: str) -> list[str]:
+    """The query's words as the index holds them: folded, stop words dropped, compounds
+    ("sha-256" -> "sha256") added, each once, in order."""
+    folded = search_terms.fold(query)
+    found = search_terms.words(folded, folded=True)
+    found += sorted(search_terms.compounds(folded, folded=True))
+    return list(dict.fromkeys(found))
+
+
+def word_variants(word: str) -> list[str]:
+    """The terms a query word is looked up as: itself, its stem, its word family."""
+    return list(dict.fromkeys((word, search_terms.stem(word), search_terms.family(word))))
+
+
+@dataclass
+class _Term:
+    df: int
+    groups: list[list[Any]]  # [weight, key, key, ...], read so far
+    more: list[list[Any]]  # [weight, shard, count] of the postings not read yet
+
+
+class _Reader:
+    """The files of one query, each read once."""
+
+    def __init__(self, fetch: Fetch) -> None:
+        self._fetch = fetch
+        self.files: list[str] = []
+        self._json: dict[str, Any] = {}
+
+    def json(self, path: str) -> Any:
+        if path not in self._json:
+            self.files.append(path)
+            try:
+                self._json[path] = json.loads(self._fetch(path))
+            except ValueError as error:
+                raise SearchFormatError(f"{path}: not JSON ({error})") from None
+        return self._json[path]
+
+    def forget(self, path: str) -> None:
+        self._json.pop(path, None)
+
+
+def _path(url_or_path: str) -> str:
+    """A URL's path (the term map's templates are absolute URLs)."""
+    if "://" in url_or_path:
+        rest = url_or_path.split("://", 1)[1]
+        return "/" + rest.split("/", 1)[1] if "/" in rest else "/"
+    return url_or_path
+
+
+def _object(value: Any, where: str) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise SearchFormatError(f"{where}: expected a JSON object")
+    return value
+
+
+class _Index:
+    """The term map, and the terms looked up in its shards."""
+
+    def __init__(self, reader: _Reader) -> None:
+        self.reader = reader
+        self._load()
+
+    def _load(self) -> None:
+        terms = _object(self.reader.json(TERM_MAP_PATH), TERM_MAP_PATH)
+        try:
+            self.entries = int(terms["entries"])
+            self.prefix_length = int(terms["prefix_length"])
+            self.shard_path = _path(str(terms["shard_url"]))
+            self.entries_path = _path(str(terms["entries_url"]))
+            shards = [(str(first), str(name)) for first, name in terms["shards"]]
+        except (KeyError, TypeError, ValueError) as error:
+            raise SearchFormatError(f"{TERM_MAP_PATH}: {error!r}") from None
+        self.firsts = [first for first, _ in shards]
+        self.names = [name for _, name in shards]
+
+    def shard(self, name: str) -> dict[str, Any]:
+        path = self.shard_path.replace("{shard}", name)
+        shard = _object(self.reader.json(path), path)
+        return _object(shard.get("terms", {}), path)
+
+    def term(self, term: str) -> _Term | None:
+        if not self.names:
+            return None
+        name = self.names[shard_for(term, self.firsts)]
+        try:
+            found = self.shard(name).get(term)
+        except LookupError:
+            # Replaced by a publish since the term map was read: read it again, once.
+            self.reader.forget(TERM_MAP_PATH)
+            self._load()
+            found = self.shard(self.names[shard_for(term, self.firsts)]).get(term)
+        if found is None:
+            return None
+        try:
+            groups = [list(group) for group in found["postings"]]
+            more = [[int(w), str(name), int(count)] for w, name, count in found.get("more", [])]
+            if any(not group or isinstance(group[0], bool) for group in groups):
+                raise ValueError("a group without its weight")
+            if any(w < 0 or count < 0 for w, _, count in more):
+                raise ValueError("a negative weight or count in `more`")
+            for group in groups:
+                group[0] = int(group[0])
+            return _Term(int(found["df"]), groups, more)
+        except (KeyError, TypeError, ValueError, AttributeError) as error:
+            raise SearchFormatError(f"shard {name}: term {term!r}: {error!r}") from None
+
+    def more(self, term: str, posting: _Term) -> None:
+        """Read the next weight's postings of a term."""
+        name = posting.more.pop(0)[1]
+        found = self.shard(str(name)).get(term)
+        try:
+            groups = [[int(group[0]), *map(str, group[1:])] for group in found["postings"]]
+        except (KeyError, TypeError, ValueError, IndexError) as error:
+            raise SearchFormatError(f"shard {name} does not continue {term!r}: {error!r}") from None
+        posting.groups += groups
+
+    def entry_file(self, key: str) -> dict[str, Any]:
+        path = self.entries_path.replace("{prefix}", key[: self.prefix_length])
+        return _object(_object(self.reader.json(path), path).get("entries", {}), path)
+
+
+def query(fetch: Fetch, text: str, limit: int | None = 10, offset: int = 0) -> Results:
+    """The entries best matching `text`, `limit` of them (None: every match) from
+    `offset`, best first: the procedure of this module's docstring.
+
+    A word's postings past its shard's (lower weights) are read only while some entry
+    could still enter the page asked for: the "no random access" top-k algorithm (Fagin
+    et al., NRA), each word's unread postings bounded by its idf times their weight."""
+    reader = _Reader(fetch)
+    index = _Index(reader)
+    words: list[tuple[str, list[tuple[str, _Term, float]]]] = []
+    for word in query_words(text):
+        found = []
+        for term in word_variants(word):
+            posting = index.term(term)
+            if posting is not None:
+                found.append((term, posting, idf(posting.df, index.entries)))
+        if found:
+            words.append((word, found))
+    wanted = None if limit is None else offset + limit
+    budget = MORE_POSTINGS_BUDGET if wanted is not None else None
+    exact = True
+    while True:
+        scores = _scores(words)
+        ranked = sorted(
+            scores.items(), key=lambda item: (-item[1].total, -len(item[1].held), item[0])
+        )
+        unread = [
+            (bound, word_index, term_index)
+            for word_index, (_, found) in enumerate(words)
+            for term_index, (_, posting, weight) in enumerate(found)
+            if posting.more
+            for bound in [weight * _next_weight(posting)]
+        ]
+        if not unread or not _may_change(ranked, words, wanted):
+            break
+        _, word_index, term_index = max(unread)
+        term, posting, _ = words[word_index][1][term_index]
+        if budget is not None:
+            budget -= int(posting.more[0][2])
+            if budget < 0:
+                exact = False
+                break
+        index.more(term, posting)
+    page = ranked[offset:] if wanted is None else ranked[offset:wanted]
+    hits = []
+    for key, scored in page:
+        meta = index.entry_file(str(key)).get(key)
+        if not isinstance(meta, dict) or not {"id", "title", "url", "api_url"} <= set(meta):
+            raise SearchFormatError(f"entry key {key} is in no entry file, or incomplete")
+        hits.append(
+            Hit(
+                key,
+                str(meta["id"]),
+                str(meta["title"]),
+                str(meta["url"]),
+                str(meta["api_url"]),
+                str(meta.get("description", "")),
+                round(scored.total, 4),
+                tuple(word for word, _ in words if word in scored.held),
+            )
+        )
+    more = wanted is not None and (
+        len(ranked) > wanted or any(p.more for _, found in words for _, p, _ in found)
+    )
+    return Results(hits, offset, more, len(ranked), reader.files, exact)
+
+
+def _next_weight(posting: _Term) -> int:
+    """The weight of a term's next unread postings (all of them are at most that)."""
+    return int(posting.more[0][0]) if posting.more else 0
+
+
+_Words = list[tuple[str, list[tuple[str, _Term, float]]]]
+
+
+@dataclass
+class _Scored:
+    total: float
+    held: dict[str, float]  # word -> its best variant's idf * weight
+    seen: set[tuple[int, int]]  # (word, variant) whose postings read hold the entry
+
+
+def _scores(words: _Words) -> dict[str, _Scored]:
+    """Per entry key: the sum over words of its best variant's idf * weight, per word."""
+    found_by_key: dict[str, _Scored] = {}
+    for word_index, (word, found) in enumerate(words):
+        for term_index, (_, posting, weight) in enumerate(found):
+            for group in posting.groups:
+                score = weight * int(group[0])
+                for key in group[1:]:
+                    scored = found_by_key.get(key)
+                    if scored is None:
+                        scored = found_by_key[key] = _Scored(0.0, {}, set())
+                    scored.seen.add((word_index, term_index))
+                    if scored.held.get(word, 0.0) < score:
+                        scored.held[word] = score
+    for scored in found_by_key.values():
+        scored.total = sum(scored.held.values())
+    return found_by_key
+
+
+def _may_change(ranked: list[tuple[str, _Scored]], words: _Words, wanted: int | None) -> bool:
+    """Whether unread postings could change the first `wanted` results (None: all of
+    them, so yes while any are unread). An entry's score can grow by, per word, its best
+    variant whose unread postings may hold it (a variant's read postings that hold the
+    entry gave its weight there already)."""
+    if wanted is None:
+        return True
+    bounds = [[weight * _next_weight(p) for _, p, weight in found] for _, found in words]
+    gain = sum(max(bound, default=0.0) for bound in bounds)
+    if len(ranked) < wanted:
+        return gain > 0
+    threshold = ranked[wanted - 1][1].total
+    if gain > threshold:
+        return True  # an entry no postings read hold could enter the page
+    for _, scored in ranked[wanted:]:
+        if scored.total + gain <= threshold:
+            return False  # and the entries below it: ranked by total
+        possible = 0.0
+        for word_index, (word, _) in enumerate(words):
+            unread = max(
+                (b for t, b in enumerate(bounds[word_index]) if (word_index, t) not in scored.seen),
+                default=0.0,
+            )
+            possible += max(scored.held.get(word, 0.0), unread)
+        if possible > threshold:
+            return True
+    return False

@@ -1,0 +1,194 @@
+"""The sharded search index (issue 25): what a query costs, what it finds, what an edit
+publishes, on a generated site with the sample's entries inside; and the client through it.
+
+The smoke version of `python -m benchmarks.shard_bench` (benchmarks/README.md): it fails
+when bytes per query or recall regress past the issue's targets at a small N."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agent_client.client import AgentClient
+from agent_contract import paths, search_shards
+from benchmarks import shard_bench, sitegen
+from tests.conftest import SITE_DATA, running_server
+
+N = 40  # 91 entries: a few seconds to generate and build twice
+BYTES_PER_QUERY = 300_000  # the issue's target at N = 10,000, held at every size
+#: The issue's target is 0.05 and is NOT met yet: on `questions` the drop is 0.062 here and
+#: 0.077 at N = 10,000 (held_out: 0.067; benchmarks/README.md). This bound keeps it from
+#: getting worse; lower it to 0.05 once the ranking meets the target.
+RECALL_DROP = 0.08
+
+
+@pytest.fixture(scope="module")
+def mixed(tmp_path_factory: pytest.TempPathFactory) -> sitegen.GeneratedSite:
+    return sitegen.generate_with_sample(tmp_path_factory.mktemp("shards") / "site", N)
+
+
+@pytest.fixture(scope="module")
+def measured(mixed: sitegen.GeneratedSite) -> shard_bench.SiteResult:
+    page = next(d for d in mixed.document_ids[1:] if d[-5:].isdigit() and _is_page(mixed, d))
+    return shard_bench.measure(mixed.root, edit=page)
+
+
+def _is_page(site: sitegen.GeneratedSite, document_id: str) -> bool:
+    text = (site.root / "content" / f"{document_id}.yaml").read_text(encoding="utf-8")
+    return "content_type: page" in text and "      body: >-\n" in text
+
+
+def test_a_query_reads_few_bytes(measured: shard_bench.SiteResult) -> None:
+    assert measured.query_bytes.questions >= 90
+    assert measured.query_bytes.raw_max < BYTES_PER_QUERY
+    assert measured.query_bytes.gzip_median < measured.query_bytes.raw_median
+    assert measured.query_bytes.files_max < 40
+
+
+def test_recall_holds_with_the_sample_inside_a_larger_site(
+    measured: shard_bench.SiteResult,
+) -> None:
+    alone = shard_bench.measure(SITE_DATA)
+    assert measured.entries > alone.entries * 5
+    for name in ("questions", "held_out"):
+        assert measured.recall[name]["questions"] == alone.recall[name]["questions"]
+        drop = alone.recall[name]["recall_at_3"] - measured.recall[name]["recall_at_3"]
+        assert drop <= RECALL_DROP, (name, alone.recall[name], measured.recall[name])
+    assert alone.recall["questions"]["recall_at_3"] >= 0.9
+
+
+def test_a_one_entry_edit_publishes_a_few_shards(measured: shard_bench.SiteResult) -> None:
+    edit = measured.edit
+    assert edit is not None
+    assert any(path.endswith(".json") and "/content/" in path for path in edit.paths)
+    shards = [p for p in edit.paths if p.startswith("/api/v1/search/shards/")]
+    assert shards, "the edit's new word is in some shard"
+    # A few shards and the term map, never the index: most shards kept their names.
+    assert len(shards) <= max(6, measured.shard_files // 10), edit.paths
+    assert paths.SEARCH_TERMS in edit.paths
+
+
+def test_every_term_of_an_entry_is_posted(mixed: sitegen.GeneratedSite) -> None:
+    """No budget: the sample's rarest words are found at any size, in the entry's shard."""
+    from content_builder.build import plan
+
+    files = {artifact.path: artifact.body for artifact in plan(mixed.root).artifacts}
+    for word, expected in (("zyzzyva", None), ("scrapers", "q01-difference")):
+        found = search_shards.query(files.__getitem__, word, limit=3)
+        if expected is None:
+            assert not found.hits
+        else:
+            assert expected in [hit.id for hit in found.hits], word
+    term_map = json.loads(files[paths.SEARCH_TERMS])
+    assert [first for first, _ in term_map["shards"]] == sorted(
+        first for first, _ in term_map["shards"]
+    )
+
+
+def test_the_client_searches_through_the_shards(site_copy: Path) -> None:
+    with running_server(site_copy) as server:
+        client = AgentClient(server.base_url)
+        page = client.search_page("how do agents check if a document changed", limit=3)
+        assert len(page.hits) == 3 and page.more
+        assert page.files[0] == paths.SEARCH_TERMS
+        assert paths.SEARCH_INDEX not in page.files, "the whole index is not read"
+        assert all(hit.api_url.startswith(server.base_url) for hit in page.hits)
+        following = client.search("how do agents check if a document changed", 3, offset=3)
+        assert not {hit.id for hit in following} & {hit.id for hit in page.hits}
+        # A shard replaced since the term map was read answers 404: the map is read again.
+        stale = {**{p: b for p, b in _files(client, page.files)}}
+        fetched: list[str] = []
+
+        def fetch(path: str) -> bytes:
+            fetched.append(path)
+            if path.startswith("/api/v1/search/shards/") and fetched.count(paths.SEARCH_TERMS) < 2:
+                raise search_shards.MissingFile(path)
+            return stale.get(path) or client.fetch(client.url(path)).body
+
+        again = search_shards.query(fetch, "how do agents check if a document changed", 3)
+        assert [hit.id for hit in again.hits] == [hit.id for hit in page.hits]
+        assert fetched.count(paths.SEARCH_TERMS) == 2
+
+
+def _files(client: AgentClient, read: list[str]) -> list[tuple[str, bytes]]:
+    return [(path, client.fetch(client.url(path)).body) for path in read]
+
+
+def test_content_named_shards_are_never_invalidated_unless_rewritten_in_place() -> None:
+    from infra import publisher
+
+    def entry(sha: str, path: str) -> dict[str, object]:
+        from agent_contract.routes import rule_for
+
+        rule = rule_for(path)
+        return {"sha256": sha, "size": 1, "media_type": rule.media_type,
+                "cache_control": rule.cache_control}  # fmt: skip
+
+    old_shard, new_shard = (
+        "/api/v1/search/shards/" + "a" * 16 + ".json",
+        ("/api/v1/search/shards/" + "b" * 16 + ".json"),
+    )
+    kept = "/api/v1/search/shards/" + "c" * 16 + ".json"
+    previous = {
+        old_shard: entry("1", old_shard),
+        kept: entry("2", kept),
+        paths.SEARCH_TERMS: entry("3", paths.SEARCH_TERMS),
+    }
+    current = {
+        new_shard: entry("4", new_shard),
+        kept: {**entry("2", kept), "cache_control": "public, max-age=60, s-maxage=60"},
+        paths.SEARCH_TERMS: entry("5", paths.SEARCH_TERMS),
+    }
+    plan = publisher.plan_publish(previous, current)
+    assert plan.changed_paths == sorted([old_shard, new_shard, kept, paths.SEARCH_TERMS])
+    # Added and deleted shards: never served under another content; a shard rewritten in
+    # place (its headers changed) is invalidated like any file.
+    assert plan.stale_paths == sorted([kept, paths.SEARCH_TERMS])
+    assert plan.with_repairs([]).stale_paths == plan.stale_paths
+
+
+@pytest.mark.skipif(
+    shutil.which("jq") is None or shutil.which("curl") is None, reason="needs curl and jq"
+)
+def test_the_documented_curl_example_finds_an_entry(site_copy: Path, tmp_path: Path) -> None:
+    """The worked example llms.txt and the README publish, run as written."""
+    with running_server(site_copy) as server:
+        script = search_shards.curl_example(server.base_url)
+        llms = AgentClient(server.base_url).fetch(server.base_url + paths.LLMS_TXT).body
+        assert script in llms.decode("utf-8")
+        done = subprocess.run(
+            ["bash", "-c", "set -euo pipefail\n" + script],
+            cwd=tmp_path, capture_output=True, text=True, timeout=60, check=False,
+        )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    entry = json.loads(done.stdout.split("\n", 1)[1])
+    assert entry["api_url"].startswith(server.base_url) and entry["id"] and entry["title"]
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [
+        lambda shard: {"terms": {t: {"df": "x", "postings": []} for t in shard["terms"]}},
+        lambda shard: {"terms": {t: {"df": 1, "postings": [[]]} for t in shard["terms"]}},
+        lambda shard: {"terms": {t: {"df": 1} for t in shard["terms"]}},
+        lambda shard: {"terms": {t: {"df": 1, "postings": 3} for t in shard["terms"]}},
+        lambda shard: ["not", "an", "object"],
+    ],
+)
+def test_a_damaged_shard_is_a_clear_error_never_a_traceback(damage: Any) -> None:
+    from content_builder.build import plan
+
+    files = {a.path: a.body for a in plan(SITE_DATA).artifacts}
+    damaged = {
+        path: json.dumps(damage(json.loads(body))).encode()
+        if path.startswith("/api/v1/search/shards/")
+        else body
+        for path, body in files.items()
+    }
+    with pytest.raises(search_shards.SearchFormatError):
+        search_shards.query(damaged.__getitem__, "cache headers for agents", limit=3)
