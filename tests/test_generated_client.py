@@ -95,7 +95,10 @@ def operations(spec_files: dict[str, Artifact]) -> list[tuple[str, str, dict[str
     for path, item in document["paths"].items():
         operation = item["get"]
         module = "".join("_" + c.lower() if c.isupper() else c for c in operation["operationId"])
-        arguments = {p["name"]: p["schema"]["enum"][0] for p in operation.get("parameters", [])}
+        arguments = {  # a listed id, or (the sharded index's names) the published example
+            p["name"]: (p["schema"].get("enum") or p["schema"]["examples"])[0]
+            for p in operation.get("parameters", [])
+        }
         found.append((module, path, arguments))
     return found
 
