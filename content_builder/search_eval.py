@@ -28,7 +28,7 @@ from typing import Annotated
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
 from agent_client.client import rank as client_rank
-from agent_contract import paths
+from agent_contract import paths, search_shards
 from agent_contract.models import SearchIndex
 from content_builder.errors import Problem, SiteDataError
 from content_builder.loader import Site, validate_model
@@ -151,6 +151,15 @@ def index_stats(body: bytes) -> IndexStats:
     return IndexStats(len(body), len(index.entries), total / max(len(index.entries), 1))
 
 
+def shard_ranker(files: dict[str, bytes]) -> Callable[[str], list[str]]:
+    """The agent client's own search (issue 25): the sharded index of the built `files`."""
+
+    def ranked_ids(query: str) -> list[str]:
+        return [hit.id for hit in search_shards.query(files.__getitem__, query, limit=3).hits]
+
+    return ranked_ids
+
+
 def report(site_dir: Path, questions_file: Path | None = None, show_misses: bool = False) -> str:
     from content_builder.build import plan
 
@@ -181,6 +190,13 @@ def report(site_dir: Path, questions_file: Path | None = None, show_misses: bool
             lines += [
                 f"  miss: {q!r} wants {list(a)}, got {list(top)}" for q, a, top in scores.misses
             ]
+    files = {path: artifact.body for path, artifact in artifacts.items()}
+    scores = evaluate_with(questions, shard_ranker(files))
+    lines.append(
+        f"{'shards':<8} {scores.recall_at_1:>9.3f} {scores.recall_at_3:>9.3f} {scores.mrr:>6.3f}"
+    )
+    if show_misses:
+        lines += [f"  miss: {q!r} wants {list(a)}, got {list(top)}" for q, a, top in scores.misses]
     return "\n".join(lines)
 
 
