@@ -15,7 +15,7 @@ SERVE_STAMP := $(VENV)/.installed-serve
 DEV_STAMP := $(VENV)/.installed-dev
 PIP := $(BIN)/python -m pip install --quiet --disable-pip-version-check -c constraints.txt
 
-.PHONY: serve build check test lint preview up clean bench bench-compare lock mcp-layer
+.PHONY: serve build check init test lint preview up clean bench bench-compare lock mcp-layer
 
 # A .venv made by another Python (another minor version, or one since removed) cannot
 # be repaired in place: start it over, whatever the stamps say.
@@ -50,6 +50,12 @@ build: $(SERVE_STAMP)
 
 check: $(SERVE_STAMP)
 	$(BIN)/python -m content_builder check --site "$(SITE)" --frozen
+
+# `make init DOCS=../product/docs`: a starter site.yaml beside that docs tree (or in SITE=,
+# when given on the command line: never in site_data/, the sample), and what it holds.
+init: $(SERVE_STAMP)
+	$(if $(DOCS),,$(error DOCS=path/to/your/docs is required: make init DOCS=../product/docs))
+	$(BIN)/python -m content_builder init --docs "$(DOCS)"$(if $(filter command line,$(origin SITE)), --site "$(SITE)")
 
 lint: $(DEV_STAMP)
 	$(BIN)/ruff check .

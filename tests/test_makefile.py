@@ -167,3 +167,22 @@ def test_site_points_every_target_at_a_site_beside_the_project(tmp_path: Path, t
     chosen = site_arguments("SITE=../docs site")
     assert default and all('--site "site_data"' in line for line in default), default
     assert chosen and all('--site "../docs site"' in line for line in chosen), chosen
+
+
+def test_make_init_writes_beside_the_docs_tree_unless_site_is_given(tmp_path: Path) -> None:
+    """`make init DOCS=...` never writes into site_data/ (the sample): SITE's default is not
+    passed, only a SITE given on the command line."""
+    project = _project(tmp_path)
+    _venv_with(project, _same_python_script())
+
+    def init_lines(*args: str) -> list[str]:
+        result = _dry_run(project, "init", *args)
+        assert result.returncode == 0, result.stderr
+        return [line for line in result.stdout.splitlines() if "-m content_builder init" in line]
+
+    (alone,) = init_lines("DOCS=../product/docs")
+    assert alone.endswith('init --docs "../product/docs"'), alone
+    (chosen,) = init_lines("DOCS=../product/docs", "SITE=../agents site")
+    assert chosen.endswith('--docs "../product/docs" --site "../agents site"'), chosen
+    missing = _dry_run(project, "init")
+    assert missing.returncode != 0 and "DOCS=path/to/your/docs is required" in missing.stderr
