@@ -185,7 +185,7 @@ def test_naive_rule_ranks_by_distinct_words_then_title_then_order() -> None:
     assert project_rank(index, "caches") == ["title-match", "one-word", "two-words"]
 
 
-def test_search_eval_command_prints_both_clients(tmp_path: Path) -> None:
+def test_search_eval_command_prints_every_ranking(tmp_path: Path) -> None:
     # The questions default to the site's own search-questions.yaml.
     site = tmp_path / "site_data"
     shutil.copytree(SPEC_SITE, site)
@@ -197,4 +197,5 @@ def test_search_eval_command_prints_both_clients(tmp_path: Path) -> None:
     assert [line.split()[0] for line in lines[2:] if not line.startswith("  ")] == [
         "naive",
         "client",
+        "shards",  # the agent client's own search since issue 25
     ]
