@@ -23,10 +23,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from agent_contract import paths
 from benchmarks import (
     build_bench,
     edge_bench,
     first_run_bench,
+    mcp_sizes,
     preview_bench,
     publish_bench,
     search_bench,
@@ -35,6 +37,7 @@ from benchmarks import (
     tree_memory,
     watch_bench,
 )
+from content_builder.build import plan
 
 README = Path(__file__).resolve().parent / "README.md"
 BEGIN = "<!-- results:begin (written by `make bench`; edits here are overwritten) -->"
@@ -333,6 +336,7 @@ def _search_targets(results: dict[str, Any]) -> list[tuple[str, str, bool]]:
             and right,
         ))  # fmt: skip
     rows += _shard_targets(results.get("shards"))
+    rows += _mcp_size_targets(results.get("mcp_sizes"))
     quality = results.get("search_quality")
     if quality is not None:
         naive = [r for r in quality["recalls"] if r["client"] == "naive"]
@@ -349,6 +353,20 @@ def _search_targets(results: dict[str, Any]) -> list[tuple[str, str, bool]]:
                              for r in naive),
         ))  # fmt: skip
     return rows
+
+
+def _mcp_size_targets(found: dict[str, Any] | None) -> list[tuple[str, str, bool]]:
+    """Issue 25: every MCP answer and tools/list under mcp_sizes.BOUND characters."""
+    if not found:
+        return []
+    largest = max(found["sizes"], key=found["sizes"].get)
+    return [(
+        f"MCP: every answer and tools/list under {mcp_sizes.BOUND:,} characters at "
+        f"N = {found['n']:,} ({found['entries']:,} entries)",
+        f"largest {found['sizes'][largest]:,} ({largest}); tools/list "
+        f"{found['sizes'].get('tools/list', 0):,}",
+        found["sizes"][largest] < mcp_sizes.BOUND,
+    )]  # fmt: skip
 
 
 def _shard_targets(shards: dict[str, Any] | None) -> list[tuple[str, str, bool]]:
@@ -681,6 +699,13 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         recall = row["recall"]["questions"]["recall_at_3"]
         _say(f"  N = {row['n']:,}: {row['query_bytes']['gzip_median'] / 1000:.0f} KB gzipped "
              f"per query (median), r@3 {recall:.3f}")  # fmt: skip
+    _say(f"MCP answers (characters of each, issue 25), N = {largest_n:,}")
+    files = {a.path: a.body for a in plan(sites[largest_n], mcp_sizes.BASE_URL).artifacts}
+    sizes = mcp_sizes.measure(files)
+    entries = len(json.loads(files[paths.CONTENT_INDEX])["documents"])
+    results["mcp_sizes"] = {"n": largest_n, "entries": entries, "sizes": sizes}
+    del files
+    _say(f"  largest {max(sizes.values()):,} characters")
     for n in args.sizes:
         _say(f"Pulumi program under mocks, N = {n:,}")
         preview = preview_bench.measure(sites[n], n, work / "preview")

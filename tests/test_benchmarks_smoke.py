@@ -750,3 +750,16 @@ def test_the_search_row_needs_each_query_to_find_its_entry(bench: dict[str, Any]
     assert not _row({**bench, "search_client": {**fast, "first_found": False}}, start)[2]
     assert search_bench.found_in_top(["a", "b", "c", "d"], "c")
     assert not search_bench.found_in_top(["a", "b", "c", "d"], "d")
+
+
+def test_mcp_answer_sizes_are_measured_against_the_bound(bench: dict[str, Any]) -> None:
+    """`make bench` sizes every MCP answer (issue 25) at its largest N; a target row says
+    whether all are under the bound, and an answer over it is reported as not met."""
+    found = bench["mcp_sizes"]
+    assert found["n"] == N and found["sizes"]["tools/list"] > 0
+    assert any(label.startswith("error:") for label in found["sizes"])
+    (row,) = [row for row in run.targets(bench) if row[0].startswith("MCP: every answer")]
+    assert row[2] is True, row
+    too_big = {**found, "sizes": {**found["sizes"], "fetch (largest)": 100_000}}
+    (row,) = [r for r in run.targets({**bench, "mcp_sizes": too_big}) if r[0].startswith("MCP:")]
+    assert row[2] is False and "fetch (largest)" in row[1]
