@@ -14,7 +14,8 @@ JSON for a GET-only agent): a small **term map**, **shards** of postings and com
    `more`, when present, names the shards holding the rest, one per weight, highest
    first, with how many keys each holds.
 3. Score each entry: the sum over the words it holds of weight * idf, idf =
-   ln(1 + (entries - df + 0.5) / (df + 0.5)); best first.
+   ln(1 + (entries - df + 0.5) / (df + 0.5)), times (the query words it holds / the
+   query words found in the index) ** COORDINATION; best first.
 4. For each hit, GET the entry file `entries_url` with `{prefix}` replaced by the first
    `prefix_length` characters of its key: `entries[key]` is {id, title, url, api_url,
    description}.
@@ -50,7 +51,7 @@ TERM_MAP_PATH = paths.SEARCH_TERMS
 #: Weight of a term by where the entry has it (BM25F's field weights): its title says
 #: most, then what its author chose to say about it (description, keywords, headings),
 #: then the forms derived from those, then its prose (`body_weight`).
-TITLE_WEIGHT = 12
+TITLE_WEIGHT = 10
 SALIENT_WEIGHT = 8  # description, authored keywords, headings
 STEM_WEIGHT = 6  # stems of those words, acronyms both ways
 INFLECTION_WEIGHT = 4  # regular forms of those stems the entry does not use itself
@@ -67,7 +68,7 @@ BODY_TOP = SALIENT_WEIGHT
 #: Coordination: an entry's sum is multiplied by (its query words / the query's words
 #: the index holds) ** COORDINATION, so that an entry answering every word of a question
 #: beats one that holds a single rare word many times (Lucene's classic `coord`,
-#: sharpened).
+#: sharpened: measured in docs/decisions.md, issue 25's recall). Written in PROCEDURE.
 COORDINATION = 3
 
 #: A term's postings kept in its shard, best first; the rest in its `more` shards (one
@@ -94,8 +95,9 @@ PROCEDURE = (
     "shard_url with {shard} = the name of the last shard whose first word is <= the word; "
     "its terms[word].postings are groups [weight, key, key, ...], highest weight first. "
     "Score each key: the sum over words of weight * ln(1 + (entries - df + 0.5) / (df + "
-    "0.5)). For the best keys, GET entries_url with {prefix} = the key's first "
-    "prefix_length characters: entries[key] has id, title, url, api_url and description. "
+    f"0.5)), times (words it holds / words found) ** {COORDINATION}. For the best keys, "
+    "GET entries_url with {prefix} = the key's first prefix_length characters: "
+    "entries[key] has id, title, url, api_url and description. "
     "A word's `more` lists [weight, shard, count] holding the rest of its postings. A shard "
     "answering 404 was replaced: read the term map again."
 )
@@ -434,29 +436,41 @@ def _scores(words: _Words) -> dict[str, _Scored]:
 
 def _may_change(ranked: list[tuple[str, _Scored]], words: _Words, wanted: int | None) -> bool:
     """Whether unread postings could change the first `wanted` results (None: all of
-    them, so yes while any are unread). An entry's score can grow to at most, per word,
-    its best variant whose unread postings may hold it (a variant's read postings that
-    hold the entry gave its weight there already), summed, with a coordination factor
-    of at most 1."""
+    them, so yes while any are unread). An entry's sum can grow to at most, per word, its
+    best variant whose unread postings may hold it (a variant's read postings that hold
+    the entry gave its weight there already), and its coordination factor to that of
+    the words it holds or may yet hold."""
     if wanted is None:
         return True
     bounds = [[weight * _next_weight(p) for _, p, weight in found] for _, found in words]
-    gain = sum(max(bound, default=0.0) for bound in bounds)
+    best = [max(bound, default=0.0) for bound in bounds]
+    gain = sum(best)
     if len(ranked) < wanted:
         return gain > 0
     threshold = ranked[wanted - 1][1].total
-    if gain > threshold:
+    if gain * coordination(sum(1 for b in best if b > 0), len(words)) > threshold:
         return True  # an entry no postings read hold could enter the page
-    for scored in sorted((scored for _, scored in ranked[wanted:]), key=lambda s: -s.raw):
-        if scored.raw + gain <= threshold:
-            return False  # and the entries after it: sorted by raw
+
+    def most(scored: _Scored) -> float:
         possible = 0.0
+        may_hold = 0
         for word_index, (word, _) in enumerate(words):
             unread = max(
                 (b for t, b in enumerate(bounds[word_index]) if (word_index, t) not in scored.seen),
                 default=0.0,
             )
-            possible += max(scored.held.get(word, 0.0), unread)
-        if possible > threshold:
+            best_here = max(scored.held.get(word, 0.0), unread)
+            possible += best_here
+            may_hold += best_here > 0
+        return possible * coordination(may_hold, len(words))
+
+    # The page's order: no entry of it may pass the one above it (NRA alone settles which
+    # entries are on the page, not their order).
+    if any(most(ranked[i][1]) > ranked[i - 1][1].total for i in range(1, wanted)):
+        return True
+    for scored in sorted((scored for _, scored in ranked[wanted:]), key=lambda s: -s.raw):
+        if scored.raw + gain <= threshold:
+            return False  # and the entries after it: sorted by raw, coordination <= 1
+        if most(scored) > threshold:
             return True
     return False
