@@ -69,7 +69,7 @@ BODY_TOP = SALIENT_WEIGHT
 #: the index holds) ** COORDINATION, so that an entry answering every word of a question
 #: beats one that holds a single rare word many times (Lucene's classic `coord`,
 #: sharpened: measured in docs/decisions.md, issue 25's recall). Written in PROCEDURE.
-COORDINATION = 3
+COORDINATION = 2
 
 #: A term's postings kept in its shard, best first; the rest in its `more` shards (one
 #: per weight), each read only when it could change a page of results (a common word's
