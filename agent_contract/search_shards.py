@@ -14,7 +14,8 @@ JSON for a GET-only agent): a small **term map**, **shards** of postings and com
    `more`, when present, names the shards holding the rest, one per weight, highest
    first, with how many keys each holds.
 3. Score each entry: the sum over the words it holds of weight * idf, idf =
-   ln(1 + (entries - df + 0.5) / (df + 0.5)); best first.
+   ln(1 + (entries - df + 0.5) / (df + 0.5)), times (the query words it holds / the
+   query words found in the index) ** COORDINATION; best first.
 4. For each hit, GET the entry file `entries_url` with `{prefix}` replaced by the first
    `prefix_length` characters of its key: `entries[key]` is {id, title, url, api_url,
    description}.
@@ -47,17 +48,28 @@ FORMAT_VERSION = "1"
 
 TERM_MAP_PATH = paths.SEARCH_TERMS
 
-#: Weight of a term by where the entry has it: its title says most, then what its author
-#: chose to say about it (description, keywords, headings), then the forms derived from
-#: those, then its prose (by how often the word occurs there).
-TITLE_WEIGHT = 6
-SALIENT_WEIGHT = 4  # description, authored keywords, headings
-STEM_WEIGHT = 3  # stems of those words, acronyms both ways
-INFLECTION_WEIGHT = 2  # regular forms of those stems the entry does not use itself
-#: Prose: once, two or three times, four times or more (BM25-like saturation, no length
-#: normalization: it measured worse on the sample's questions, and it would make every
-#: weight of an entry depend on its length, so that one edit rewrote every shard it has).
-BODY_WEIGHTS = (2, 3, 3, 4)
+#: Weight of a term by where the entry has it (BM25F's field weights): its title says
+#: most, then what its author chose to say about it (description, keywords, headings),
+#: then the forms derived from those, then its prose (`body_weight`).
+TITLE_WEIGHT = 10
+SALIENT_WEIGHT = 8  # description, authored keywords, headings
+STEM_WEIGHT = 6  # stems of those words, acronyms both ways
+INFLECTION_WEIGHT = 4  # regular forms of those stems the entry does not use itself
+#: Prose: BM25's term-frequency saturation with length normalisation, k1 and b as
+#: Robertson and Zaragoza recommend (b lowered: a long page is often long because it
+#: covers more, not because it repeats), scaled so that a word repeated in a short page
+#: nears SALIENT_WEIGHT, rounded to an integer of at least 1. The length is against a
+#: fixed reference, not the site's average: a weight then depends on its own entry
+#: alone, so an edit rewrites only the shards of that entry's terms.
+BODY_K1 = 1.2
+BODY_B = 0.5
+BODY_REFERENCE_LENGTH = 400  # words of prose
+BODY_TOP = SALIENT_WEIGHT
+#: Coordination: an entry's sum is multiplied by (its query words / the query's words
+#: the index holds) ** COORDINATION, so that an entry answering every word of a question
+#: beats one that holds a single rare word many times (Lucene's classic `coord`,
+#: sharpened: measured in docs/decisions.md, issue 25's recall). Written in PROCEDURE.
+COORDINATION = 2
 
 #: A term's postings kept in its shard, best first; the rest in its `more` shards (one
 #: per weight), each read only when it could change a page of results (a common word's
@@ -83,8 +95,9 @@ PROCEDURE = (
     "shard_url with {shard} = the name of the last shard whose first word is <= the word; "
     "its terms[word].postings are groups [weight, key, key, ...], highest weight first. "
     "Score each key: the sum over words of weight * ln(1 + (entries - df + 0.5) / (df + "
-    "0.5)). For the best keys, GET entries_url with {prefix} = the key's first "
-    "prefix_length characters: entries[key] has id, title, url, api_url and description. "
+    f"0.5)), times (words it holds / words found) ** {COORDINATION}. For the best keys, "
+    "GET entries_url with {prefix} = the key's first prefix_length characters: "
+    "entries[key] has id, title, url, api_url and description. "
     "A word's `more` lists [weight, shard, count] holding the rest of its postings. A shard "
     "answering 404 was replaced: read the term map again."
 )
@@ -132,8 +145,16 @@ def prefix_length(entries: int) -> int:
     return length
 
 
-def body_weight(count: int) -> int:
-    return BODY_WEIGHTS[min(count, len(BODY_WEIGHTS)) - 1]
+def body_weight(count: int, length: int) -> int:
+    """The weight of a word `count` times in an entry's prose of `length` words."""
+    norm = BODY_K1 * (1 - BODY_B + BODY_B * length / BODY_REFERENCE_LENGTH)
+    return max(1, round(BODY_TOP * count / (count + norm)))
+
+
+def coordination(held: int, words: int) -> float:
+    """The factor of an entry holding `held` of the query's `words` (those the index
+    holds)."""
+    return (held / words) ** COORDINATION if words else 0.0
 
 
 def idf(df: int, entries: int) -> float:
@@ -386,13 +407,15 @@ _Words = list[tuple[str, list[tuple[str, _Term, float]]]]
 
 @dataclass
 class _Scored:
-    total: float
+    total: float  # `raw` times the entry's coordination factor: what ranks it
     held: dict[str, float]  # word -> its best variant's idf * weight
     seen: set[tuple[int, int]]  # (word, variant) whose postings read hold the entry
+    raw: float = 0.0  # the sum of `held`
 
 
 def _scores(words: _Words) -> dict[str, _Scored]:
-    """Per entry key: the sum over words of its best variant's idf * weight, per word."""
+    """Per entry key: the sum over words of its best variant's idf * weight, per word,
+    times its coordination factor."""
     found_by_key: dict[str, _Scored] = {}
     for word_index, (word, found) in enumerate(words):
         for term_index, (_, posting, weight) in enumerate(found):
@@ -406,34 +429,48 @@ def _scores(words: _Words) -> dict[str, _Scored]:
                     if scored.held.get(word, 0.0) < score:
                         scored.held[word] = score
     for scored in found_by_key.values():
-        scored.total = sum(scored.held.values())
+        scored.raw = sum(scored.held.values())
+        scored.total = scored.raw * coordination(len(scored.held), len(words))
     return found_by_key
 
 
 def _may_change(ranked: list[tuple[str, _Scored]], words: _Words, wanted: int | None) -> bool:
     """Whether unread postings could change the first `wanted` results (None: all of
-    them, so yes while any are unread). An entry's score can grow by, per word, its best
-    variant whose unread postings may hold it (a variant's read postings that hold the
-    entry gave its weight there already)."""
+    them, so yes while any are unread). An entry's sum can grow to at most, per word, its
+    best variant whose unread postings may hold it (a variant's read postings that hold
+    the entry gave its weight there already), and its coordination factor to that of
+    the words it holds or may yet hold."""
     if wanted is None:
         return True
     bounds = [[weight * _next_weight(p) for _, p, weight in found] for _, found in words]
-    gain = sum(max(bound, default=0.0) for bound in bounds)
+    best = [max(bound, default=0.0) for bound in bounds]
+    gain = sum(best)
     if len(ranked) < wanted:
         return gain > 0
     threshold = ranked[wanted - 1][1].total
-    if gain > threshold:
+    if gain * coordination(sum(1 for b in best if b > 0), len(words)) > threshold:
         return True  # an entry no postings read hold could enter the page
-    for _, scored in ranked[wanted:]:
-        if scored.total + gain <= threshold:
-            return False  # and the entries below it: ranked by total
+
+    def most(scored: _Scored) -> float:
         possible = 0.0
+        may_hold = 0
         for word_index, (word, _) in enumerate(words):
             unread = max(
                 (b for t, b in enumerate(bounds[word_index]) if (word_index, t) not in scored.seen),
                 default=0.0,
             )
-            possible += max(scored.held.get(word, 0.0), unread)
-        if possible > threshold:
+            best_here = max(scored.held.get(word, 0.0), unread)
+            possible += best_here
+            may_hold += best_here > 0
+        return possible * coordination(may_hold, len(words))
+
+    # The page's order: no entry of it may pass the one above it (NRA alone settles which
+    # entries are on the page, not their order).
+    if any(most(ranked[i][1]) > ranked[i - 1][1].total for i in range(1, wanted)):
+        return True
+    for scored in sorted((scored for _, scored in ranked[wanted:]), key=lambda s: -s.raw):
+        if scored.raw + gain <= threshold:
+            return False  # and the entries after it: sorted by raw, coordination <= 1
+        if most(scored) > threshold:
             return True
     return False

@@ -21,10 +21,10 @@ from tests.conftest import SITE_DATA, running_server
 
 N = 40  # 91 entries: a few seconds to generate and build twice
 BYTES_PER_QUERY = 300_000  # the issue's target at N = 10,000, held at every size
-#: The issue's target is 0.05 and is NOT met yet: on `questions` the drop is 0.062 here and
-#: 0.077 at N = 10,000 (held_out: 0.067; benchmarks/README.md). This bound keeps it from
-#: getting worse; lower it to 0.05 once the ranking meets the target.
-RECALL_DROP = 0.08
+#: The issue's target. Met here (0.047 on `questions`, 0.034 on held_out at N = 40) but not
+#: at N = 1,000 and 10,000 on `questions` (0.062; benchmarks/README.md, "Issue 25"), where
+#: more generated entries carry the words of four questions in their titles.
+RECALL_DROP = 0.05
 
 
 @pytest.fixture(scope="module")
@@ -192,3 +192,82 @@ def test_a_damaged_shard_is_a_clear_error_never_a_traceback(damage: Any) -> None
     }
     with pytest.raises(search_shards.SearchFormatError):
         search_shards.query(damaged.__getitem__, "cache headers for agents", limit=3)
+
+
+def test_a_page_is_the_exact_ranking_in_its_order(mixed: sitegen.GeneratedSite) -> None:
+    """Reading `more` shards stops early (NRA); that may settle which entries are on the
+    page, but their order too must be the full ranking's, or a page of 10 answers a
+    wrong first 3 (it did, once coordination made an entry's score jump with a word)."""
+    from content_builder import search_eval
+    from content_builder.build import plan
+
+    files = {artifact.path: artifact.body for artifact in plan(mixed.root).artifacts}
+    sets = search_eval.load_question_sets(mixed.root / "search-questions.yaml")
+    stopped_early = 0
+    for question in [q for questions in sets.values() for q in questions]:
+        exact = [hit.id for hit in search_shards.query(files.__getitem__, question.q, None).hits]
+        for offset in (0, 3):
+            page = search_shards.query(files.__getitem__, question.q, 10, offset)
+            assert [hit.id for hit in page.hits] == exact[offset : offset + 10], question.q
+            stopped_early += len(page.files) < len(
+                search_shards.query(files.__getitem__, question.q, None).files
+            )
+    assert stopped_early > 50  # the early stop is exercised, not bypassed
+
+
+def _index(postings: dict[str, dict[str, int]], entries: int) -> dict[str, bytes]:
+    """A hand-made sharded index: one shard, one entry file, word -> {key: weight}."""
+    terms = {
+        word: {
+            "df": len(held),
+            "postings": [
+                [weight, *sorted(k for k, w in held.items() if w == weight)]
+                for weight in sorted(set(held.values()), reverse=True)
+            ],
+        }
+        for word, held in sorted(postings.items())
+    }
+    keys = sorted({key for held in postings.values() for key in held})
+    meta = {
+        key: {"id": key, "title": key, "url": f"https://x.invalid/{key}", "description": "",
+              "api_url": f"https://x.invalid/api/{key}"}
+        for key in keys
+    }  # fmt: skip
+    term_map = {
+        "version": search_shards.FORMAT_VERSION,
+        "entries": entries,
+        "prefix_length": 1,
+        "shard_url": "https://x.invalid/s/{shard}.json",
+        "entries_url": "https://x.invalid/e/{prefix}.json",
+        "procedure": "",
+        "shards": [[min(terms), "one"]],
+    }
+    files = {paths.SEARCH_TERMS: json.dumps(term_map).encode(), "/s/one.json": b""}
+    files["/s/one.json"] = json.dumps({"terms": terms}).encode()
+    for prefix in {key[0] for key in keys}:
+        held = {key: meta[key] for key in keys if key[0] == prefix}
+        files[f"/e/{prefix}.json"] = json.dumps({"entries": held}).encode()
+    return files
+
+
+def test_an_entry_holding_every_word_beats_one_holding_a_rare_word_strongly() -> None:
+    """Coordination: "rare" in a title (weight 10) alone does not beat "rare" and
+    "common" in prose, though its sum of weight * idf is the higher."""
+    files = _index({"rare": {"a1": 10, "b2": 4}, "common": {"b2": 4, "c3": 4}}, 100)
+    found = search_shards.query(files.__getitem__, "rare common", limit=3)
+    assert [hit.id for hit in found.hits][:2] == ["b2", "a1"]
+    rare, common = search_shards.idf(2, 100), search_shards.idf(2, 100)
+    assert 10 * rare > 4 * rare + 4 * common  # what a plain sum would have ranked first
+    assert found.hits[1].score == round(10 * rare * (1 / 2) ** search_shards.COORDINATION, 4)
+    # One word: no coordination, the heavier weight first.
+    single = search_shards.query(files.__getitem__, "rare", limit=3)
+    assert [hit.id for hit in single.hits] == ["a1", "b2"]
+
+
+def test_prose_weights_saturate_and_fall_with_length() -> None:
+    weight = search_shards.body_weight
+    reference = search_shards.BODY_REFERENCE_LENGTH
+    assert weight(1, reference) < weight(3, reference) < weight(20, reference)
+    assert weight(20, reference) <= search_shards.BODY_TOP < search_shards.TITLE_WEIGHT
+    assert weight(3, reference // 4) > weight(3, reference * 4) >= 1
+    assert weight(1, 10 * reference) == 1  # never 0: every word stays findable

@@ -99,16 +99,14 @@ def _postings(keyed: list[tuple[str, EntryRender]]) -> dict[str, list[list[Any]]
     """Per term, its groups [weight, key, ...], highest weight first, keys sorted."""
     by_weight: dict[int, defaultdict[str, list[str]]] = defaultdict(lambda: defaultdict(list))
     groups = [(group, by_weight[weight]) for group, weight in _GROUP_WEIGHTS]
-    # The prose's postings by count (1, 2, ... and more): body_weight as a table.
-    most = len(search_shards.BODY_WEIGHTS)
-    by_count = [by_weight[search_shards.body_weight(count or 1)] for count in range(most + 1)]
     for key, entry in keyed:  # in key order: every list comes out sorted
         terms = entry.terms
         for group, posted in groups:
             for term in getattr(terms, group, ()):
                 posted[term].append(key)
+        length = sum(terms.body_counts)
         for term, count in zip(terms.body, terms.body_counts, strict=True):
-            by_count[count if count < most else most][term].append(key)
+            by_weight[search_shards.body_weight(count, length)][term].append(key)
     merged: dict[str, list[list[Any]]] = {}
     for weight in sorted(by_weight, reverse=True):
         for term, keys in by_weight[weight].items():
