@@ -792,3 +792,15 @@ def test_a_front_matter_error_names_the_page_and_its_line(tmp_path: Path) -> Non
     site = _site(tmp_path, {"page.md": "---\ndescription: x\ntitle: A\ntitle: B\n---\n# X\n\ny\n"})
     errors = _errors(site)
     assert any("page.md" in e and "duplicate key 'title'" in e and "line 4" in e for e in errors)
+
+
+def test_a_pages_title_is_its_heading_once_not_a_bare_line_too(tmp_path: Path) -> None:
+    """A Markdown page's headline is its title: the twin says it in its `# ` line, not
+    again as a paragraph of its own (tokens an agent would pay twice)."""
+    site = _site(tmp_path, {"guide.md": "# Getting Started\n\nFirst words.\n\n## Next\n\nMore.\n"})
+    twin = _twin(plan(site), "guide")
+    assert twin.count("Getting Started") == 2, twin  # the `# ` heading and the opening section's
+    assert "\n\nGetting Started\n\n" not in twin
+    assert json.loads(_files(plan(site))[paths.document("guide")])["content"]["headline"] == (
+        "Getting Started"  # the JSON keeps the field
+    )

@@ -87,7 +87,9 @@ def document_markdown(
             lines.append("")
         lines += ["## For agent developers", "", block(body.for_agent_developers), ""]
     else:
-        lines += [paragraph(body.headline), ""]
+        # A Markdown page's headline is its title (markdown_page.py): the `# ` line says it.
+        if not (markdown_source and body.headline == document.title):
+            lines += [paragraph(body.headline), ""]
         for section in body.sections:
             if markdown_source:  # its deeper headings kept, its links to twins
                 text = block(twin_links(base_url, section.body), deeper=0)
