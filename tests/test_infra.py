@@ -600,10 +600,11 @@ def test_preview_of_a_new_stack_has_an_unknown_manifest_and_diff_copes(tmp_path:
     assert provider.diff("id", olds, {**olds, "bucket": rpc.UNKNOWN}).changes is True
 
 
-def test_main_program_reads_stack_config_and_exports(tmp_path: Path) -> None:
-    shutil.copytree(SITE_DATA, tmp_path / "site_data")
-    config = {"aws:region": REGION, "agent-access:priceClass": "PriceClass_200"}
-    completed = subprocess.run(
+def _run_main_under_mocks(
+    tmp_path: Path, config: dict[str, str]
+) -> subprocess.CompletedProcess[str]:
+    """The Pulumi program's __main__ in a fresh process, under mocks, with stack `config`."""
+    return subprocess.run(
         [sys.executable, "-m", "tests.run_main_under_mocks", str(tmp_path), json.dumps(config)],
         cwd=REPO,
         capture_output=True,
@@ -611,6 +612,12 @@ def test_main_program_reads_stack_config_and_exports(tmp_path: Path) -> None:
         timeout=120,
         check=False,
     )
+
+
+def test_main_program_reads_stack_config_and_exports(tmp_path: Path) -> None:
+    shutil.copytree(SITE_DATA, tmp_path / "site_data")
+    config = {"aws:region": REGION, "agent-access:priceClass": "PriceClass_200"}
+    completed = _run_main_under_mocks(tmp_path, config)
     assert completed.returncode == 0, completed.stderr[-3000:]
     resources = json.loads(completed.stdout)
     (cdn,) = [r for r in resources if r["typ"] == "aws:cloudfront/distribution:Distribution"]
@@ -735,14 +742,7 @@ def test_main_program_publishes_the_site_the_stack_names(tmp_path: Path) -> None
     sites.rename_brand(other, "docs-team")
     assert run_cli("build", "--site", other, "--out", tmp_path / "scratch").code == 0  # its lock
     config = {"aws:region": REGION, "agent-access:siteDir": str(other)}
-    completed = subprocess.run(
-        [sys.executable, "-m", "tests.run_main_under_mocks", str(tmp_path), json.dumps(config)],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    completed = _run_main_under_mocks(tmp_path, config)
     assert completed.returncode == 0, completed.stderr[-3000:]
     published = json.loads((tmp_path / "dist" / "manifest.json").read_text())["files"]
     assert "/.well-known/docs-team.json" in published
@@ -751,13 +751,6 @@ def test_main_program_publishes_the_site_the_stack_names(tmp_path: Path) -> None
 
 def test_main_program_refuses_a_site_dir_that_is_not_a_site(tmp_path: Path) -> None:
     config = {"aws:region": REGION, "agent-access:siteDir": str(tmp_path / "nowhere")}
-    completed = subprocess.run(
-        [sys.executable, "-m", "tests.run_main_under_mocks", str(tmp_path), json.dumps(config)],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    completed = _run_main_under_mocks(tmp_path, config)
     assert completed.returncode != 0
     assert "siteDir: " in completed.stderr and "which is not a folder" in completed.stderr

@@ -18,7 +18,6 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-import boto3
 import pulumi
 import pytest
 import yaml
@@ -41,6 +40,7 @@ from tests.pulumi_harness import (
     run_program,
     site_content,
 )
+from tests.test_mcp_s3 import bucket_holding
 from tests.test_mcp_server import run
 
 DOMAIN = "agents.example.test"
@@ -383,12 +383,7 @@ def packaged(on: ProgramRun, root: Path, monkeypatch: pytest.MonkeyPatch) -> Ite
         if p.is_file() and not p.name.startswith(".") and p.name != "manifest.json"
     }
     with mock_aws():
-        s3 = boto3.client("s3", region_name="eu-west-1")
-        s3.create_bucket(
-            Bucket=bucket, CreateBucketConfiguration={"LocationConstraint": "eu-west-1"}
-        )
-        for path, body in files.items():
-            s3.put_object(Bucket=bucket, Key=path.lstrip("/"), Body=body)
+        bucket_holding(bucket, files)
         monkeypatch.setenv("AWS_DEFAULT_REGION", "eu-west-1")
         monkeypatch.setattr(lambda_handler, "_BUCKET", None)
         for name, value in variables["variables"].items():

@@ -39,13 +39,18 @@ def files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, bytes]:
 def s3(files: dict[str, bytes], monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
     monkeypatch.setenv("AWS_DEFAULT_REGION", "eu-west-1")
     with mock_aws():
-        client = boto3.client("s3", region_name="eu-west-1")
-        client.create_bucket(
-            Bucket=BUCKET, CreateBucketConfiguration={"LocationConstraint": "eu-west-1"}
-        )
-        for path, body in files.items():
-            client.put_object(Bucket=BUCKET, Key=path.lstrip("/"), Body=body)
-        yield client
+        yield bucket_holding(BUCKET, files)
+
+
+def bucket_holding(bucket: str, files: dict[str, bytes]) -> Any:
+    """An S3 client (inside mock_aws) whose `bucket` holds the published `files`."""
+    client = boto3.client("s3", region_name="eu-west-1")
+    client.create_bucket(
+        Bucket=bucket, CreateBucketConfiguration={"LocationConstraint": "eu-west-1"}
+    )
+    for path, body in files.items():
+        client.put_object(Bucket=bucket, Key=path.lstrip("/"), Body=body)
+    return client
 
 
 def test_an_unchanged_file_is_a_304_and_a_publish_is_seen_at_once(s3: Any, files) -> None:
