@@ -116,6 +116,10 @@ class Endpoint:
         return path == self.path
 
 
+#: The id of the overview document: the MCP manifest's get_site_overview tool and the
+#: content/site resource name it, so every site publishes one (content_builder/overview.py).
+SITE_OVERVIEW_ID = "site"
+
 ENDPOINTS: tuple[Endpoint, ...] = (
     Endpoint(
         "discovery",
@@ -247,7 +251,11 @@ ENDPOINTS: tuple[Endpoint, ...] = (
         "getContentDocument",
         "One content document",
         mcp=McpListing(
-            3, "content/site", "Site Overview", "What {name} is and does.", instance="site"
+            3,
+            f"content/{SITE_OVERVIEW_ID}",
+            "Site Overview",
+            "What {name} is and does.",
+            instance=SITE_OVERVIEW_ID,
         ),
         parameter=Parameter("document_id", "content document"),
     ),

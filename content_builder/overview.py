@@ -12,11 +12,12 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from agent_contract.endpoints import SITE_OVERVIEW_ID
 from content_builder.cache import entry_key
 from content_builder.source import DocumentSource, PageContentSource, SiteSource
 
-#: The overview document's id (the endpoint table's content/site resource).
-SITE_DOCUMENT_ID = "site"
+#: The overview document's id: the contract's (the endpoint table's content/site resource).
+SITE_DOCUMENT_ID = SITE_OVERVIEW_ID
 #: Where its errors and its cache key say it comes from.
 SOURCE_NAME = "site.yaml (the generated site overview)"
 #: First in the index, as an overview is (YAML documents default to 100).

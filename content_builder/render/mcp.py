@@ -9,7 +9,13 @@ from __future__ import annotations
 from typing import Any
 
 from agent_contract import paths
-from agent_contract.endpoints import ENDPOINT, MCP_ENUM_LIMIT, Endpoint, mcp_resources
+from agent_contract.endpoints import (
+    ENDPOINT,
+    MCP_ENUM_LIMIT,
+    SITE_OVERVIEW_ID,
+    Endpoint,
+    mcp_resources,
+)
 from agent_contract.models import (
     McpCapabilities,
     McpInputSchema,
@@ -71,7 +77,7 @@ def _tools(site: Site, catalog: Catalog) -> list[McpTool]:
             description=f"Overview of {site.config.name}: what it is, who it is for and how "
             "to use it.",
             inputSchema=_inputs(),
-            endpoint=get(paths.document("site")),
+            endpoint=get(paths.document(SITE_OVERVIEW_ID)),
             returns="ContentDocument (site overview)",
         ),
         McpTool(
