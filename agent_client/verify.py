@@ -37,6 +37,7 @@ from agent_contract.hashing import content_hash
 from agent_contract.manifest import MANIFEST_NAME, read_manifest
 from agent_contract.models import (
     ContentDocument,
+    ContentIndex,
     DiscoveryDocument,
     ErrorResponse,
     McpManifest,
@@ -249,6 +250,24 @@ class Verifier:
                 f"metadata.content_hash {stated} matches a recomputation",
             )
 
+    def _entry_urls(self, discovery: DiscoveryDocument) -> list[str]:
+        """Every document's and FAQ entry's api_url: the discovery document's maps while
+        they list every entry (a small site), else the content index's."""
+        content = discovery.content
+        listed = [*content.documents.values(), *content.faq.values()]
+        if len(listed) == content.total_documents + content.total_faq:
+            return listed
+        body = self.check_file(paths.CONTENT_INDEX)
+        if body is None:
+            return listed
+        index = ContentIndex.model_validate_json(body)
+        self.report.check(
+            len(index.documents) == content.total_documents + content.total_faq,
+            paths.CONTENT_INDEX,
+            "lists as many entries as the discovery document counts",
+        )
+        return [str(entry.api_url) for entry in index.documents]
+
     def _expand(self, templates: list[str]) -> list[str]:
         """Each template's URLs, one per value of its parameter's enum in the OpenAPI
         document (llms.txt's parts are listed nowhere else on a small site)."""
@@ -302,15 +321,20 @@ class Verifier:
         if discovery_body is None:
             return self.report
         discovery = DiscoveryDocument.model_validate_json(discovery_body)
+        entry_urls = self._entry_urls(discovery)
         interface_urls = [
             *discovery.interfaces.model_dump(exclude_none=True).values(),
-            *discovery.content.documents.values(),
-            *discovery.content.faq.values(),
+            *entry_urls,
         ]
         # A template (the Markdown mirrors) stands for one file per entry: each twin.
-        entry_urls = [*discovery.content.documents.values(), *discovery.content.faq.values()]
         twins = [paths.markdown_twin(self.path_of(url) or "") for url in entry_urls]
-        templates = [url for url in interface_urls if "{" in url]
+        # The twins' templates are checked through each entry's twin above, whether or
+        # not the OpenAPI enumerates the ids (it does not past ID_LIST_LIMIT).
+        entry_templates = {
+            self.base_url + template
+            for template in (paths.DOCUMENT_MARKDOWN_TEMPLATE, paths.FAQ_MARKDOWN_TEMPLATE)
+        }
+        templates = [url for url in interface_urls if "{" in url and url not in entry_templates]
         interface_urls = [url for url in interface_urls if "{" not in url]
         interface_urls += [self.base_url + twin for twin in twins if twin]
         interface_urls += self._expand(templates)

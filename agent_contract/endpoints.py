@@ -57,10 +57,13 @@ class McpListing:
     instance: str | None = None
 
 
-#: The most ids an MCP tool's input schema enumerates (the static manifest, and so the live
-#: server's tools/list). Past it the schema names the id's pattern and where ids are
-#: listed: at 10,000 entries the enums made tools/list 482,220 characters (issue 25).
-MCP_ENUM_LIMIT = 200
+#: The most ids of one kind (documents, FAQ entries) a description lists: an MCP tool's
+#: input schema (the static manifest, and so the live server's tools/list), the OpenAPI
+#: path parameter's enum, the discovery document's `content` maps. Past it each names
+#: the id's pattern and where ids are listed (the content index, search): at 10,000
+#: entries the enums made tools/list 482,220 characters (issue 25), the OpenAPI 1.7 MB
+#: and the discovery document, every agent's first read, 2.1 MB.
+ID_LIST_LIMIT = 200
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, create_model
 
-from agent_contract.endpoints import Kind, discovery_interfaces
+from agent_contract.endpoints import ID_LIST_LIMIT, Kind, discovery_interfaces
 from agent_contract.uri import url_problem
 
 
@@ -246,8 +246,19 @@ DiscoveryInterfaces: type[Resource] = create_model(
 
 class DiscoveryContent(Resource):
     language: str
-    documents: dict[str, Url] = Field(description="Document id -> api_url")
-    faq: dict[str, Url] = Field(description="FAQ id -> api_url")
+    documents: dict[str, Url] = Field(
+        description="Document id -> api_url: every document while there are at most "
+        f"{ID_LIST_LIMIT:,}; past that empty (the content index lists them all)"
+    )
+    faq: dict[str, Url] = Field(
+        description=f"FAQ id -> api_url: every FAQ entry while there are at most "
+        f"{ID_LIST_LIMIT:,}; past that empty (the content index lists them all)"
+    )
+    total_documents: int = Field(description="How many documents the site has")
+    total_faq: int = Field(description="How many FAQ entries the site has")
+    # Left out on a site with none of the kind, as the interfaces' templates are.
+    document_url: UrlTemplate | None = Field(None, description="A document's api_url, by id")
+    faq_url: UrlTemplate | None = Field(None, description="An FAQ entry's api_url, by id")
 
 
 class McpProtocol(Resource):

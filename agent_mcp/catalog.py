@@ -226,7 +226,7 @@ class Catalog:
         self._tools = {tool.name: tool for tool in self.tools}
         # Per path template (a tool's, e.g. /api/v1/faq/{faq_id}.json): the ids whose
         # index entry is published at it, in the index's order. The manifest enumerates
-        # them only on a small site (agent_contract.endpoints.MCP_ENUM_LIMIT); the server
+        # them only on a small site (agent_contract.endpoints.ID_LIST_LIMIT); the server
         # checks every id itself.
         self._template_ids = {
             tool.path_template: self._ids_at(tool.path_template) for tool in self.tools

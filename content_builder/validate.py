@@ -18,7 +18,7 @@ from pydantic import BaseModel
 
 from agent_contract import links, paths
 from agent_contract.artifacts import Artifact
-from agent_contract.endpoints import ENDPOINTS, MCP_ENUM_LIMIT
+from agent_contract.endpoints import ENDPOINTS, ID_LIST_LIMIT
 from content_builder.errors import Problem, SiteDataError
 from content_builder.loader import Site, located_strings, located_strings_containing
 from content_builder.yaml_io import with_lines
@@ -175,7 +175,7 @@ def check_artifacts(
         if tool not in tools and not ids:
             continue  # no entries of this kind: the manifest leaves the tool out
         enum = tools[tool]["inputSchema"]["properties"][parameter].get("enum")
-        expected = ids if len(ids) <= MCP_ENUM_LIMIT else None  # past it: no enum at all
+        expected = ids if len(ids) <= ID_LIST_LIMIT else None  # past it: no enum at all
         if enum != expected:
             problems.append(
                 Problem(

@@ -3,7 +3,7 @@
 Measured on real builds of generated sites past the enum limit (600 and 1,000 entries),
 with the SDK's own client (benchmarks/mcp_sizes.py says what is counted). Why the bound
 holds at 10,000 entries and beyond, without building 10,000 here: nothing an answer
-holds grows with the site. tools/list names no ids past MCP_ENUM_LIMIT (checked: its size
+holds grows with the site. tools/list names no ids past ID_LIST_LIMIT (checked: its size
 is the same, to a few digits, at 600 and 1,000 entries); an index page holds at most
 PAGE_CHARS characters of entries and a llms-full.txt part at most PART_BYTES + WINDOW
 bytes (checked on files of every shape below); an error names at most five ids; a
@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from agent_contract import paths
-from agent_contract.endpoints import MCP_ENUM_LIMIT
+from agent_contract.endpoints import ID_LIST_LIMIT
 from agent_mcp import paging
 from agent_mcp.catalog import RESOURCE_PAGE, Catalog, ToolError
 from agent_mcp.sources import MemoryFiles
@@ -61,7 +61,7 @@ def test_past_the_limit_the_manifest_lists_no_ids_and_the_server_checks_them(
 ) -> None:
     manifest = json.loads(large[paths.MCP_MANIFEST])
     index = json.loads(large[paths.CONTENT_INDEX])["documents"]
-    assert len(index) > MCP_ENUM_LIMIT
+    assert len(index) > ID_LIST_LIMIT
     by_name = {tool["name"]: tool for tool in manifest["tools"]}
     for tool, argument in (("get_faq", "faq_id"), ("get_content_document", "document_id")):
         schema = by_name[tool]["inputSchema"]["properties"][argument]

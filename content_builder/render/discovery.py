@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from agent_contract import paths, search_shards
-from agent_contract.endpoints import discovery_interfaces
+from agent_contract.endpoints import ID_LIST_LIMIT, discovery_interfaces
 from agent_contract.models import (
     DiscoveryAccess,
     DiscoveryContent,
@@ -42,8 +42,18 @@ def discovery_document(
         ),
         content=DiscoveryContent(
             language=site.config.language,
-            documents={doc.id: url(paths.document(doc.id)) for doc in catalog.documents},
-            faq={faq.id: url(paths.faq(faq.id)) for faq in catalog.faqs},
+            # Every agent reads this first: past the limit, the ids are the content
+            # index's to list (at 10,000 entries the maps were 2 MB of 2.1).
+            documents={doc.id: url(paths.document(doc.id)) for doc in catalog.documents}
+            if len(catalog.documents) <= ID_LIST_LIMIT
+            else {},
+            faq={faq.id: url(paths.faq(faq.id)) for faq in catalog.faqs}
+            if len(catalog.faqs) <= ID_LIST_LIMIT
+            else {},
+            total_documents=len(catalog.documents),
+            total_faq=len(catalog.faqs),
+            document_url=url(paths.DOCUMENT_TEMPLATE) if catalog.documents else None,
+            faq_url=url(paths.FAQ_TEMPLATE) if catalog.faqs else None,
         ),
         protocols=DiscoveryProtocols(
             mcp=McpProtocol(

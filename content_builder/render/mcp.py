@@ -11,7 +11,7 @@ from typing import Any
 from agent_contract import paths
 from agent_contract.endpoints import (
     ENDPOINT,
-    MCP_ENUM_LIMIT,
+    ID_LIST_LIMIT,
     SITE_OVERVIEW_ID,
     Endpoint,
     mcp_resources,
@@ -40,9 +40,9 @@ def _by_id(
     site: Site, name: str, description: str, endpoint: Endpoint, what: str, ids: list[str]
 ) -> McpTool:
     """A tool that fetches one entry of a per-entry row, by an id the enum lists on a
-    small site; past MCP_ENUM_LIMIT ids, by an id the index lists and search finds."""
+    small site; past ID_LIST_LIMIT ids, by an id the index lists and search finds."""
     assert endpoint.parameter is not None
-    if len(ids) <= MCP_ENUM_LIMIT:
+    if len(ids) <= ID_LIST_LIMIT:
         schema: dict[str, Any] = {
             "type": "string",
             "enum": ids,

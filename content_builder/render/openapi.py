@@ -9,6 +9,7 @@ from pydantic.json_schema import models_json_schema
 from agent_contract import paths
 from agent_contract.endpoints import (
     ENDPOINTS,
+    ID_LIST_LIMIT,
     JSON_MEDIA,
     TEXT_MEDIA,
     Endpoint,
@@ -21,6 +22,7 @@ from content_builder.loader import Site
 from content_builder.render.catalog import Catalog
 from content_builder.render.llms import llms_parts
 from content_builder.render.shards import sharded_index
+from content_builder.source import ID_PATTERN
 
 OPENAPI_VERSION = "3.1.0"
 API_VERSION = "1.0.0"
@@ -99,19 +101,25 @@ def _operation(
     return {"get": operation}
 
 
-def _parameter(parameter: Parameter, ids: dict[str, list[str]]) -> dict[str, Any]:
-    # Shards and entry-file prefixes are too many to list: a pattern, and the term map
-    # names them.
-    schema: dict[str, Any] = (
-        {"type": "string", "pattern": parameter.pattern, "examples": ids[parameter.name][:1]}
-        if parameter.pattern
-        else {"type": "string", "enum": ids[parameter.name]}
-    )
+def _parameter(parameter: Parameter, ids: dict[str, list[str]], index_url: str) -> dict[str, Any]:
+    values = ids[parameter.name]
+    description = f"Id of the {parameter.what}."
+    schema: dict[str, Any]
+    if parameter.pattern:
+        # Shards and entry-file prefixes are too many to list: the term map names them.
+        schema = {"type": "string", "pattern": parameter.pattern, "examples": values[:1]}
+    elif len(values) <= ID_LIST_LIMIT:
+        schema = {"type": "string", "enum": values}
+    else:
+        # A generator turns an enum into a type: 10,000 members of one, and 1.7 MB of
+        # OpenAPI, help no client (issue 25's limit, as the MCP manifest's).
+        schema = {"type": "string", "pattern": ID_PATTERN, "examples": values[:1]}
+        description += f" {len(values):,} of them, listed by the content index ({index_url})."
     return {
         "name": parameter.name,
         "in": "path",
         "required": True,
-        "description": f"Id of the {parameter.what}.",
+        "description": description,
         "schema": schema,
     }
 
@@ -153,7 +161,9 @@ def openapi_document(site: Site, catalog: Catalog) -> dict[str, Any]:
             endpoint.operation_id,
             endpoint.summary,
             _content(endpoint),
-            _parameter(endpoint.parameter, ids) if endpoint.parameter else None,
+            _parameter(endpoint.parameter, ids, site.base_url + paths.CONTENT_INDEX)
+            if endpoint.parameter
+            else None,
         )
         for endpoint in openapi_rows()
         # A template no file matches (no FAQ entry yet) is left out: an operation whose
