@@ -14,7 +14,8 @@ URL with no reason given to the client. In order: 400 for what is not an event a
 403 until the origin secret is proven (whatever else is wrong: a caller without it learns
 nothing more), then 400 for a malformed field, 404 for another path, 413 for a body over
 MCP_MAX_BODY (decided from the declared length or the delivered body's size, before the
-body is decoded), and the MCP endpoint's own answers (405 for a method but POST...).
+body is decoded), 503 while the bucket holds no published site (or cannot be read), and
+the MCP endpoint's own answers (405 for a method but POST...).
 """
 
 from __future__ import annotations
@@ -41,7 +42,7 @@ from agent_contract.mcp_endpoint import (
 )
 from agent_mcp.http import declared_length, handle_http, too_large
 from agent_mcp.s3 import S3Files, Snapshot
-from agent_mcp.sources import DirectoryFiles, FileSource
+from agent_mcp.sources import DirectoryFiles, FileSource, MissingFile, SourceError
 
 ORIGIN_HEADER = ORIGIN_VERIFY_HEADER
 SECRET_ENV = ORIGIN_SECRET_ENV
@@ -84,7 +85,22 @@ def source() -> FileSource:
     if bucket:
         if _BUCKET is None or _BUCKET.files.bucket != bucket:
             _BUCKET = BucketSource(S3Files(bucket))
-        return _BUCKET.current()
+        try:
+            return _BUCKET.current()
+        except MissingFile as missing:
+            # The stack creates the function before its first publish fills the bucket
+            # (and a publish can fail): a state to name, not a bug to log as one.
+            raise Refused(
+                503,
+                "not_published",
+                f"the site is not published yet ({missing}): publish it (`pulumi up`), "
+                "then ask again",
+            ) from None
+        except SourceError as failed:  # S3 failing (throttled, down): logged, answered
+            log.warning("cannot read the bucket: %s", failed)
+            raise Refused(
+                503, "unavailable", "the published files cannot be read; try again"
+            ) from None
     if _DIRECTORY is None:
         _DIRECTORY = DirectoryFiles(SITE_DIR)
     return _DIRECTORY

@@ -9,7 +9,9 @@ publish that changes the manifest or the index gives the handler a new catalog.
 from __future__ import annotations
 
 import json
+import tempfile
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import boto3
@@ -93,6 +95,12 @@ def test_llms_full_parts_are_ranged_reads_of_the_bucket(s3: Any, files) -> None:
 
 
 def handler_call(name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    answer = lambda_handler.handler(tool_event(name, arguments))
+    assert answer["statusCode"] == 200, answer
+    return json.loads(answer["body"])["result"]
+
+
+def tool_event(name: str, arguments: dict[str, Any]) -> dict[str, Any]:
     body = {
         "jsonrpc": "2.0",
         "id": 1,
@@ -112,9 +120,31 @@ def handler_call(name: str, arguments: dict[str, Any]) -> dict[str, Any]:
         "body": json.dumps(body),
         "isBase64Encoded": False,
     }
-    answer = lambda_handler.handler(event)
-    assert answer["statusCode"] == 200, answer
-    return json.loads(answer["body"])["result"]
+    return event
+
+
+def test_before_the_first_publish_the_handler_says_so(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The stack creates the function before the publish fills the bucket: an empty
+    bucket is a 503 naming the missing publish, not a 500 logged as a bug."""
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "eu-west-1")
+    monkeypatch.setenv("MCP_BUCKET", BUCKET)
+    monkeypatch.setenv(lambda_handler.SECRET_ENV, SECRET)
+    monkeypatch.setattr(lambda_handler, "_BUCKET", None)
+    with mock_aws():
+        client = bucket_holding(BUCKET, {})
+        answer = lambda_handler.handler(tool_event("get_content_index", {}))
+        assert answer["statusCode"] == 503, answer
+        error = json.loads(answer["body"])
+        assert error["error"] == "not_published" and "pulumi up" in error["message"]
+        # Without the secret, still 403: a stranger learns nothing of the bucket.
+        stranger = tool_event("get_content_index", {})
+        del stranger["headers"]["x-origin-verify"]
+        assert lambda_handler.handler(stranger)["statusCode"] == 403
+        # The first publish: answered at once, no redeploy.
+        site = sitegen.generate(Path(tempfile.mkdtemp()) / "site_data", 3)
+        for artifact in plan(site.root, TEST_BASE_URL).artifacts:
+            client.put_object(Bucket=BUCKET, Key=artifact.path.lstrip("/"), Body=artifact.body)
+        assert lambda_handler.handler(tool_event("get_content_index", {}))["statusCode"] == 200
 
 
 def test_the_handler_serves_the_bucket_and_follows_a_publish(
