@@ -56,7 +56,10 @@ BUCKET_ENV: Final = "MCP_BUCKET"
 #: server itself wherever it runs (`serve`, the Lambda behind the CDN), so a card exists
 #: exactly when a server does. Sources: docs/decisions.md, issue 25's section ("The
 #: server card").
-SERVER_CARD_PATH: Final = MCP_PATH + "/server-card"
+#: The card's path below the streamable-HTTP endpoint (a discovery document names
+#: `<endpoint>` + this).
+SERVER_CARD_SUFFIX: Final = "/server-card"
+SERVER_CARD_PATH: Final = MCP_PATH + SERVER_CARD_SUFFIX
 SERVER_CARD_WELL_KNOWN: Final = "/.well-known/mcp/server-card.json"
 MCP_CATALOG_PATH: Final = "/.well-known/mcp/catalog.json"
 SERVER_CARD_PATHS: Final = (SERVER_CARD_PATH, SERVER_CARD_WELL_KNOWN, MCP_CATALOG_PATH)

@@ -268,6 +268,7 @@ class McpProtocol(Resource):
     transport: str
     json_rpc_server: Literal["available", "planned"]
     endpoint: Url | None = None  # the live MCP server (streamable HTTP), when deployed
+    server_card: Url | None = None  # its MCP Server Card (SEP-2127), when deployed
 
 
 class OpenApiProtocol(Resource):

@@ -107,6 +107,17 @@ def test_serve_answers_the_card_where_clients_look(server: Any) -> None:
     assert run(connect) == manifest["serverInfo"]["name"]
 
 
+def test_the_discovery_document_names_the_card_beside_a_live_endpoint() -> None:
+    endpoint = TEST_BASE_URL + "/mcp"
+    for live, expected in ((endpoint, endpoint + "/server-card"), (None, None)):
+        built = plan(SITE_DATA, TEST_BASE_URL, mcp_endpoint=live).artifacts
+        (discovery,) = [
+            a for a in built if a.path.startswith("/.well-known/") and b'"protocols"' in a.body
+        ]
+        mcp = json.loads(discovery.body)["protocols"]["mcp"]
+        assert mcp.get("endpoint") == live and mcp.get("server_card") == expected
+
+
 def test_the_card_paths_refuse_writes(server: Any) -> None:
     for path in CARD_PATHS:
         request = urllib.request.Request(server.base_url + path, data=b"{}", method="POST")

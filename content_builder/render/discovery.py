@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from agent_contract import paths, search_shards
 from agent_contract.endpoints import ID_LIST_LIMIT, discovery_interfaces
+from agent_contract.mcp_endpoint import SERVER_CARD_SUFFIX
 from agent_contract.models import (
     DiscoveryAccess,
     DiscoveryContent,
@@ -66,6 +67,7 @@ def discovery_document(
                 "static manifest describes the same tools as plain HTTP GET endpoints",
                 json_rpc_server="planned" if mcp_endpoint is None else "available",
                 endpoint=mcp_endpoint,
+                server_card=None if mcp_endpoint is None else mcp_endpoint + SERVER_CARD_SUFFIX,
             ),
             openapi=OpenApiProtocol(version=OPENAPI_VERSION, url=url(paths.OPENAPI)),
             llms_txt=LlmsTxtProtocol(index=url(paths.LLMS_TXT), full=url(paths.LLMS_FULL_TXT)),
