@@ -62,6 +62,12 @@ def _escaped(line: str, match: re.Match[str] | None) -> str:
     return line[:at] + "\\" + line[at:]
 
 
+def one_line(text: str) -> str:
+    """Whitespace runs, newlines among them, as one space: a title or a link's text
+    stays on its line (a newline there would start a new block)."""
+    return " ".join(text.split())
+
+
 def paragraph(text: str) -> str:
     """A one-line field written where a line starts: text, never a block's start."""
     return _escaped(text, _BLOCK_START.match(text))

@@ -18,19 +18,22 @@ from content_builder.loader import LoadedDocument, LoadedFaq, Site
 from content_builder.markdown_links import MARKDOWN_SUFFIXES
 from content_builder.render.catalog import Catalog
 from content_builder.render.documents import summarize
-from content_builder.render.escape import block, code_fence, link_text, link_url, paragraph
+from content_builder.render.escape import (
+    block,
+    code_fence,
+    link_text,
+    link_url,
+    one_line,
+    paragraph,
+)
 from content_builder.render.indexes import faq_canonical_url
 from content_builder.render.markdown import twin_links
 
 
-def _one_line(text: str) -> str:
-    return " ".join(text.split())
-
-
 def _link(title: str, url: str, note: str | None = None) -> str:
-    safe_title = link_text(_one_line(title).replace("[", "(").replace("]", ")"))
+    safe_title = link_text(one_line(title).replace("[", "(").replace("]", ")"))
     line = f"- [{safe_title}]({link_url(url)})"
-    return f"{line}: {_one_line(note)}" if note else line
+    return f"{line}: {one_line(note)}" if note else line
 
 
 #: AFDocs-style checks pass an llms.txt under 50,000 characters; the fetch tools agents use
@@ -101,9 +104,9 @@ _SLUG_RUN = re.compile(r"[^a-z0-9]+")
 
 def _head(site: Site) -> list[str]:
     return [
-        f"# {_one_line(site.config.name)}",
+        f"# {one_line(site.config.name)}",
         f"> {paragraph(summarize(site.config.description, limit=300))}",
-        paragraph(_one_line(site.config.about)),
+        paragraph(one_line(site.config.about)),
     ]
 
 
@@ -271,7 +274,7 @@ def faq_block(site: Site, loaded: LoadedFaq, faq: FAQEntry) -> str:
     """The FAQ entry's block of llms-full.txt."""
     page = faq_canonical_url(site, faq.id, loaded.source.canonical_url)
     return (
-        f"## FAQ: {_one_line(faq.question)}\n\n"
+        f"## FAQ: {one_line(faq.question)}\n\n"
         f"Source: {site.base_url}{paths.faq(faq.id)}\nPage: {page}\n\n{block(faq.answer)}"
     )
 
@@ -283,8 +286,8 @@ def llms_full_txt(site: Site, catalog: Catalog) -> bytes:
     two). UTF-8 writes a newline as the byte 0x0A and no other character holds that byte,
     so stripping newlines from the bytes strips them from the text."""
     head = [
-        f"# {_one_line(site.config.name)}",
-        f"> {paragraph(_one_line(site.config.description))}",
+        f"# {one_line(site.config.name)}",
+        f"> {paragraph(one_line(site.config.description))}",
         paragraph(site.config.about),
         f"Discovery document: {site.base_url}{paths.discovery(site.config.brand)}",
     ]

@@ -15,7 +15,7 @@ from functools import lru_cache
 
 from agent_contract import paths
 from agent_contract.models import ContentDocument, FAQEntry, FeatureContent
-from content_builder.render.escape import block, code_fence, paragraph
+from content_builder.render.escape import block, code_fence, one_line, paragraph
 
 
 def _pointer(base_url: str) -> str:
@@ -29,10 +29,6 @@ def _pointer(base_url: str) -> str:
 def _fence(code: str) -> list[str]:
     fence = code_fence(code)
     return [fence, code.rstrip("\n"), fence]
-
-
-def _heading(text: str) -> str:
-    return " ".join(text.split())
 
 
 def twin_links(base_url: str, text: str) -> str:
@@ -62,7 +58,7 @@ def document_markdown(
     lines = [
         _pointer(base_url),
         "",
-        f"# {_heading(document.title)}",
+        f"# {one_line(document.title)}",
         "",
         paragraph(description),
         "",
@@ -81,7 +77,7 @@ def document_markdown(
         # Author text as text: one-line fields as paragraphs, bodies as blocks (escape.py).
         lines += [paragraph(body.headline), "", block(body.summary), "", "## Capabilities", ""]
         for name, capability in body.capabilities.items():
-            lines += [f"### {_heading(capability.title)}", "", f"Capability: {name}", ""]
+            lines += [f"### {one_line(capability.title)}", "", f"Capability: {name}", ""]
             lines += [paragraph(capability.description), ""]
             lines += [f"- {endpoint}" for endpoint in capability.endpoints]
             lines.append("")
@@ -95,7 +91,7 @@ def document_markdown(
                 text = block(twin_links(base_url, section.body), deeper=0)
             else:
                 text = block(section.body)
-            lines += [f"## {_heading(section.title)}", "", text, ""]
+            lines += [f"## {one_line(section.title)}", "", text, ""]
             if section.code_example is not None:
                 lines += [*_fence(section.code_example), ""]
         lines += [f"Contact: {body.contact}", "", f"API base: {body.api_base}", ""]
@@ -107,7 +103,7 @@ def faq_markdown(base_url: str, faq: FAQEntry) -> str:
         [
             _pointer(base_url),
             "",
-            f"# {_heading(faq.question)}",
+            f"# {one_line(faq.question)}",
             "",
             f"- id: {faq.id}",
             f"- json: {base_url}{paths.faq(faq.id)}",
