@@ -16,7 +16,8 @@ a watch on every folder of .git and .venv). A root that is missing is waited for
 same way.
 
 Several roots: the site folder, and any folder it names outside itself (a docs tree,
-`docs_dir: ../docs`), each watched with everything below it.
+`docs_dir: ../docs`), each watched with everything below it, and the mkdocs.yml beside
+such a tree (its `nav`), a file root.
 """
 
 from __future__ import annotations
@@ -54,7 +55,9 @@ def _identity(roots: Sequence[Path]) -> _Identity:
         except OSError:
             found.append(None)
             continue
-        found.append((stat.st_dev, stat.st_ino) if os.path.isdir(root) else None)
+        # A root is a folder, or a file (mkdocs.yml beside a docs tree outside the site):
+        # an editor's save replaces a file, as a checkout does a folder.
+        found.append((stat.st_dev, stat.st_ino))
     return tuple(found)
 
 

@@ -423,6 +423,9 @@ def fingerprint(site_dir: Path) -> Fingerprint:
     Symlinked folders are not entered (as rglob did); symlinked files are followed.
     """
     found: list[tuple[str, int, int]] = []
+    if os.path.isfile(site_dir):  # a file root (watch_roots: mkdocs.yml)
+        stat = os.stat(site_dir)
+        return ((str(site_dir), stat.st_mtime_ns, stat.st_size),)
     pending = [str(site_dir)]
     while pending:
         try:

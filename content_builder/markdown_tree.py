@@ -143,19 +143,25 @@ def load_markdown(
 
 
 def watch_roots(site_root: Path) -> list[Path]:
-    """What `serve --watch` watches: the site folder and its docs tree (which may lie
-    outside it). site.yaml is read leniently: a broken one is the build's to report."""
+    """What `serve --watch` watches: the site folder, its docs tree (which may lie
+    outside it) and the mkdocs.yml beside that tree (its nav groups llms.txt). site.yaml
+    is read leniently: a broken one is the build's to report."""
     roots = [site_root]
     try:
         settings = read_yaml_mapping(site_root / "site.yaml", "site.yaml")
     except SiteDataError:
         return roots
     docs_dir = settings.get("docs_dir")
-    if isinstance(docs_dir, str) and (site_root / docs_dir).is_dir():
-        folder = Path(os.path.normpath(os.path.abspath(site_root / docs_dir)))
-        inside = os.path.abspath(site_root)
-        if not str(folder).startswith(os.path.join(inside, "")):
-            roots.append(folder)
+    if not (isinstance(docs_dir, str) and (site_root / docs_dir).is_dir()):
+        return roots
+    folder = Path(os.path.normpath(os.path.abspath(site_root / docs_dir)))
+    found = mkdocs_config(folder, [], str)
+    extra = [folder, *([found[0] / "mkdocs.yml"] if found is not None else [])]
+    watched = [os.path.join(os.path.abspath(site_root), "")]
+    for root in extra:  # each unless a root already watched holds it
+        if not any(str(root).startswith(prefix) for prefix in watched):
+            roots.append(root)
+            watched.append(os.path.join(str(root), ""))
     return roots
 
 

@@ -507,6 +507,15 @@ def test_serve_watch_watches_a_docs_tree_outside_the_site(
     assert run_cli("serve", "--site", site, "--watch").code == 0
     roots = [Path(root) for root in seen["watch_roots"]]  # type: ignore[attr-defined]
     assert site in roots and (tmp_path / "docs").resolve() in [r.resolve() for r in roots]
+    # The mkdocs.yml beside the tree (its nav) is watched too, once: not inside a root.
+    (tmp_path / "mkdocs.yml").write_text("site_name: X\nnav:\n  - page.md\n")
+    assert run_cli("serve", "--site", site, "--watch").code == 0
+    roots = [Path(root).resolve() for root in seen["watch_roots"]]  # type: ignore[attr-defined]
+    assert roots[1:] == [(tmp_path / "docs").resolve(), (tmp_path / "mkdocs.yml").resolve()]
+    (tmp_path / "mkdocs.yml").rename(tmp_path / "docs" / "mkdocs.yml")  # inside the tree
+    assert run_cli("serve", "--site", site, "--watch").code == 0
+    roots = [Path(root).resolve() for root in seen["watch_roots"]]  # type: ignore[attr-defined]
+    assert roots[1:] == [(tmp_path / "docs").resolve()]
 
 
 def test_the_worked_example_of_the_format_document(tmp_path: Path) -> None:

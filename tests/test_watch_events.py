@@ -51,6 +51,31 @@ def test_an_edit_wakes_the_waiter_at_once(tmp_path: Path, stop: threading.Event)
         events.close()
 
 
+def test_a_file_root_is_heard_edited_in_place_and_replaced(
+    tmp_path: Path, stop: threading.Event
+) -> None:
+    """mkdocs.yml beside a docs tree outside the site is a root of its own (a file)."""
+    config = tmp_path / "mkdocs.yml"
+    config.write_text("nav: []\n")
+    before = serve_module.fingerprint(config)
+    events = SiteChanges.open([config], stop)
+    assert events is not None
+    try:
+        assert events.wait(0.2) is False
+        _later(0.2, lambda: config.write_text("nav: [a.md]\n"))
+        assert events.wait(10) is True
+        assert serve_module.fingerprint(config) != before
+        # An editor's atomic save: a new file renamed over it (the old watch dies).
+        staged = tmp_path / ".mkdocs.yml.tmp"
+        staged.write_text("nav: [a.md, b.md]\n")
+        _later(0.2, lambda: os.replace(staged, config))
+        assert events.wait(10) is True
+        _later(0.2, lambda: config.write_text("nav: [b.md]\n"))  # the new file is watched
+        assert events.wait(10) is True
+    finally:
+        events.close()
+
+
 def _swap_by_removal(site: Path) -> None:
     shutil.rmtree(site)
     shutil.copytree(SPEC_SITE, site)
