@@ -101,3 +101,14 @@ def test_a_group_search_cannot_match_is_refused(
     (root / "site.yaml").write_text(yaml.safe_dump(config), encoding="utf-8")
     with pytest.raises(SiteDataError, match=message):
         plan(root, TEST_BASE_URL)
+
+
+@pytest.mark.parametrize("damaged", ["routes", [["routes", 3]], [{"routes": "endpoints"}]])
+def test_damaged_synonyms_are_a_clear_error_never_a_traceback(
+    declared: dict[str, bytes], damaged: object
+) -> None:
+    term_map = json.loads(declared[paths.SEARCH_TERMS])
+    term_map["synonyms"] = damaged
+    files = {**declared, paths.SEARCH_TERMS: json.dumps(term_map).encode()}
+    with pytest.raises(search_shards.SearchFormatError, match="synonyms"):
+        search_shards.query(files.__getitem__, "routes", limit=3)
