@@ -112,3 +112,17 @@ def test_damaged_synonyms_are_a_clear_error_never_a_traceback(
     files = {**declared, paths.SEARCH_TERMS: json.dumps(term_map).encode()}
     with pytest.raises(search_shards.SearchFormatError, match="synonyms"):
         search_shards.query(files.__getitem__, "routes", limit=3)
+
+
+def test_an_edit_of_the_groups_alone_republishes_the_term_map(tmp_path: Path) -> None:
+    """The groups are site.yaml's, not an entry's: a build that reuses every entry's
+    cached terms still writes the new groups (the term map is the only file that moves)."""
+    root = _site(tmp_path / "site", [["endpoints", "routes"]])
+    before = _search_files(root)
+    config = yaml.safe_load((root / "site.yaml").read_text(encoding="utf-8"))
+    config["search"] = {"synonyms": [["endpoints", "routes", "paths"]]}
+    (root / "site.yaml").write_text(yaml.safe_dump(config), encoding="utf-8")
+    after = _search_files(root)
+    assert json.loads(after[paths.SEARCH_TERMS])["synonyms"] == [["endpoints", "routes", "paths"]]
+    search = [p for p in after if p.startswith("/api/v1/search/")]
+    assert [p for p in search if before.get(p) != after[p]] == [paths.SEARCH_TERMS]
