@@ -199,6 +199,11 @@ class SearchTermMap(Resource):
     shards: list[Annotated[list[str], Field(min_length=2, max_length=2)]] = Field(
         description="[first word, shard name], sorted by first word"
     )
+    synonyms: list[list[str]] = Field(
+        default_factory=list,
+        description="Groups of words the site's owner declared to mean the same: a query "
+        "word of a group is also looked up as the group's other words",
+    )
 
 
 class SearchTermPostings(Resource):

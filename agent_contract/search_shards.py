@@ -8,7 +8,9 @@ JSON for a GET-only agent): a small **term map**, **shards** of postings and com
 1. GET /api/v1/search/terms.json. Its `shards` is a sorted list of `[first_term, name]`:
    the shard holding a term is the last one whose first term is <= the term.
 2. For each query word (lowercased, split on anything but a-z and 0-9), GET that shard
-   (`shard_url` with `{shard}` replaced by its name). `terms[word]` is
+   (`shard_url` with `{shard}` replaced by its name). A word of one of the term map's
+   `synonyms` groups (declared by the site's owner) is looked up as each word of its
+   group too, and an entry counts the best of them, as one word. `terms[word]` is
    `{"df": entries holding the word, "postings": [[weight, key, key, ...], ...], "more":
    [[weight, name, count], ...]}`: groups of entry keys by weight, highest weight first;
    `more`, when present, names the shards holding the rest, one per weight, highest
@@ -94,6 +96,8 @@ PROCEDURE = (
     "Lowercase the query and split it on anything but a-z and 0-9. For each word, GET "
     "shard_url with {shard} = the name of the last shard whose first word is <= the word; "
     "its terms[word].postings are groups [weight, key, key, ...], highest weight first. "
+    "A word in one of the term map's synonyms groups is also looked up as each other word "
+    "of its group; per key, the word counts once, with its best. "
     "Score each key: the sum over words of weight * ln(1 + (entries - df + 0.5) / (df + "
     f"0.5)), times (words it holds / words found) ** {COORDINATION}. For the best keys, "
     "GET entries_url with {prefix} = the key's first prefix_length characters: "
@@ -217,9 +221,35 @@ def query_words(query: str) -> list[str]:
     return list(dict.fromkeys(found))
 
 
-def word_variants(word: str) -> list[str]:
-    """The terms a query word is looked up as: itself, its stem, its word family."""
-    return list(dict.fromkeys((word, search_terms.stem(word), search_terms.family(word))))
+def word_variants(word: str, synonyms: Synonyms | None = None) -> list[str]:
+    """The terms a query word is looked up as: itself, its stem, its word family, and the
+    same of the other words of its synonym group."""
+    forms = [word]
+    group = synonyms.get(search_terms.stem(word)) if synonyms else None
+    if group is not None:
+        forms += group
+    return list(
+        dict.fromkeys(
+            variant
+            for form in forms
+            for variant in (form, search_terms.stem(form), search_terms.family(form))
+        )
+    )
+
+
+#: A query word's stem -> the words of its synonym group (`synonym_groups`).
+Synonyms = dict[str, tuple[str, ...]]
+
+
+def synonym_groups(groups: Iterable[Iterable[str]]) -> Synonyms:
+    """The term map's `synonyms` as `word_variants` reads them: each word's stem (so that
+    "route" finds the group that says "routes") -> its group."""
+    found: Synonyms = {}
+    for group in groups:
+        words = tuple(group)
+        for word in words:
+            found.setdefault(search_terms.stem(word), words)
+    return found
 
 
 @dataclass
@@ -279,8 +309,15 @@ class _Index:
             self.shard_path = _path(str(terms["shard_url"]))
             self.entries_path = _path(str(terms["entries_url"]))
             shards = [(str(first), str(name)) for first, name in terms["shards"]]
+            groups = terms.get("synonyms", [])
+            if not isinstance(groups, list) or not all(
+                isinstance(group, list) and all(isinstance(word, str) for word in group)
+                for group in groups
+            ):
+                raise ValueError("synonyms is not a list of lists of words")
         except (KeyError, TypeError, ValueError) as error:
             raise SearchFormatError(f"{TERM_MAP_PATH}: {error!r}") from None
+        self.synonyms = synonym_groups(groups)
         self.firsts = [first for first, _ in shards]
         self.names = [name for _, name in shards]
 
@@ -342,7 +379,7 @@ def query(fetch: Fetch, text: str, limit: int | None = 10, offset: int = 0) -> R
     words: list[tuple[str, list[tuple[str, _Term, float]]]] = []
     for word in query_words(text):
         found = []
-        for term in word_variants(word):
+        for term in word_variants(word, index.synonyms):
             posting = index.term(term)
             if posting is not None:
                 found.append((term, posting, idf(posting.df, index.entries)))

@@ -20,6 +20,7 @@ from pydantic import (
     model_validator,
 )
 
+from agent_contract import search_terms
 from agent_contract.models import ContentType, Url
 from agent_contract.uri import url_problem
 from content_builder.text_rules import require_one_line
@@ -106,6 +107,54 @@ class SearchEvalSettings(SourceModel):
     fail_below: bool = False
 
 
+def _one_search_word(word: str) -> str:
+    """The word as the index holds it (folded), when it is one word search can match."""
+    found = search_terms.words(word)
+    if found != [search_terms.fold(word).strip()]:
+        raise ValueError(
+            f"{word!r} is not one search word (a word of letters or digits, not a stop "
+            "word): a synonym is matched word by word, phrases are not"
+        )
+    return found[0]
+
+
+SearchWord = Annotated[str, AfterValidator(_one_search_word)]
+
+
+def _distinct_group(words: list[str]) -> list[str]:
+    group = list(dict.fromkeys(words))
+    if len(group) < 2:
+        raise ValueError(f"a synonym group names at least two different words: {words}")
+    return group
+
+
+SynonymGroup = Annotated[list[SearchWord], AfterValidator(_distinct_group)]
+
+
+class SearchSettings(SourceModel):
+    """How the sharded search index matches queries (docs/site-data-format.md, "site.yaml")."""
+
+    #: Groups of words that mean the same on this site ("routes", "endpoints"): a query
+    #: word of a group is also looked up as the group's other words. Published in the
+    #: term map, applied when a query is answered (search_shards.PROCEDURE).
+    synonyms: list[SynonymGroup] = []
+
+    @model_validator(mode="after")
+    def _each_word_in_one_group(self) -> SearchSettings:
+        # A query word is matched to its group by its stem: two groups sharing a stem
+        # would make a word mean two things.
+        seen: dict[str, int] = {}
+        for number, group in enumerate(self.synonyms):
+            for word in group:
+                other = seen.setdefault(search_terms.stem(word), number)
+                if other != number:
+                    raise ValueError(
+                        f"{word!r} (or a form of it) is in two synonym groups: "
+                        f"{self.synonyms[other]} and {group}; merge them"
+                    )
+        return self
+
+
 def _yes_or_no(value: object) -> object:
     # YAML 1.1 (PyYAML) reads an unquoted yes/no as a boolean: both spellings mean the same.
     if value is True:
@@ -149,6 +198,7 @@ class SiteSource(SourceModel):
     language: LanguageCode = "en"
     contact: Annotated[Line, AfterValidator(_require_contact)]
     search_eval: SearchEvalSettings = SearchEvalSettings()
+    search: SearchSettings = SearchSettings()
     # A Markdown docs tree (docs/site-data-format.md, "Markdown pages"): its folder,
     # relative to site.yaml (it may lie outside the site folder: `../docs`).
     docs_dir: Line | None = None

@@ -91,6 +91,7 @@ def _make(site: Site, catalog: Catalog) -> ShardedIndex:
         entries_url=site.base_url + paths.SEARCH_ENTRIES_TEMPLATE,
         procedure=search_shards.PROCEDURE,
         shards=[list(pair) for pair in firsts],
+        synonyms=[list(group) for group in site.config.search.synonyms],
     )
     return ShardedIndex(term_map.model_dump_json().encode("utf-8") + b"\n", files)
 
