@@ -16,7 +16,7 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from urllib.parse import unquote
+from urllib.parse import unquote, urljoin
 
 from agent_contract import paths
 from content_builder.errors import Problem, SiteDataError
@@ -47,6 +47,11 @@ class Tree:
         dict[str, tuple[int, str, str | None]] | None
     )  # mkdocs nav: path -> (position, group, title)
     recursive: bool = True
+    #: "docusaurus" when the tree is a Docusaurus site's (markdown_docusaurus.py), else "".
+    tool: str = ""
+    #: The human site's root URL, no trailing slash: where a Docusaurus link from the
+    #: site's root (`/community/support`, `/img/x.png`) leads.
+    site_url: str = ""
 
 
 def page_context(
@@ -58,9 +63,14 @@ def page_context(
     tokens: dict[str, str],
     broken_links: str,
     warnings: list[Problem],
+    urls: dict[str, str] | None = None,
+    page_url: str = "",
 ) -> Context:
     """What the page at `page_path` needs of its tree: where its links lead (`ids`: every
-    page's path -> id), its images' URLs, the snippets it may include."""
+    page's path -> id; `urls`: every page's human URL, no trailing slash -> id, and
+    `page_url` this page's, for Docusaurus' URL links), its images' URLs, the snippets
+    it may include."""
+    docusaurus = tree.tool == "docusaurus"
     root = str(tree.root)
     folder = os.path.dirname(page_path)
     page_stem, name = stem(page_path), stem(os.path.basename(page_path))
@@ -88,7 +98,21 @@ def page_context(
             normal = os.path.join(normal, "")
         return normal, fragment
 
+    def by_url(dest: str) -> str | None:
+        """Docusaurus: a link that names no file is a URL, resolved as the browser
+        resolves it from the page's URL (`./installation`, `/docs/sidebar/items`), and
+        leads to the page published at that URL, slug and all."""
+        path, _, fragment = dest.partition("#")
+        joined = urljoin(page_url, path.split("?", 1)[0]) if path else page_url
+        hit = (urls or {}).get(joined.rstrip("/"))
+        if hit is None:
+            return None
+        return f"{base_url}{paths.document(hit)}{'#' + fragment if fragment else ''}"
+
     def resolve_link(dest: str, line: int | None = None) -> tuple[str | None, str | None]:
+        if docusaurus and dest.startswith("pathname://"):
+            # Docusaurus' escape hatch: a path on the site, left to the browser.
+            return tree.site_url + "/" + dest[len("pathname://") :].lstrip("/"), None
         found = target_of(dest)
         if found is None:
             return None, None
@@ -96,7 +120,18 @@ def page_context(
         anchor = f"#{fragment}" if fragment else ""
         name = os.path.basename(target.rstrip(os.sep))
         extension = os.path.splitext(name)[1].lower() if not target.endswith(os.sep) else ""
-        if extension in MARKDOWN_SUFFIXES:
+        if docusaurus and extension not in MARKDOWN_SUFFIXES and extension in ("", ".html"):
+            hit = by_url(dest)
+            if hit is not None:
+                return hit, None
+        if extension in MARKDOWN_SUFFIXES and docusaurus:
+            # Docusaurus tries a file link from the page's folder, then from the
+            # content root; one from `/` names the content root, then the site folder
+            # (`/docs/x.mdx`): @docusaurus/utils, resolveMarkdownLinkPathname.
+            relative = unquote(dest.partition("#")[0].split("?", 1)[0])
+            bases = (root, str(tree.root.parent)) if relative.startswith("/") else (folder, root)
+            candidates = [os.path.normpath(os.path.join(b, relative.lstrip("/"))) for b in bases]
+        elif extension in MARKDOWN_SUFFIXES:
             candidates = [target]
         elif extension == ".html":
             candidates = [target[:-5] + suffix for suffix in MARKDOWN_SUFFIXES]
@@ -115,6 +150,8 @@ def page_context(
         if dest.startswith("/") and extension not in MARKDOWN_SUFFIXES:
             # A path on the site that is no page of the tree (the blog, a download
             # area): a link to the human site, as the docs tool would publish it.
+            if docusaurus:  # from the site's root, not the docs route
+                return tree.site_url + dest, None
             return _asset_url(tree, target), None
         inside = target.startswith(os.path.join(root, "")) or target.rstrip(os.sep) == root
         where = (
@@ -130,6 +167,8 @@ def page_context(
         return None, message + " (site.yaml broken_links: warn makes this a warning)"
 
     def resolve_image(src: str) -> str | None:
+        if docusaurus and src.startswith("/") and not src.startswith("//"):
+            return tree.site_url + src  # static/ is served at the site's root
         found = target_of(src)
         return None if found is None else _asset_url(tree, found[0])
 

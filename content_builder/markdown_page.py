@@ -33,14 +33,16 @@ if TYPE_CHECKING:
     from markdown_it import MarkdownIt
     from markdown_it.token import Token
 
-_PARSERS: dict[bool, Any] = {}
+_PARSERS: dict[tuple[bool, bool], Any] = {}
 
 
-def parser(blocks_only: bool = False) -> MarkdownIt:
+def parser(blocks_only: bool = False, mdx: bool = False) -> MarkdownIt:
     """The parser, made on first use: a site without Markdown pages (and every command
     that does not build) never imports markdown-it. `blocks_only`: without the inline
-    rules (a third of the parse), which only the description needs."""
-    found = _PARSERS.get(blocks_only)
+    rules (a third of the parse), which only the description needs. `mdx`: without
+    indented code, which MDX does not have (an indented `<details>` in a list is a
+    component there, not code)."""
+    found = _PARSERS.get((blocks_only, mdx))
     if found is None:
         from markdown_it import MarkdownIt
         from mdit_py_plugins.front_matter import front_matter_plugin
@@ -52,7 +54,9 @@ def parser(blocks_only: bool = False) -> MarkdownIt:
         )
         if blocks_only:
             found.core.ruler.disable("inline")
-        _PARSERS[blocks_only] = found
+        if mdx:
+            found.block.ruler.disable("code")
+        _PARSERS[(blocks_only, mdx)] = found
     return found  # type: ignore[no-any-return]
 
 
@@ -124,8 +128,9 @@ class Context:
     tokens: dict[str, str]  # "{base_url}" -> value
 
 
-def convert(text: str, body_start: int, context: Context) -> Converted:
-    """The page's fields from its text (universal newlines) and the line its body starts."""
+def convert(text: str, body_start: int, context: Context, mdx: bool = False) -> Converted:
+    """The page's fields from its text (universal newlines) and the line its body starts;
+    `mdx` for an .mdx page (no indented code)."""
     lines = Lines([], [])
     problems: list[tuple[int, str]] = []
     snippets: list[str] = []
@@ -135,7 +140,7 @@ def convert(text: str, body_start: int, context: Context) -> Converted:
     lines = _degrade_containers(lines)
     # Block structure only: the inline rules (a third of the parse) run on the one
     # paragraph that becomes the description (`_plain`), nowhere else.
-    tokens = parser(blocks_only=True).parse("\n".join(lines.text) + "\n")
+    tokens = parser(blocks_only=True, mdx=mdx).parse("\n".join(lines.text) + "\n")
     converted = _sections(lines, tokens, context, problems)
     converted.problems = problems + converted.problems
     converted.snippets = snippets
@@ -260,9 +265,14 @@ _ADMONITION = re.compile(r"^(\s*)(?:!!!|\?\?\?\+?)\s+([\w-]+)((?:\s+[\w-]+)*)(?:
 _TAB = re.compile(r"^(\s*)===!?\+?\s+\"(.*)\"\s*$")
 _COLON_OPEN = re.compile(r"^(\s*)(:{3,})\s*([\w-]+)(?:\[(.*)\])?\s*(?:\{.*\})?\s*(.*?)\s*$")
 _COLON_CLOSE = re.compile(r"^(\s*)(:{3,})\s*$")
-_MDX_STATEMENT = re.compile(
-    r"^(?:import\s+[\w{},*\s]+?\s+from\s+['\"][^'\"]+['\"]|import\s+['\"][^'\"]+['\"]"
-    r"|export\s+(?:const|default|function|let)\b.*);?\s*$"
+_MDX_CODE_BLOCK = "mdx-code-block"
+#: A tag left open at the end of its line (`<a` then `  href={...}>` below): JSX.
+_OPEN_TAG_START = re.compile(r"^\s*<[A-Za-z][\w.:-]*(?:\s+[^<>]*)?$")
+#: An MDX ESM statement's first line (MDX: it runs to the next blank line): an import
+#: (`import X from '...'`, `import {`, `import * as`, `import '...'`) or an export.
+_MDX_ESM_START = re.compile(
+    r"^(?:import\s+(?:\{|\*|['\"]|[\w$]+\s*(?:,.*)?\bfrom\s+['\"]|[\w$]+\s*,\s*\{)"
+    r"|export\s+(?:const|default|function|let|var|class|async|\{))"
 )
 
 
@@ -276,7 +286,15 @@ def _degrade_containers(lines: Lines) -> Lines:
     Fenced code is left as it is, but for the indentation its container gave it."""
     text = lines.text
     if not any(
-        ("!!!" in t or "???" in t or "===" in t or ":::" in t or t.startswith(("import", "export")))
+        (
+            "!!!" in t
+            or "???" in t
+            or "===" in t
+            or ":::" in t
+            or t.startswith(("import", "export"))
+            or "{/*" in t
+            or "mdx-code-block" in t
+        )
         for t in text
     ):
         return lines
@@ -284,15 +302,60 @@ def _degrade_containers(lines: Lines) -> Lines:
     fences = _Fences()
     # Indented bodies being dedented: (marker indentation, columns removed).
     bodies: list[tuple[int, int]] = []
+    mdx_block: str | None = None  # the fence of an open ```mdx-code-block
+    skipping: str | None = None  # "esm" or "comment" while dropping an MDX statement
+
+    def closes_mdx_block(line: str) -> bool:
+        fence = _FENCE_OPEN.match(line)
+        return bool(
+            mdx_block is not None
+            and fence
+            and fence.group(2)[0] == mdx_block[0]
+            and len(fence.group(2)) >= len(mdx_block)
+            and not fence.group(3).strip()
+        )
+
     for line, origin in zip(text, lines.origin, strict=True):
+        if skipping == "esm":
+            if line.strip() and not closes_mdx_block(line):
+                continue  # an MDX import/export runs to the next blank line
+            skipping = None
+        elif skipping == "comment":
+            if "*/}" in line:
+                skipping = None
+            continue
+        elif skipping == "tag":
+            if not line.strip():  # a tag never closed: only its own paragraph is lost
+                skipping = None
+            elif line.rstrip().endswith(">"):
+                skipping = None
+                continue
+            else:
+                continue
         while bodies and line.strip() and _indent(line) <= bodies[-1][0]:
             bodies.pop()
             fences.open = None  # a fence cannot outlive the body that held it
         shifted = line
         for _, columns in reversed(bodies):
             shifted = shifted[min(columns, _indent(shifted)) :] if shifted.strip() else ""
+        if fences.open is None:
+            fence = _FENCE_OPEN.match(shifted)
+            if mdx_block is None and fence and fence.group(3).strip() == _MDX_CODE_BLOCK:
+                # Docusaurus renders an mdx-code-block's content as MDX, not as code:
+                # its lines are the page's (imports dropped, components degraded).
+                mdx_block = fence.group(2)
+                continue
+            if closes_mdx_block(shifted):
+                mdx_block = None
+                continue
         if fences.inside(shifted):
             out.add(shifted, origin)
+            continue
+        if shifted.lstrip().startswith("{/*") and "*/}" not in shifted:
+            skipping = "comment"  # an MDX comment over several lines: dropped whole
+            continue
+        if _OPEN_TAG_START.match(shifted):
+            skipping = "tag"  # a JSX tag whose attributes run over lines: dropped
             continue
         admonition = _ADMONITION.match(shifted)
         tab = None if admonition else _TAB.match(shifted)
@@ -314,8 +377,16 @@ def _degrade_containers(lines: Lines) -> Lines:
                 out.add("", origin)
             bodies.append((_indent(line), 4))
             continue
-        if not bodies and _MDX_STATEMENT.match(shifted):
-            continue  # MDX's import/export: code for the docs tool, not text for readers
+        if (
+            not bodies
+            and _MDX_ESM_START.match(shifted)
+            and (not out.text or not out.text[-1].strip())
+        ):
+            # MDX's import/export: code for the docs tool, not text for readers. MDX
+            # reads a statement, a block of its own, to the next blank line
+            # (`export const X = () => (`); one right under `<script setup>` is Vue's.
+            skipping = "esm"
+            continue
         opened = _COLON_OPEN.match(shifted)
         if opened:
             pad, kind, bracket, rest = (
@@ -354,6 +425,8 @@ def _bold_safe(text: str) -> str:
 _ATTR_LIST = re.compile(r"\s*\{\s*[#.:][^{}]*\}\s*$")  # `## Title { #anchor }`
 _COMMENT = re.compile(r"<!--.*?-->", re.DOTALL)
 _JSX_COMMENT = re.compile(r"\{/\*.*?\*/\}")
+_FRAGMENT = re.compile(r"</?>")  # JSX's fragment, `<>...</>`
+_JSX_STRING = re.compile(r"\{\s*(['\"])([^'\"{}]*)\1\s*\}")
 _DROPPED_ELEMENT = re.compile(r"<(script|style)\b[^>]*>.*?</\1\s*>", re.DOTALL | re.IGNORECASE)
 # A tag, its attribute values quoted or not (`v-if="i < n"` holds a `<`); the
 # alternatives exclude each other, so a tag that does not close fails in linear time.
@@ -492,7 +565,14 @@ def _body(
     return "\n".join(out).strip("\n")
 
 
+_HEADING_LINE = re.compile(r"^ {0,3}#{1,6}\s")
+
+
 def _prose_line(line: str, origin: int, context: Context, problems: list[tuple[int, str]]) -> str:
+    if "{" in line and _HEADING_LINE.match(line):
+        # A deeper heading's id (`### Title {#custom-id}`, Docusaurus and attr_list):
+        # an anchor for the docs tool's HTML, not words of the title.
+        line = _ATTR_LIST.sub("", line)
     reference = _REFERENCE.match(line)
     if reference:
         dest = reference.group(2)
@@ -524,9 +604,11 @@ def _prose(
     problems: list[tuple[int, str]],
 ) -> str:
     if "<" in text:
-        text = _TAG.sub("", _COMMENT.sub("", text))
+        text = _FRAGMENT.sub("", _TAG.sub("", _COMMENT.sub("", text)))
     if "{/*" in text:  # an MDX comment
         text = _JSX_COMMENT.sub("", text)
+    if "{'" in text or '{"' in text:  # MDX's string expression `{'text'}`: its text
+        text = _JSX_STRING.sub(lambda match: match.group(2), text)
     if "](" in text:
 
         def link(match: re.Match[str]) -> str:

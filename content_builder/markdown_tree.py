@@ -23,6 +23,7 @@ from typing import Any
 
 import yaml
 
+from content_builder import markdown_docusaurus as docusaurus
 from content_builder.cache import EntryCache, entry_key
 from content_builder.errors import Problem, SiteDataError
 from content_builder.markdown_links import (
@@ -134,8 +135,9 @@ def load_markdown(
     pages = _assign_ids(pages, problems)  # a page whose id collides: reported, left out
     _assign_order(pages, found)
     ids = {page.path: page.id for page in pages}
+    urls = {page.canonical.rstrip("/"): page.id for page in pages}
     for page in pages:
-        document = _document(page, ids, base_url, tokens, config, cache, problems,
+        document = _document(page, ids, urls, base_url, tokens, config, cache, problems,
                              found, make_document)  # fmt: skip
         if document is not None:
             found.documents.append(document)
@@ -197,6 +199,11 @@ def _trees(
             )
             nav = _nav(settings.get("nav"))
             trees.append(Tree(root, folder, style, docs_url, nav))
+        elif docusaurus.is_docusaurus(root):
+            website = config.website.rstrip("/")
+            url = (config.docs_url or f"{website}/{docusaurus.ROUTE_BASE}").rstrip("/")
+            style = config.docs_url_style or "clean"
+            trees.append(Tree(root, root, style, url, None, tool="docusaurus", site_url=website))
         else:
             style = config.docs_url_style or "clean"
             trees.append(Tree(root, root, style, docs_url, None))
@@ -360,11 +367,14 @@ def _walk(
                     tree.recursive
                     and not entry.name.startswith(".")
                     and (entry.name not in _SKIPPED_FOLDERS)
+                    and not (tree.tool == "docusaurus" and entry.name.startswith("_"))
                 ):
                     stack.append(rel)
                 continue
             if not entry.name.endswith(MARKDOWN_SUFFIXES):
                 continue
+            if tree.tool == "docusaurus" and docusaurus.is_partial(rel):
+                continue  # a partial, included by the pages that import it
             if not entry.is_file(follow_symlinks=False):
                 mode = entry.stat(follow_symlinks=False).st_mode
                 problems.append(
@@ -386,7 +396,12 @@ def _assign_ids(pages: list[_Page], problems: list[Problem]) -> list[_Page]:
     kept = []
     for page in pages:
         chosen = page.front.get("id")
-        page.id = str(chosen) if isinstance(chosen, str | int) else page_id(page.rel)
+        if page.tree.tool == "docusaurus":
+            # Docusaurus' `id` names the page within its folder (`i18n/tutorial`).
+            identifier = docusaurus.doc_id(page.rel, chosen)
+            page.id = page_id(identifier)
+        else:
+            page.id = str(chosen) if isinstance(chosen, str | int) else page_id(page.rel)
         folded = page.id.casefold()
         if folded in seen:
             other = seen[folded]
@@ -399,6 +414,10 @@ def _assign_ids(pages: list[_Page], problems: list[Problem]) -> list[_Page]:
             continue
         seen[folded] = page
         kept.append(page)
+        if page.tree.tool == "docusaurus":
+            path = docusaurus.url_path(page.rel, identifier, page.front.get("slug"))
+            page.canonical = page.tree.docs_url + "/" + path
+            continue
         url_path = page_url_path(page.rel, page.tree.style)
         slug = page.front.get("slug")
         if isinstance(slug, str) and slug.strip() and " " not in slug:
@@ -449,6 +468,7 @@ def _assign_order(pages: list[_Page], found: MarkdownPages) -> None:
 def _document(
     page: _Page,
     ids: dict[str, str],
+    urls: dict[str, str],
     base_url: str,
     tokens: dict[str, str],
     config: SiteSource,
@@ -468,8 +488,9 @@ def _document(
     links now lead elsewhere."""
     warnings: list[Problem] = []
     context = page_context(
-        page.tree, page.path, page.display, ids, base_url, tokens, config.broken_links, warnings
-    )
+        page.tree, page.path, page.display, ids, base_url, tokens, config.broken_links,
+        warnings, urls, page.canonical,
+    )  # fmt: skip
     tree = page.tree
     own = "\0".join(
         map(str, (page.key, page.id, page.canonical, (tree.nav or {}).get(page.rel),
@@ -535,7 +556,7 @@ def _recording(context: Context, names: list[str], links: list[str]) -> Context:
 def _models(page: _Page, context: Context, problems: list[Problem]) -> tuple[Any, ...] | None:
     from content_builder.loader import validate_model  # the loader imports this module
 
-    converted: Converted = convert(page.text, page.body_start, context)
+    converted: Converted = convert(page.text, page.body_start, context, page.rel.endswith(".mdx"))
     found = [Problem(page.display, None, f"line {line}: {message}")
              for line, message in converted.problems]  # fmt: skip
     problems += found
