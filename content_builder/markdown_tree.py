@@ -437,10 +437,34 @@ def _order_value(front: dict[str, Any]) -> float:
 
 
 def _assign_order(pages: list[_Page], found: MarkdownPages) -> None:
+    categories: dict[str, dict[str, Any]] = {}  # a Docusaurus folder -> its _category_
+
+    def category(tree: Tree, folder: str) -> dict[str, Any]:
+        if folder not in categories:
+            categories[folder] = docusaurus.category(os.path.join(tree.root, folder))
+        return categories[folder]
+
+    def folders(page: _Page, folder: str) -> list[Any]:
+        parts = folder.split("/") if folder else []
+        if page.tree.tool != "docusaurus":
+            return parts
+        # Docusaurus: a folder's `_category_` position orders it among its siblings.
+        return [
+            (docusaurus.position(category(page.tree, "/".join(parts[: depth + 1]))), part)
+            for depth, part in enumerate(parts)
+        ]
+
     def folder_key(page: _Page) -> tuple[Any, ...]:
         folder, _, name = page.rel.rpartition("/")
         is_index = stem(name).lower() in INDEX_NAMES
-        return (folder.split("/") if folder else [], not is_index, _order_value(page.front), name)
+        return (folders(page, folder), not is_index, _order_value(page.front), name)
+
+    def group_of(page: _Page) -> str:
+        top = page.rel.split("/", 1)[0]
+        label = category(page.tree, top).get("label") if page.tree.tool == "docusaurus" else None
+        if isinstance(label, str) and label.strip():
+            return _group_name(label)  # the sidebar's label for the folder
+        return _group_name(top.replace("-", " ").replace("_", " ").capitalize())
 
     def key(page: _Page) -> tuple[Any, ...]:
         nav = page.tree.nav
@@ -455,8 +479,7 @@ def _assign_order(pages: list[_Page], found: MarkdownPages) -> None:
         if nav is not None:
             page.group = nav[page.rel][1] if page.rel in nav else DEFAULT_GROUP
         elif "/" in page.rel:
-            page.group = _group_name(page.rel.split("/", 1)[0].replace("-", " ").replace("_", " ")
-                                     .capitalize())  # fmt: skip
+            page.group = group_of(page)
         found.groups[page.id] = page.group
         if page.group != DEFAULT_GROUP and page.group not in found.group_order:
             found.group_order.append(page.group)

@@ -177,3 +177,22 @@ def test_an_import_under_a_vue_script_block_is_not_mdx(tmp_path: Path) -> None:
     )
     body = _body(plan(_site(tmp_path, {"vue.md": page}, config=False)), "vue")
     assert "```\nEntry ---> A\n```" in body
+
+
+def test_category_files_label_and_order_folders(tmp_path: Path) -> None:
+    pages = {
+        "alpha/one.md": "# One\n\nx\n",
+        "beta/two.md": "# Two\n\nx\n",
+        "beta/_category_.json": '{"label": "Beta guides", "position": 1}',
+        "alpha/_category_.yml": "position: 2\n",
+        "beta/deep/three.md": "# Three\n\nx\n",
+        "beta/deep/_category_.yml": "label: Deep\nposition: 0\n",
+    }
+    result = plan(_site(tmp_path, pages))
+    llms = _files(result)[paths.LLMS_TXT].decode()
+    assert "\n## Beta guides\n" in llms and "\n## Alpha\n" in llms
+    assert llms.index("## Beta guides") < llms.index("## Alpha")  # by position, not name
+    at = [
+        llms.index(f"/api/v1/content/{i}.md") for i in ("beta-two", "beta-deep-three", "alpha-one")
+    ]
+    assert at == sorted(at)  # beta's pages first: its own, then its subfolder's
