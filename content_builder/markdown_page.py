@@ -137,6 +137,7 @@ def convert(text: str, body_start: int, context: Context, mdx: bool = False) -> 
     for number, line in enumerate(text.split("\n")[body_start:], body_start + 1):
         lines.add(line, number)
     lines = _expand_snippets(lines, context, problems, snippets, depth=0)
+    lines = _expand_partials(lines, context, problems, snippets)
     lines = _degrade_containers(lines)
     # Block structure only: the inline rules (a third of the parse) run on the one
     # paragraph that becomes the description (`_plain`), nowhere else.
@@ -256,6 +257,53 @@ def _expand_snippets(
             inner = _expand_snippets(inner, context, problems, snippets, depth + 1)
             for part, at in zip(inner.text, inner.origin, strict=True):
                 out.add(part, at)
+    return out
+
+
+# --- MDX partials (Docusaurus) ----------------------------------------------------------
+
+#: `import Name from './_partial.mdx';`: an MDX file imported as a component.
+_PARTIAL_IMPORT = re.compile(
+    r"^import\s+([A-Z][\w$]*)\s+from\s+['\"](\.{1,2}/[^'\"]+\.mdx?)['\"];?\s*$"
+)
+
+
+def _expand_partials(
+    lines: Lines, context: Context, problems: list[tuple[int, str]], snippets: list[str]
+) -> Lines:
+    """`<Name />` alone on its line, where Name is an imported .md/.mdx file, becomes
+    that file's text, as MDX renders it (its props are not evaluated). Read as snippets
+    are (inside the tree only), so the build cache follows the file."""
+    if not any(line.startswith("import") for line in lines.text):
+        return lines
+    imported: dict[str, str] = {}
+    fences = _Fences()
+    for line in lines.text:
+        if not fences.inside(line):
+            match = _PARTIAL_IMPORT.match(line)
+            if match:
+                imported[match.group(1)] = match.group(2)
+    if not imported:
+        return lines
+    usage = re.compile(r"^(\s*)<(" + "|".join(map(re.escape, imported)) + r")\b[^<>]*/>\s*$")
+    out = Lines([], [], lines.markers)
+    fences = _Fences()
+    for line, origin in zip(lines.text, lines.origin, strict=True):
+        used = None if fences.inside(line) else usage.match(line)
+        if used is None:
+            out.add(line, origin)
+            continue
+        name = imported[used.group(2)]
+        key, included, problem = context.read_snippet(name)
+        if problem is not None or included is None or key is None:
+            problems.append((origin, problem or f"partial {name!r} cannot be read"))
+            continue
+        snippets.append(key)
+        text = included.replace("\r\n", "\n").replace("\r", "\n")
+        front, start = split_front_matter(text)
+        body = text.split("\n")[start:] if front is not None else text.split("\n")
+        for part in ["", *body, ""]:
+            out.add(part, origin)
     return out
 
 

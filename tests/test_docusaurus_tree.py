@@ -196,3 +196,19 @@ def test_category_files_label_and_order_folders(tmp_path: Path) -> None:
         llms.index(f"/api/v1/content/{i}.md") for i in ("beta-two", "beta-deep-three", "alpha-one")
     ]
     assert at == sorted(at)  # beta's pages first: its own, then its subfolder's
+
+
+def test_an_imported_partial_is_the_pages_text(tmp_path: Path) -> None:
+    pages = {
+        "api/blog.mdx": (
+            "# Blog plugin\n\nimport TagsFile from './_tags-file.mdx';\n\n<TagsFile />\n\n"
+            "```mdx\n<TagsFile />\n```\n"
+        ),
+        "api/_tags-file.mdx": "## Tags file\n\nThe tags file lists tags.\n",
+    }
+    result = plan(_site(tmp_path, pages))
+    sections = _document(result, "api-blog")["content"]["sections"]
+    assert [s["title"] for s in sections] == ["Tags file"]  # the partial's own heading
+    assert "The tags file lists tags." in sections[0]["body"]
+    assert "```mdx\n<TagsFile />\n```" in sections[0]["body"]  # in code: as written
+    assert "/api/v1/content/api-tags-file.json" not in _files(result)  # not a page
