@@ -576,8 +576,24 @@ def _plain(inline: Token, context: Context) -> str:
     return _substitute_tokens(text, context.tokens)
 
 
+#: A tab's opening tag (Docusaurus' `<TabItem value="npm" label="npm">`): its label is
+#: what the reader sees above the tab's content, so it stays, bold.
+_TAB_ITEM = re.compile(
+    r"<TabItem\b(?=[^<>]*\b(?:label|value)=)"
+    r"(?:(?=[^<>]*\blabel=(?:\"([^\"<>]*)\"|'([^'<>]*)'))|(?=[^<>]*\bvalue=(?:\"([^\"<>]*)\"|'([^'<>]*)')))"
+    r"[^<>]*>"
+)
+
+
+def _tab_label(match: re.Match[str]) -> str:
+    label = next((group for group in match.groups() if group), "")
+    return f" **{_bold_safe(label)}** " if label.strip() else " "
+
+
 def _html_words(html: str) -> str:
     html = _DROPPED_ELEMENT.sub(" ", _COMMENT.sub(" ", html))
+    if "<TabItem" in html:
+        html = _TAB_ITEM.sub(_tab_label, html)
     html = re.sub(r"<!--.*", " ", html, flags=re.DOTALL)  # a comment left open
     return " ".join(_MUSTACHE.sub(" ", _TAG.sub(" ", html)).split())
 
@@ -652,6 +668,8 @@ def _prose(
     problems: list[tuple[int, str]],
 ) -> str:
     if "<" in text:
+        if "<TabItem" in text:
+            text = _TAB_ITEM.sub(_tab_label, text)
         text = _FRAGMENT.sub("", _TAG.sub("", _COMMENT.sub("", text)))
     if "{/*" in text:  # an MDX comment
         text = _JSX_COMMENT.sub("", text)

@@ -212,3 +212,15 @@ def test_an_imported_partial_is_the_pages_text(tmp_path: Path) -> None:
     assert "The tags file lists tags." in sections[0]["body"]
     assert "```mdx\n<TagsFile />\n```" in sections[0]["body"]  # in code: as written
     assert "/api/v1/content/api-tags-file.json" not in _files(result)  # not a page
+
+
+def test_a_tabs_label_stays_above_its_content(tmp_path: Path) -> None:
+    page = (
+        "# Deploy\n\n<Tabs>\n"
+        '<TabItem value="gh" label="GitHub Actions">\n\nUse a workflow.\n\n</TabItem>\n'
+        "<TabItem value='travis'>\n\nUse a .travis.yml.\n\n</TabItem>\n</Tabs>\n"
+    )
+    body = _body(plan(_site(tmp_path, {"deploy.mdx": page})), "deploy")
+    assert body.index("**GitHub Actions**") < body.index("Use a workflow.")
+    assert body.index("**travis**") < body.index("Use a .travis.yml.")  # no label: its value
+    assert "TabItem" not in body
