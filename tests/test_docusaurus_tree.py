@@ -224,3 +224,31 @@ def test_a_tabs_label_stays_above_its_content(tmp_path: Path) -> None:
     assert body.index("**GitHub Actions**") < body.index("Use a workflow.")
     assert body.index("**travis**") < body.index("Use a .travis.yml.")  # no label: its value
     assert "TabItem" not in body
+
+
+def test_the_cache_follows_partials_and_slugs(tmp_path: Path) -> None:
+    """Editing a partial renders the page importing it again; changing the slug a URL
+    link names re-points the link."""
+    from content_builder import build as pipeline
+
+    pages = {
+        "page.mdx": (
+            "# Page\n\nimport Part from './_part.mdx';\n\n<Part />\n\n[items](/docs/items)\n"
+        ),
+        "_part.mdx": "Part one.\n",
+        "items.md": "---\nslug: /items\n---\n# Items\n\nx\n",
+        "other.md": "# Other\n\nx\n",
+    }
+    site = _site(tmp_path, pages)
+    docs, out = tmp_path / "website" / "docs", tmp_path / "out"
+
+    def build() -> str:
+        pipeline.build(site, out)
+        return (out / "api/v1/content/page.md").read_text()
+
+    assert "Part one." in build() and "/api/v1/content/items.md)" in build()
+    (docs / "_part.mdx").write_text("Part two.\n")
+    assert "Part two." in build()
+    (docs / "other.md").write_text("---\nslug: /items\n---\n# Other\n\nx\n")
+    (docs / "items.md").write_text("---\nslug: /old-items\n---\n# Items\n\nx\n")
+    assert "/api/v1/content/other.md)" in build()  # /docs/items is the other page now
