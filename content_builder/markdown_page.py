@@ -315,7 +315,7 @@ _COLON_OPEN = re.compile(r"^(\s*)(:{3,})\s*([\w-]+)(?:\[(.*)\])?\s*(?:\{.*\})?\s
 _COLON_CLOSE = re.compile(r"^(\s*)(:{3,})\s*$")
 _MDX_CODE_BLOCK = "mdx-code-block"
 #: A tag left open at the end of its line (`<a` then `  href={...}>` below): JSX.
-_OPEN_TAG_START = re.compile(r"^\s*<[A-Za-z][\w.:-]*(?:\s+[^<>]*)?$")
+_OPEN_TAG_START = re.compile(r"^\s*<[A-Za-z][\w.:-]*(?:\s[^<>]*)?$")  # linear: one way to match
 #: An MDX ESM statement's first line (MDX: it runs to the next blank line): an import
 #: (`import X from '...'`, `import {`, `import * as`, `import '...'`) or an export.
 _MDX_ESM_START = re.compile(
