@@ -3,12 +3,11 @@ or taken from the build cache when neither its file nor its lock entry changed."
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
-import multiprocessing
 import os
 import signal
 from collections.abc import Callable, Iterator
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import replace
 from functools import partial
 from typing import Any
@@ -113,6 +112,10 @@ def _render_all(
         tokenizer = search_tokenizer()
         yield from (_render(site, loaded, lock, data, tokenizer) for loaded in todo)
         return
+    # Imported here: ~20 ms of start-up that a small site or a cached edit never uses.
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
     alone = replace(site, documents=(), faqs=(), cache=EntryCache.disabled(), api_paths={})
     chunks = [
         [(loaded, lock[loaded.id], _known_hash(data, loaded)) for loaded in todo[at : at + _CHUNK]]
@@ -121,11 +124,30 @@ def _render_all(
     spawn = multiprocessing.get_context("spawn")
     with ProcessPoolExecutor(workers, spawn, initializer=_start_worker, initargs=(alone,)) as pool:
         try:
-            for rendered in pool.map(_render_chunk, chunks):
+            # Submitting starts the workers, which would take Ctrl-C while they import
+            # the builder (before `_start_worker` ignores it): they start with SIGINT
+            # blocked, as multiprocessing's resource tracker does.
+            with _interrupts_held():
+                results = pool.map(_render_chunk, chunks)
+            for rendered in results:
                 yield from (r._replace(terms=interned(r.terms)) for r in rendered)
         except BaseException:
             pool.shutdown(cancel_futures=True)
             raise
+
+
+@contextlib.contextmanager
+def _interrupts_held() -> Iterator[None]:
+    """SIGINT held back from this thread, and from the processes it starts, meanwhile
+    (a Ctrl-C then is delivered here at the end)."""
+    if not hasattr(signal, "pthread_sigmask"):  # not on POSIX: `_start_worker` alone
+        yield
+        return
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
 
 
 def _cores() -> int:
