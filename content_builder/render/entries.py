@@ -50,7 +50,7 @@ from content_builder.validate import authored_links, body_links
 #: Below this many entries to render, this process renders them: a worker is a fresh
 #: interpreter (~0.4 s to start and import the builder), which a few hundred entries
 #: (~0.7 ms each) do not pay back. Measured (decisions.md, issue 22, session 23).
-POOL_THRESHOLD = 1500
+POOL_THRESHOLD = 8000
 #: Entries sent to a worker at a time: few enough that Ctrl-C waits for little (each
 #: worker finishes the chunk it holds), many enough that the pipes' overhead is small.
 _CHUNK = 100
