@@ -5,6 +5,7 @@ entry that fails, and an interrupt that leaves no worker behind."""
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -13,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from content_builder.build import build
+from content_builder.build import build, plan
 from content_builder.errors import SiteDataError
 from content_builder.loader import load_site
 from content_builder.lock import LockEntry
@@ -23,6 +24,7 @@ from tests.conftest import tree_digest
 from tests.sites import Shape, make_site
 
 REPO = Path(__file__).resolve().parents[1]
+FIXTURES = REPO / "tests" / "fixtures"  # httpx-site: Markdown pages (markdown_tree.py)
 
 
 @pytest.fixture
@@ -42,6 +44,22 @@ def test_the_pool_publishes_the_bytes_one_process_does(
     _build(site, tmp_path / "alone", 10**9, monkeypatch)
     _build(site, tmp_path / "pooled", 0, monkeypatch)
     assert tree_digest(tmp_path / "pooled") == tree_digest(tmp_path / "alone")
+
+
+def test_the_pool_renders_a_markdown_docs_tree_as_one_process_does(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("AGENT_ACCESS_CACHE_DIR", "off")
+    for name in ("httpx", "httpx-site"):  # site.yaml names ../httpx/docs
+        shutil.copytree(FIXTURES / name, tmp_path / name)
+    site = tmp_path / "httpx-site"
+    build(site, tmp_path / "first")  # its lock written: the builds below date nothing
+
+    def files(threshold: int) -> dict[str, bytes]:
+        monkeypatch.setattr(entries, "POOL_THRESHOLD", threshold)
+        return {artifact.path: artifact.body for artifact in plan(site).artifacts}
+
+    assert files(0) == files(10**9)
 
 
 def test_an_entry_that_fails_in_a_worker_is_the_same_error_naming_its_file(
