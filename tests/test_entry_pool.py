@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
+import yaml
 
 from content_builder.build import build, plan
 from content_builder.errors import SiteDataError
@@ -44,6 +45,24 @@ def test_the_pool_publishes_the_bytes_one_process_does(
     _build(site, tmp_path / "alone", 10**9, monkeypatch)
     _build(site, tmp_path / "pooled", 0, monkeypatch)
     assert tree_digest(tmp_path / "pooled") == tree_digest(tmp_path / "alone")
+
+
+def test_an_edit_built_from_a_pooled_build_s_cache_is_a_clean_build(
+    site: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The cache then holds what the workers sent (their links packed, their terms
+    # interned here): read back, it must give what rendering from scratch gives.
+    monkeypatch.setattr(entries, "POOL_THRESHOLD", 10)
+    monkeypatch.setenv("AGENT_ACCESS_CACHE_DIR", str(tmp_path / "cache"))
+    build(site, tmp_path / "out")
+    faq = sorted((site / "faq").glob("*.yaml"))[3]
+    data = yaml.safe_load(faq.read_text(encoding="utf-8"))
+    data["answer"] = "Edited. " + data["answer"]
+    faq.write_text(yaml.safe_dump(data, allow_unicode=True), encoding="utf-8")
+    build(site, tmp_path / "out")  # one entry rendered, here; the rest from the cache
+    monkeypatch.setenv("AGENT_ACCESS_CACHE_DIR", "off")
+    build(site, tmp_path / "clean")
+    assert tree_digest(tmp_path / "out") == tree_digest(tmp_path / "clean")
 
 
 def test_the_pool_renders_a_markdown_docs_tree_as_one_process_does(

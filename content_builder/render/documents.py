@@ -103,7 +103,7 @@ class DocumentData:
     def known_content_hash(self, document: LoadedDocument) -> str | None:
         return self._content_hashes.get(document.id)
 
-    def forget(self, document: LoadedDocument) -> None:
+    def forget(self, document: LoadedDocument | LoadedFaq) -> None:
         self._rendered.pop(document.id, None)
 
 

@@ -80,6 +80,7 @@ def build_catalog(
             site.cache.put(loaded.cache_key, "stamp", stamp)
             site.cache.put(loaded.cache_key, "rendered", rendered.to_keep())
         loaded.release()  # rendered: its models are not held while the rest renders
+        data.forget(loaded)  # nor its data (a worker rendered it with its own)
         found[index] = rendered
     documents = tuple(found[: len(site.documents)])
     faqs = tuple(found[len(site.documents) :])
