@@ -19,8 +19,10 @@ asked for.
 
 Where it lives: $AGENT_ACCESS_CACHE_DIR, else $XDG_CACHE_HOME/agent-access, else
 ~/.cache/agent-access: never in the repository. One file per site folder and settings
-(about 380 MB for 10,000 documents and 10,000 FAQ entries: mostly the entries' own
-files and llms-full.txt blocks). Bounded: past AGENT_ACCESS_CACHE_MAX_MB (default
+(about 355 MB for 10,000 documents and 10,000 FAQ entries, ~18 KB an entry: its own
+two files, 9 KB, read only when written or served; its llms-full.txt block, 4.3 KB,
+joined at every build; its candidate keywords, links and aggregate pieces, the rest;
+docs/decisions.md, issue 22, session 23). Bounded: past AGENT_ACCESS_CACHE_MAX_MB (default
 2048) in all, the least recently used files go (`prune`). `make clean` clears it;
 AGENT_ACCESS_CACHE_DIR=off turns it off. Builds that run at once write it one at a time
 (an advisory lock), and every frame is checked before it is read: a cache that is

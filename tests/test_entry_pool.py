@@ -126,7 +126,8 @@ def _alive(pid: int) -> bool:
 
 
 @pytest.mark.skipif(not Path("/proc/self/task").exists(), reason="reads /proc (Linux)")
-def test_ctrl_c_during_the_pool_leaves_no_worker(tmp_path: Path) -> None:
+@pytest.mark.parametrize("ending", ["ctrl-c", "sigterm"])
+def test_a_build_ended_during_the_pool_leaves_no_worker(tmp_path: Path, ending: str) -> None:
     big = make_site(tmp_path / "site_data", Shape(documents=150, faqs=250))
     script = (
         "from pathlib import Path\n"
@@ -147,8 +148,8 @@ def test_ctrl_c_during_the_pool_leaves_no_worker(tmp_path: Path) -> None:
     workers: list[int] = []
     deadline = time.monotonic() + 60
     while len(workers) < 2 and process.poll() is None and time.monotonic() < deadline:
-        # The pool's workers: the build's children running Python (spawned, each
-        # through the resource tracker's sibling: only those that render are counted).
+        # The pool's workers: the build's children that run multiprocessing's spawn_main
+        # (not its resource tracker).
         workers = [
             child
             for child in _children(process.pid)
@@ -157,11 +158,17 @@ def test_ctrl_c_during_the_pool_leaves_no_worker(tmp_path: Path) -> None:
         time.sleep(0.005)
     assert len(workers) >= 2, "the pool never started"
     time.sleep(0.3)  # the workers import the builder, then render
-    os.killpg(process.pid, signal.SIGINT)  # what Ctrl-C does: every process of the group
+    if ending == "ctrl-c":
+        os.killpg(process.pid, signal.SIGINT)  # every process of the group, as Ctrl-C does
+    else:
+        process.terminate()  # the build alone, which ends without any cleanup
     _, err = process.communicate(timeout=60)
     assert process.returncode != 0
-    # The build's own interrupt, once: no worker's traceback, no broken pool.
-    assert err.count(b"Traceback") == 1 and b"KeyboardInterrupt" in err, err.decode()
+    if ending == "ctrl-c":
+        # The build's own interrupt, once: no worker's traceback, no broken pool.
+        assert err.count(b"Traceback") == 1 and b"KeyboardInterrupt" in err, err.decode()
     assert not (tmp_path / "dist").exists()
-    time.sleep(0.2)
+    deadline = time.monotonic() + 10
+    while any(map(_alive, workers)) and time.monotonic() < deadline:
+        time.sleep(0.05)
     assert [pid for pid in workers if _alive(pid)] == []

@@ -7,10 +7,11 @@ import contextlib
 import hashlib
 import os
 import signal
+import threading
 from collections.abc import Callable, Iterator
 from dataclasses import replace
 from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agent_contract import paths
 from agent_contract.artifacts import json_body, text_body
@@ -46,6 +47,9 @@ from content_builder.render.indexes import (
 from content_builder.render.llms import document_block, document_link, faq_block, faq_link
 from content_builder.render.markdown import document_markdown, faq_markdown
 from content_builder.validate import authored_links, body_links
+
+if TYPE_CHECKING:
+    from multiprocessing.process import BaseProcess
 
 #: Below this many entries to render, this process renders them: a worker is a fresh
 #: interpreter (~0.4 s to start and import the builder), which a few hundred entries
@@ -107,13 +111,15 @@ def _render_all(
     render (the same functions): the output is the same bytes either way, and a
     failure is the same error, raised here in publication order. Ctrl-C interrupts
     this process only (workers ignore SIGINT): the chunks not started are cancelled and
-    the workers finish theirs and exit before the interrupt goes on."""
+    the workers finish theirs and exit before the interrupt goes on; a build ended
+    otherwise (SIGTERM) takes its workers with it (`_end_with`)."""
     workers = _cores()
     if len(todo) < POOL_THRESHOLD or workers < 2:
         tokenizer = search_tokenizer()
         yield from (_render(site, loaded, lock, data, tokenizer) for loaded in todo)
         return
-    # Imported here: ~20 ms of start-up that a small site or a cached edit never uses.
+    # Imported here, as in `_start_worker`: ~20 ms of start-up that a small site or a
+    # cached edit never uses.
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
 
@@ -170,7 +176,19 @@ _worker: tuple[Site, Tokenizer] | None = None
 def _start_worker(site: Site) -> None:
     global _worker
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
+    # A build ended without shutting its pool down (SIGTERM, a crash) would leave its
+    # workers waiting for work forever: each ends when its parent does.
+    import multiprocessing
+
+    parent = multiprocessing.parent_process()
+    if parent is not None:
+        threading.Thread(target=_end_with, args=(parent,), daemon=True).start()
     _worker = (site, search_tokenizer())
+
+
+def _end_with(parent: BaseProcess) -> None:
+    parent.join()  # returns once the parent process is gone
+    os._exit(1)
 
 
 def _render_chunk(
