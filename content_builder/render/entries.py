@@ -51,9 +51,10 @@ from content_builder.validate import authored_links, body_links
 if TYPE_CHECKING:
     from multiprocessing.process import BaseProcess
 
-#: Below this many entries to render, this process renders them: a worker is a fresh
-#: interpreter (~0.4 s to start and import the builder), which a few hundred entries
-#: (~0.7 ms each) do not pay back. Measured (decisions.md, issue 22, session 23).
+#: Below this many entries to render, this process renders them (~0.7 ms each): two
+#: workers cost ~0.8 s to start and ~0.12 ms of CPU an entry, and gain only with a core
+#: free. Measured on 2 shared cores: slower at 2,000 and 5,000 entries, 9 s faster at
+#: 20,000 when a core was free (docs/decisions.md, issue 22, session 23).
 POOL_THRESHOLD = 8000
 #: Entries sent to a worker at a time: few enough that Ctrl-C waits for little (each
 #: worker finishes the chunk it holds), many enough that the pipes' overhead is small.
