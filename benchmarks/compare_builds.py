@@ -8,7 +8,9 @@ entries, benchmarks/sitegen.py), each builder runs `python -m content_builder bu
 a user does (start-up included), alternating old and new so that a busy moment of the
 machine falls on both: a cold build (empty output, empty build cache), then one edit
 (one FAQ sentence added) built again, then another edit (another entry) built again.
-Medians of `--repeats` rounds. Peak memory is the Pss of the build process and all its
+Medians of `--repeats` rounds, with the CPU time (user + sys) of the build and its
+workers beside the wall time (on a shared machine, wall time alone hides what a pool
+costs). Peak memory is the Pss of the build process and all its
 descendants, summed, sampled every 20 ms from outside (/proc/<pid>/smaps_rollup): what
 the machine holds for the build, forks included. Prints one JSON object; `--markdown`
 prints the table benchmarks/README.md keeps.
@@ -20,6 +22,7 @@ import argparse
 import json
 import os
 import platform
+import resource
 import shutil
 import statistics
 import subprocess
@@ -38,8 +41,15 @@ def _tree_pss_kb(root: int, table: tree_memory.ProcessTable) -> int:
     return sum(map(tree_memory.pss_kb, [root, *table.descendants(root)]))
 
 
-def timed_build(checkout: Path, site: Path, out: Path, cache: Path) -> tuple[float, int]:
-    """Wall seconds and peak tree Pss (kB) of one `build`, run from `checkout`."""
+def _children_cpu() -> float:
+    used = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return used.ru_utime + used.ru_stime
+
+
+def timed_build(checkout: Path, site: Path, out: Path, cache: Path) -> tuple[float, int, float]:
+    """Wall seconds, peak tree Pss (kB) and CPU seconds (user + sys, the build's
+    processes that it waited for included) of one `build`, run from `checkout`."""
+    cpu_before = _children_cpu()
     env = {**os.environ, "AGENT_ACCESS_CACHE_DIR": str(cache), "PYTHONHASHSEED": "0"}
     command = [sys.executable, "-m", "content_builder", "build", "--site", str(site)]
     start = time.perf_counter()
@@ -68,7 +78,7 @@ def timed_build(checkout: Path, site: Path, out: Path, cache: Path) -> tuple[flo
     sampler.join()
     if process.returncode != 0:
         raise RuntimeError(f"build failed in {checkout}:\n{err.decode()[-2000:]}")
-    return seconds, peak
+    return seconds, peak, _children_cpu() - cpu_before
 
 
 def _edit(site: Path, number: int) -> None:
@@ -103,6 +113,9 @@ def _site(kind: str, work: Path) -> Path:
     return folder
 
 
+_KINDS = ("cold", "edit", "edit_again")
+
+
 def compare(old: Path, sizes: list[str], repeats: int, work: Path) -> dict[str, Any]:
     builders = {"old": old.resolve(), "new": REPO}
     results: dict[str, Any] = {}
@@ -118,7 +131,8 @@ def compare(old: Path, sizes: list[str], repeats: int, work: Path) -> dict[str, 
         )  # fmt: skip
         shutil.rmtree(work / "first")
         runs: dict[str, dict[str, list[float]]] = {
-            name: {"cold": [], "edit": [], "edit_again": [], "peak_mb": []} for name in builders
+            name: {kind: [] for kind in (*_KINDS, *(f"{k}_cpu" for k in _KINDS), "peak_mb")}
+            for name in builders
         }
         for round_number in range(repeats):
             order = list(builders) if round_number % 2 == 0 else list(reversed(builders))
@@ -128,21 +142,23 @@ def compare(old: Path, sizes: list[str], repeats: int, work: Path) -> dict[str, 
                 shutil.copytree(master, site)
                 out, cache = site.parent / "dist", site.parent / "cache"
                 os.sync()
-                seconds, peak = timed_build(builders[name], site, out, cache)
-                runs[name]["cold"].append(seconds)
-                runs[name]["peak_mb"].append(peak / 1024)
-                _edit(site, round_number)
-                seconds, _ = timed_build(builders[name], site, out, cache)
-                runs[name]["edit"].append(seconds)
-                _edit(site, round_number + 3)  # another entry: the steady state of edits
-                seconds, _ = timed_build(builders[name], site, out, cache)
-                runs[name]["edit_again"].append(seconds)
+                for kind in _KINDS:
+                    if kind == "edit":
+                        _edit(site, round_number)
+                    elif kind == "edit_again":
+                        _edit(site, round_number + 3)  # another entry: the steady state
+                    seconds, peak, cpu = timed_build(builders[name], site, out, cache)
+                    runs[name][kind].append(seconds)
+                    runs[name][f"{kind}_cpu"].append(cpu)
+                    if kind == "cold":
+                        runs[name]["peak_mb"].append(peak / 1024)
                 shutil.rmtree(site.parent, ignore_errors=True)
         results[size] = {
             name: {
                 "cold_s": statistics.median(found["cold"]),
                 "edit_s": statistics.median(found["edit"]),
                 "edit_again_s": statistics.median(found["edit_again"]),
+                **{f"{kind}_cpu_s": statistics.median(found[f"{kind}_cpu"]) for kind in _KINDS},
                 "peak_mb": max(found["peak_mb"]),
                 "runs": found,
             }
@@ -178,6 +194,13 @@ def markdown(result: dict[str, Any]) -> str:
             f"({new['edit_again_s'] / old['edit_again_s']:.2f}x) | "
             f"{old['peak_mb']:.0f} -> {new['peak_mb']:.0f} MB |"
         )
+    lines += ["", "CPU seconds (user + sys, all processes), old -> new:", ""]
+    lines += ["| site | cold | first edit | next edit |", "|---|---|---|---|"]
+    for size, found in result["sizes"].items():
+        old, new = found["old"], found["new"]
+        label = "sample (site_data)" if size == "sample" else f"N = {int(size):,}"
+        cells = [f"{old[f'{k}_cpu_s']:.2f} -> {new[f'{k}_cpu_s']:.2f} s" for k in _KINDS]
+        lines.append(f"| {label} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 

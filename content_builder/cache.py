@@ -19,8 +19,10 @@ asked for.
 
 Where it lives: $AGENT_ACCESS_CACHE_DIR, else $XDG_CACHE_HOME/agent-access, else
 ~/.cache/agent-access: never in the repository. One file per site folder and settings
-(about 380 MB for 10,000 documents and 10,000 FAQ entries: mostly the entries' own
-files and llms-full.txt blocks). Bounded: past AGENT_ACCESS_CACHE_MAX_MB (default
+(about 355 MB for 10,000 documents and 10,000 FAQ entries, ~18 KB an entry: its own
+two files, 9 KB, read only when written or served; its llms-full.txt block, 4.3 KB,
+joined at every build; its candidate keywords, links and aggregate pieces, the rest;
+docs/decisions.md, issue 22, session 23). Bounded: past AGENT_ACCESS_CACHE_MAX_MB (default
 2048) in all, the least recently used files go (`prune`). `make clean` clears it;
 AGENT_ACCESS_CACHE_DIR=off turns it off. Builds that run at once write it one at a time
 (an advisory lock), and every frame is checked before it is read: a cache that is
@@ -68,6 +70,9 @@ DEFAULT_MAX_MB = 2048
 # the 380 MB cache of a 10,000-entry site.
 # v4: each frame's pickle is followed by its blobs' region (`Blob`), checked by a CRC-32
 # of its own.
+# (A blob is now pickled as a call to `_blob_in_frame`, no longer as a persistent ID: the
+# framing is the same, and a file of the older code is never read, its header's code
+# fingerprint being another.)
 _MAGIC = b"agent-access build cache v4\n"
 #: The packages whose code decides what a record holds.
 _CODE_PACKAGES = ("content_builder", "agent_contract")
@@ -546,17 +551,25 @@ class _Region:
 
 
 class _FramePickler(pickle.Pickler):
-    """Pickles a frame's records with each blob as a reference to its place in the
-    frame's region (pickle's persistent IDs), not as its bytes."""
+    """Pickles a frame's records with each blob as a call that places it in the frame's
+    region (`_blob_in_frame`, read back by `_FrameUnpickler`), not as its bytes."""
 
     def __init__(self, stream: Any, region: _Region) -> None:
         super().__init__(stream, protocol=pickle.HIGHEST_PROTOCOL)
         self.region = region
 
-    def persistent_id(self, obj: Any) -> Any:
+    def reducer_override(self, obj: Any) -> Any:
+        # Asked only of objects pickle has no fast path for (not of str, bytes, int,
+        # tuples, lists, dicts): `persistent_id`, asked of every object, was a Python
+        # call per string and tuple of every record (a quarter of a save).
         if type(obj) is Blob:
-            return (self.region.place(obj), obj.size)
-        return None
+            return (_blob_in_frame, (self.region.place(obj), obj.size))
+        return NotImplemented
+
+
+def _blob_in_frame(offset: int, size: int) -> Blob:
+    """What `_FrameUnpickler` turns into a blob of its frame; anywhere else, an error."""
+    raise pickle.UnpicklingError("a build cache blob outside its cache frame")
 
 
 class _FrameUnpickler(pickle.Unpickler):
@@ -567,8 +580,12 @@ class _FrameUnpickler(pickle.Unpickler):
         super().__init__(stream)
         self.blobs: list[Blob] = []
 
-    def persistent_load(self, pid: Any) -> Blob:
-        offset, size = pid
+    def find_class(self, module: str, name: str) -> Any:
+        if module == __name__ and name == _blob_in_frame.__name__:
+            return self._blob_at
+        return super().find_class(module, name)
+
+    def _blob_at(self, offset: int, size: int) -> Blob:
         blob = Blob.__new__(Blob)
         blob._data, blob._store, blob._offset, blob.size = None, None, offset, size
         self.blobs.append(blob)

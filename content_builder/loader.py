@@ -130,6 +130,16 @@ class _Lazy:
         """Drop the models once rendered (the build's peak memory); they reload on use."""
         self._models = None
 
+    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
+        # Sent to a worker process to render (render/entries.py) as its models, without
+        # its parser (a closure over this build's loader): the copy renders, never reloads.
+        return (_Lazy, (self.models(), str(self._named), self._key, _unparsable))
+
+
+def _unparsable(*_: Any) -> None:
+    """The parser of a loaded entry sent to another process, which has its models."""
+    return None
+
 
 class _MarkdownLazy(_Lazy):
     """A Markdown page's models: its parse (markdown_tree.py) holds the text it was

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from itertools import repeat
 from pathlib import Path
@@ -41,7 +42,7 @@ def _api_links(site: Site, data: Any) -> list[ApiLink]:
     """Every URL in `data` that points into the API, with its location and path."""
     api_path = _api_path_memo(site)
     return [
-        (location, url, path)
+        (location, sys.intern(url), path)  # interned: see body_links
         for location, text in located_strings_containing(data, "://")
         for url in links.urls(text)
         if (path := api_path(url)) is not None
@@ -109,7 +110,10 @@ def check_authored_links(
 
 def body_links(site: Site, body: bytes) -> list[tuple[str, str]]:
     """(URL, path) of every link into the API in a published file."""
-    urls = links.urls(body.decode("utf-8"))
+    # Interned: an entry names the same URLs in its JSON, its Markdown, its source and its
+    # aggregate pieces, and its links are kept pickled (render/catalog.py `EntryLinks`),
+    # which stores one string object once: half the links' share of the build cache.
+    urls = list(map(sys.intern, links.urls(body.decode("utf-8"))))
     known = site.api_paths
     # Hundreds of thousands of links into a few thousand distinct URLs: looked up in bulk.
     api_paths = list(map(known.get, urls, repeat(_UNSEEN)))

@@ -100,7 +100,10 @@ class DocumentData:
         if document.id in self._rendered:
             self._rendered[document.id].content_hash = content_hash
 
-    def forget(self, document: LoadedDocument) -> None:
+    def known_content_hash(self, document: LoadedDocument) -> str | None:
+        return self._content_hashes.get(document.id)
+
+    def forget(self, document: LoadedDocument | LoadedFaq) -> None:
         self._rendered.pop(document.id, None)
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import re
+import sys
 from bisect import bisect_left, bisect_right
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
@@ -142,6 +143,25 @@ class _EntryTerms:
     # last, and counted in no site-wide frequency (`_ALL_GROUPS`), so code can neither
     # crowd out prose nor make a prose word look common.
     code: tuple[str, ...] = ()
+
+
+def interned(terms: _EntryTerms) -> _EntryTerms:
+    """`terms` with each word this process's one string of it (`sys.intern`): terms
+    rendered by a worker process (render/entries.py) arrive as new strings, chunk by
+    chunk, which a pickle of many entries would store once per chunk, not once."""
+
+    def words(group: tuple[str, ...]) -> tuple[str, ...]:
+        return tuple(map(sys.intern, group))
+
+    return _EntryTerms(
+        title=words(terms.title),
+        salient=words(terms.salient),
+        stems=words(terms.stems),
+        body=words(terms.body),
+        body_counts=terms.body_counts,
+        inflections=words(terms.inflections),
+        code=words(terms.code),
+    )
 
 
 #: The groups whose terms the site-wide frequency counts: the prose, not `code`.
