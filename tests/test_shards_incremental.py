@@ -48,10 +48,11 @@ class _Words:
     def __init__(self, rng: random.Random) -> None:
         self.rng = rng
         self.fresh = 0
-        self.pool = (
-            "cache shard index query token edit agent build answer search term weight "
-            "stale header field route bucket deploy policy client server vector"
-        ).split()
+        self.pool = [
+            *("cache", "shard", "index", "query", "token", "edit", "agent", "build", "answer"),
+            *("search", "term", "weight", "stale", "header", "field", "route", "bucket"),
+            *("deploy", "policy", "client", "server", "vector"),
+        ]
 
     def sentence(self) -> str:
         words = [self.rng.choice(self.pool) for _ in range(self.rng.randint(3, 12))]
@@ -219,15 +220,10 @@ def test_a_layout_from_the_last_is_the_layout_from_nothing() -> None:
                 held[f"{rng.getrandbits(24):06x}"] = rng.choice([2, 8])
             if step % 6 == 5:
                 held.clear()  # the term is gone
-        by_sha = {chunk.name: chunk.sha256 for chunk in layout.chunks}
-        old_bodies = bodies
-
-        def old_shard(name: str) -> dict[str, object]:
-            return json.loads(old_bodies[by_sha[name]])
-
+        by_name = {chunk.name: bodies[chunk.sha256] for chunk in layout.chunks}
         changes = {t: Change(_groups(before[t]), _groups(postings[t])) for t in changed}
-        laid = lay_out(layout, changes, old_shard)
-        bodies = {**old_bodies, **laid.bodies}
+        laid = lay_out(layout, changes, lambda name, kept=by_name: json.loads(kept[name]))
+        bodies = {**bodies, **laid.bodies}
         layout = laid.layout
         clean, clean_bodies = from_nothing()
         assert clean.chunks == layout.chunks, f"step {step}"

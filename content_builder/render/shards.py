@@ -53,7 +53,7 @@ _GROUP_WEIGHTS = (
 
 #: What the build cache keeps (cache.py: one value beside the records, two record kinds).
 _STATE = "search_shards"
-_STATE_VERSION = 1  # of ShardState's shape
+_STATE_VERSION = 2  # of ShardState's shape
 _FILE = "search-file\0"  # + sha256: {"body": Blob}, a shard's or entry file's body
 _TERMS = "search-terms\0"  # + identity: {"terms": the entry's candidate terms}
 
@@ -65,7 +65,7 @@ class ShardState:
     version: int
     key_length: int
     prefix_length: int
-    identities: dict[str, str]  # entry key -> identity (cache.py `entry_identity`)
+    identities: dict[str, str]  # entry key -> digest of its identity (`_identities`)
     layout: Layout
     entry_files: dict[str, str]  # prefix -> sha256 of its body
 
@@ -145,12 +145,15 @@ def _make(site: Site, catalog: Catalog) -> ShardedIndex:
 
 
 def _identities(site: Site, catalog: Catalog) -> list[str] | None:
-    """Each entry's identity, in catalog order; None when one has no cache key."""
+    """A digest of each entry's identity (its bytes, under the cache's settings and code,
+    and its lock stamp), in catalog order; None when one has no cache key. A digest: the
+    identities themselves were 3.3 MB of the state at 10,000 entries, read every build."""
     found = []
     for loaded in (*site.documents, *site.faqs):
         if not loaded.cache_key:
             return None
-        found.append(entry_identity(loaded.cache_key, lock_stamp(catalog.lock[loaded.id])))
+        identity = entry_identity(loaded.cache_key, lock_stamp(catalog.lock[loaded.id]))
+        found.append(hashlib.sha256(identity.encode("utf-8")).hexdigest()[:24])
     return found
 
 
