@@ -11,8 +11,10 @@ JSON for a GET-only agent): a small **term map**, **shards** of postings and com
    (`shard_url` with `{shard}` replaced by its name). `terms[word]` is
    `{"df": entries holding the word, "postings": [[weight, key, key, ...], ...], "more":
    [[weight, name, count], ...]}`: groups of entry keys by weight, highest weight first;
-   `more`, when present, names the shards holding the rest, one per weight, highest
-   first, with how many keys each holds.
+   `more`, when present, names the shards holding the rest, highest weights first: per
+   shard, the highest weight of the word's postings there and how many of its keys it
+   holds (`terms[word].postings` there: one or more groups; a shard may hold other words'
+   postings too).
 3. Score each entry: the sum over the words it holds of weight * idf, idf =
    ln(1 + (entries - df + 0.5) / (df + 0.5)), times (the query words it holds / the
    query words found in the index) ** COORDINATION; best first.
@@ -71,9 +73,9 @@ BODY_TOP = SALIENT_WEIGHT
 #: sharpened: measured in docs/decisions.md, issue 25's recall). Written in PROCEDURE.
 COORDINATION = 2
 
-#: A term's postings kept in its shard, best first; the rest in its `more` shards (one
-#: per weight), each read only when it could change a page of results (a common word's
-#: idf is near 0).
+#: A term's postings kept in its shard, best first; the rest in its `more` shards (a
+#: large weight's group alone, small ones together), each read only when it could change
+#: a page of results (a common word's idf is near 0).
 HEAD_POSTINGS = 32
 
 #: The most a query reads of `more` shards, in postings (a key and its quotes and comma

@@ -191,14 +191,20 @@ def _cut(
     size: int = 0,
 ) -> Iterable[tuple[Any, ...]]:
     """The items cut into runs: before an item whose hash is 0 modulo `spread` once the
-    run holds `minimum` bytes, and before one that would take it past `maximum`. `size`
-    is where an item's size is in its `info` (its hash is last)."""
+    run holds `minimum` bytes, before one that would take it past `maximum`, and around
+    an item of `minimum` bytes or more (a reader that wants a small item does not read a
+    large one with it). `size` is where an item's size is in its `info` (its hash is
+    last)."""
     current: list[Any] = []
     held = 0
     for item in items:
         found = info[item]
         cost = found[size]
-        if current and (held + cost > maximum or (held >= minimum and found[-1] % spread == 0)):
+        if current and (
+            held + cost > maximum
+            or cost >= minimum
+            or (held >= minimum and (len(current) == 1 or found[-1] % spread == 0))
+        ):
             yield tuple(current)
             current, held = [], 0
         current.append(item)
