@@ -40,12 +40,12 @@ TailItem = tuple[str, int]
 #: HEAD_MIN_BYTES, and always before it would pass HEAD_MAX_BYTES.
 TERMS_PER_SHARD = 8
 MAX_SHARDS = 2048
-HEAD_MIN_BYTES = 2_000
+HEAD_MIN_BYTES = 1_000
 HEAD_MAX_BYTES = 16_000
 #: Tails: the same rule over (term, weight) items. An item of TAIL_MAX_BYTES or more is a
 #: shard of its own (the postings of one weight are never split).
 TAIL_SPREAD = 4
-TAIL_MIN_BYTES = 4_000
+TAIL_MIN_BYTES = 3_000
 TAIL_MAX_BYTES = 16_000
 
 
