@@ -41,7 +41,7 @@ from content_builder.cache import Blob, EntryCache, entry_identity
 from content_builder.loader import Site
 from content_builder.render.catalog import Catalog, EntryRender, entry_file
 from content_builder.render.entries import lock_stamp
-from content_builder.render.shard_layout import Change, Group, Layout, lay_out, spread_for
+from content_builder.render.shard_layout import Change, Group, Laid, Layout, lay_out, spread_for
 
 #: Groups of an entry's candidate terms (render/indexes.py `_EntryTerms`) and their weight.
 _GROUP_WEIGHTS = (
@@ -74,8 +74,6 @@ class ShardState:
 class ShardedIndex:
     term_map: bytes
     files: list[Artifact]  # shards, then entry files
-    made: int  # files made by this build (the rest: the last build's, unchanged)
-    whole: bool  # laid out from nothing (not from the last build's)
 
 
 _DERIVED = "search_shards"
@@ -113,11 +111,9 @@ def _make(site: Site, catalog: Catalog) -> ShardedIndex:
         ):
             raise _Whole
         assert identities is not None
-        laid, entry_files, made = _from_last(last, keys, identities, entries, store)
-        whole = False
-    except (_Whole, LookupError):
-        laid, entry_files, made = _from_nothing(keys, entries, prefix, store)
-        whole = True
+        laid, entry_files = _from_last(last, keys, identities, entries, store)
+    except (_Whole, LookupError):  # a record missing (KeyError included): start over
+        laid, entry_files = _from_nothing(keys, entries, prefix, store)
     files = [
         store.artifact(paths.search_shard(chunk.name), chunk.sha256) for chunk in laid.layout.chunks
     ]
@@ -141,7 +137,7 @@ def _make(site: Site, catalog: Catalog) -> ShardedIndex:
         shards=[[chunk.items[0], chunk.name] for chunk in laid.layout.heads],
     )
     body = term_map.model_dump_json().encode("utf-8") + b"\n"
-    return ShardedIndex(body, files, made, whole)
+    return ShardedIndex(body, files)
 
 
 def _identities(site: Site, catalog: Catalog) -> list[str] | None:
@@ -203,7 +199,7 @@ class _Store:
 
 def _from_nothing(
     keys: list[str], entries: tuple[EntryRender, ...], prefix: int, store: _Store
-) -> tuple[Any, dict[str, str], int]:
+) -> tuple[Laid, dict[str, str]]:
     keyed = sorted(zip(keys, (entry.terms for entry in entries), strict=True))
     postings = _postings(keyed)
     changes = {term: Change([], groups) for term, groups in postings.items()}
@@ -213,7 +209,7 @@ def _from_nothing(
     for key, entry in zip(keys, entries, strict=True):
         by_prefix[key[:prefix]].append((key, entry))
     entry_files = {name: store.add(_entry_file(held)) for name, held in by_prefix.items()}
-    return laid, entry_files, len(laid.bodies) + len(entry_files)
+    return laid, entry_files
 
 
 def _nothing(name: str) -> dict[str, Any]:
@@ -281,7 +277,7 @@ def _from_last(
     identities: list[str],
     entries: tuple[EntryRender, ...],
     store: _Store,
-) -> tuple[Any, dict[str, str], int]:
+) -> tuple[Laid, dict[str, str]]:
     """The index laid out from the last build's: the changed entries' terms posted again."""
     now = dict(zip(keys, identities, strict=True))
     by_key = dict(zip(keys, entries, strict=True))
@@ -323,7 +319,7 @@ def _from_last(
             entry_files[name] = store.add(_entry_file(found))
         else:
             entry_files.pop(name, None)
-    return laid, entry_files, len(laid.bodies) + len(dirty)
+    return laid, entry_files
 
 
 def _old_terms(store: _Store, identity: str) -> Any:
