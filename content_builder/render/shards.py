@@ -112,15 +112,10 @@ def _make(site: Site, catalog: Catalog) -> ShardedIndex:
             raise _Whole
         assert identities is not None
         laid, entry_files = _from_last(last, keys, identities, entries, store)
+        files = _files(laid, entry_files, store)  # every body kept: or start over
     except (_Whole, LookupError):  # a record missing (KeyError included): start over
         laid, entry_files = _from_nothing(keys, entries, prefix, store)
-    files = [
-        store.artifact(paths.search_shard(chunk.name), chunk.sha256) for chunk in laid.layout.chunks
-    ]
-    files += [
-        store.artifact(paths.search_entries(name), sha256)
-        for name, sha256 in sorted(entry_files.items())
-    ]
+        files = _files(laid, entry_files, store)
     if identities is not None and cache.enabled:
         state = ShardState(
             _STATE_VERSION, length, prefix, dict(zip(keys, identities, strict=True)),
@@ -138,6 +133,12 @@ def _make(site: Site, catalog: Catalog) -> ShardedIndex:
     )
     body = term_map.model_dump_json().encode("utf-8") + b"\n"
     return ShardedIndex(body, files)
+
+
+def _files(laid: Laid, entry_files: dict[str, str], store: _Store) -> list[Artifact]:
+    named = [(paths.search_shard(chunk.name), chunk.sha256) for chunk in laid.layout.chunks]
+    named += [(paths.search_entries(name), entry_files[name]) for name in sorted(entry_files)]
+    return [store.artifact(path, sha256) for path, sha256 in named]
 
 
 def _identities(site: Site, catalog: Catalog) -> list[str] | None:
@@ -191,7 +192,8 @@ class _Store:
         for entry, identity in zip(entries, identities, strict=True):
             if self.cache.get(_TERMS + identity, "terms") is None:
                 self.cache.put(_TERMS + identity, "terms", entry.terms)
-        self.cache.put_latest(_STATE, state)
+        if self.cache.get_latest(_STATE) != state:  # the same again: nothing to write
+            self.cache.put_latest(_STATE, state)
 
 
 # --- the whole index ---------------------------------------------------------------
