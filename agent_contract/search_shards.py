@@ -131,7 +131,17 @@ def entry_key(entry_id: str, length: int) -> str:
 
 def key_length(entry_ids: Iterable[str]) -> int:
     """The shortest key length >= SHORTEST_KEY at which every entry's key is its own."""
+    return _unique_length([hashlib.sha256(i.encode("utf-8")).hexdigest() for i in entry_ids])
+
+
+def entry_keys(entry_ids: Iterable[str]) -> list[str]:
+    """Every entry's key at `key_length`, in order (each id hashed once, not twice)."""
     digests = [hashlib.sha256(i.encode("utf-8")).hexdigest() for i in entry_ids]
+    length = _unique_length(digests)
+    return [digest[:length] for digest in digests]
+
+
+def _unique_length(digests: list[str]) -> int:
     length = SHORTEST_KEY
     while len({digest[:length] for digest in digests}) < len(digests):
         length += 1

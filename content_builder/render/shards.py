@@ -96,8 +96,8 @@ class _Whole(Exception):
 
 def _make(site: Site, catalog: Catalog) -> ShardedIndex:
     entries = catalog.entries
-    length = search_shards.key_length(entry.id for entry in entries)
-    keys = [search_shards.entry_key(entry.id, length) for entry in entries]
+    keys = search_shards.entry_keys(entry.id for entry in entries)
+    length = len(keys[0]) if keys else search_shards.SHORTEST_KEY
     prefix = search_shards.prefix_length(len(entries))
     identities = _identities(site, catalog)
     cache = site.cache
