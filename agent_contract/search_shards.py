@@ -13,8 +13,10 @@ JSON for a GET-only agent): a small **term map**, **shards** of postings and com
    group too, and an entry counts the best of them, as one word. `terms[word]` is
    `{"df": entries holding the word, "postings": [[weight, key, key, ...], ...], "more":
    [[weight, name, count], ...]}`: groups of entry keys by weight, highest weight first;
-   `more`, when present, names the shards holding the rest, one per weight, highest
-   first, with how many keys each holds.
+   `more`, when present, names the shards holding the rest, highest weights first: per
+   shard, the highest weight of the word's postings there and how many of its keys it
+   holds (`terms[word].postings` there: one or more groups; a shard may hold other words'
+   postings too).
 3. Score each entry: the sum over the words it holds of weight * idf, idf =
    ln(1 + (entries - df + 0.5) / (df + 0.5)), times (the query words it holds / the
    query words found in the index) ** COORDINATION; best first.
@@ -73,9 +75,9 @@ BODY_TOP = SALIENT_WEIGHT
 #: sharpened: measured in docs/decisions.md, issue 25's recall). Written in PROCEDURE.
 COORDINATION = 2
 
-#: A term's postings kept in its shard, best first; the rest in its `more` shards (one
-#: per weight), each read only when it could change a page of results (a common word's
-#: idf is near 0).
+#: A term's postings kept in its shard, best first; the rest in its `more` shards (a
+#: large weight's group alone, small ones together), each read only when it could change
+#: a page of results (a common word's idf is near 0).
 HEAD_POSTINGS = 32
 
 #: The most a query reads of `more` shards, in postings (a key and its quotes and comma
@@ -133,7 +135,17 @@ def entry_key(entry_id: str, length: int) -> str:
 
 def key_length(entry_ids: Iterable[str]) -> int:
     """The shortest key length >= SHORTEST_KEY at which every entry's key is its own."""
+    return _unique_length([hashlib.sha256(i.encode("utf-8")).hexdigest() for i in entry_ids])
+
+
+def entry_keys(entry_ids: Iterable[str]) -> list[str]:
+    """Every entry's key at `key_length`, in order (each id hashed once, not twice)."""
     digests = [hashlib.sha256(i.encode("utf-8")).hexdigest() for i in entry_ids]
+    length = _unique_length(digests)
+    return [digest[:length] for digest in digests]
+
+
+def _unique_length(digests: list[str]) -> int:
     length = SHORTEST_KEY
     while len({digest[:length] for digest in digests}) < len(digests):
         length += 1

@@ -108,5 +108,4 @@ def markdown_mirrors(site: Site, catalog: Catalog) -> Iterator[Artifact]:
 
 def search_shard_files(site: Site, catalog: Catalog) -> Iterator[Artifact]:
     """The sharded search index's shards and entry files (its term map is a row)."""
-    for path, body in sharded_index(site, catalog).files:
-        yield Artifact(path, body)
+    yield from sharded_index(site, catalog).files

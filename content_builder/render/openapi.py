@@ -140,7 +140,7 @@ def _content(endpoint: Endpoint) -> dict[str, Any]:
 
 def _search_file_examples(site: Site, catalog: Catalog) -> dict[str, list[str]]:
     examples: dict[str, list[str]] = {"shard": [], "prefix": []}
-    for path, _ in sharded_index(site, catalog).files:
+    for path in (artifact.path for artifact in sharded_index(site, catalog).files):
         name = path.rsplit("/", 1)[1].removesuffix(".json")
         key = "shard" if path.startswith(paths.SEARCH_SHARD_TEMPLATE.split("{")[0]) else "prefix"
         if not examples[key]:
