@@ -97,6 +97,20 @@ def _edit(site: Path, number: int) -> None:
     faq.write_text(text)
 
 
+def _without_block(text: str, key: str) -> str:
+    """A YAML mapping's text without the top-level `key` and its indented lines."""
+    kept, skipping = [], False
+    for line in text.splitlines(keepends=True):
+        if line.startswith(f"{key}:"):
+            skipping = True
+            continue
+        if skipping and (line.startswith((" ", "\t")) or not line.strip()):
+            continue
+        skipping = False
+        kept.append(line)
+    return "".join(kept)
+
+
 def _site(kind: str, work: Path) -> Path:
     folder = work / f"site-{kind}"
     if folder.exists():
@@ -110,6 +124,10 @@ def _site(kind: str, work: Path) -> Path:
             check=True,
             stdout=subprocess.DEVNULL,
         )
+    # Settings newer than the old main (search.synonyms, session 23) are left out, so both
+    # builders build one input: they change only the term map's few bytes.
+    config = folder / "site.yaml"
+    config.write_text(_without_block(config.read_text(), "search"))
     return folder
 
 
