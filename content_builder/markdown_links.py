@@ -20,7 +20,7 @@ from urllib.parse import unquote, urljoin
 
 from agent_contract import paths
 from content_builder.errors import Problem, SiteDataError
-from content_builder.markdown_page import Context, forbidden_lines
+from content_builder.markdown_page import PAGE_RELATIVE, Context, forbidden_lines
 from content_builder.site_files import read_site_file
 
 #: What a page's file name ends with (Docusaurus writes .mdx as well).
@@ -175,8 +175,12 @@ def page_context(
     project = _real_folder(str(tree.project))
 
     def read_snippet(name: str) -> tuple[str | None, str | None, str | None]:
+        # An MDX import is relative to the importing page alone; a pymdownx snippet is
+        # looked up from the project, the docs root, then the page's folder.
+        bases = (folder,) if name.startswith(PAGE_RELATIVE) else (str(tree.project), root, folder)
+        name = name.removeprefix(PAGE_RELATIVE)
         clean = _LINE_RANGE.sub("", name)  # `file.md:1:3`: pymdownx's line ranges
-        for base in (str(tree.project), root, folder):
+        for base in bases:
             candidate = os.path.normpath(os.path.join(base, clean))
             if not os.path.lexists(candidate):
                 continue

@@ -98,9 +98,33 @@ class Lines:
     #: The lines that are a degraded container's title (`**Note**`): not a description.
     markers: set[int] = field(default_factory=set)
 
+    #: Characters of text included from other files (snippets, partials) so far.
+    included: int = 0
+
     def add(self, line: str, origin: int) -> None:
         self.text.append(line)
         self.origin.append(origin)
+
+
+#: The most text a page may include from other files (snippets and MDX partials, all
+#: levels): one included 100 times would otherwise make a 1 MiB page hundreds of MB to
+#: parse (the review of session 23: a 462 KB partial used 100 times, 21 s and 1.1 GB).
+MAX_INCLUDED_CHARS = 4 << 20
+
+
+def _room_for(
+    out: Lines, size: int, name: str, origin: int, problems: list[tuple[int, str]]
+) -> bool:
+    """Whether `size` more characters may still be included (then counted); else a
+    problem naming the file."""
+    if out.included + size <= MAX_INCLUDED_CHARS:
+        out.included += size
+        return True
+    problems.append(
+        (origin, f"{name!r}: the page includes more than {MAX_INCLUDED_CHARS:,} characters "
+                 "from other files; include less")
+    )  # fmt: skip
+    return False
 
 
 @dataclass
@@ -117,6 +141,9 @@ class Converted:
 #: The callbacks a page needs from its tree.
 #: (dest, its line) -> (new dest, problem); the line names a warning (broken_links: warn).
 Resolve = Callable[[str, int | None], tuple[str | None, str | None]]
+#: Marks a snippet name as relative to the page that includes it (an MDX import): a NUL,
+#: which no file name holds.
+PAGE_RELATIVE = "\0"
 ReadSnippet = Callable[[str], tuple[str | None, str | None, str | None]]  # (name, text, problem)
 
 
@@ -250,11 +277,15 @@ def _expand_snippets(
             if depth >= _MAX_SNIPPET_DEPTH:
                 problems.append((origin, f"snippet {name!r}: snippets nested too deeply"))
                 continue
+            if not _room_for(out, len(included), name, origin, problems):
+                break
             snippets.append(key)
             inner = Lines([], [])
             for part in included.replace("\r\n", "\n").replace("\r", "\n").split("\n"):
                 inner.add(indent + part if part else part, origin)
             inner = _expand_snippets(inner, context, problems, snippets, depth + 1)
+            if inner.included and not _room_for(out, inner.included, name, origin, problems):
+                break  # what the snippet's own snippets included counts too
             for part, at in zip(inner.text, inner.origin, strict=True):
                 out.add(part, at)
     return out
@@ -294,10 +325,12 @@ def _expand_partials(
             out.add(line, origin)
             continue
         name = imported[used.group(2)]
-        key, included, problem = context.read_snippet(name)
+        key, included, problem = context.read_snippet(PAGE_RELATIVE + name)
         if problem is not None or included is None or key is None:
             problems.append((origin, problem or f"partial {name!r} cannot be read"))
             continue
+        if not _room_for(out, len(included), name, origin, problems):
+            break
         snippets.append(key)
         text = included.replace("\r\n", "\n").replace("\r", "\n")
         front, start = split_front_matter(text)
@@ -470,7 +503,19 @@ def _bold_safe(text: str) -> str:
 
 # --- sections ---------------------------------------------------------------------------
 
-_ATTR_LIST = re.compile(r"\s*\{\s*[#.:][^{}]*\}\s*$")  # `## Title { #anchor }`
+_ATTR_LIST = re.compile(r"\{\s*[#.:][^{}]*\}\s*")  # `## Title { #anchor }`, at the end
+
+
+def _without_attr_list(text: str) -> str:
+    """`text` without a trailing attribute list. Found from the last `{`, not by a regex
+    searched from every position: `\\s*\\{...$` tried at each of a long run of spaces is
+    quadratic (a crafted 40,000-space heading took 2.3 s)."""
+    start = text.rfind("{")
+    if start < 0 or not _ATTR_LIST.fullmatch(text, start):
+        return text
+    return text[:start].rstrip()
+
+
 _COMMENT = re.compile(r"<!--.*?-->", re.DOTALL)
 _JSX_COMMENT = re.compile(r"\{/\*.*?\*/\}")
 _FRAGMENT = re.compile(r"</?>")  # JSX's fragment, `<>...</>`
@@ -553,7 +598,7 @@ def _heading_text(
     inline: Token, context: Context, origin: int, problems: list[tuple[int, str]]
 ) -> str:
     # As any prose line: tags, links and tokens outside code spans only.
-    text = _prose_line(_ATTR_LIST.sub("", inline.content), origin, context, problems)
+    text = _prose_line(_without_attr_list(inline.content), origin, context, problems)
     return " ".join(text.split())
 
 
@@ -636,7 +681,7 @@ def _prose_line(line: str, origin: int, context: Context, problems: list[tuple[i
     if "{" in line and _HEADING_LINE.match(line):
         # A deeper heading's id (`### Title {#custom-id}`, Docusaurus and attr_list):
         # an anchor for the docs tool's HTML, not words of the title.
-        line = _ATTR_LIST.sub("", line)
+        line = _without_attr_list(line)
     reference = _REFERENCE.match(line)
     if reference:
         dest = reference.group(2)

@@ -6,10 +6,14 @@ from __future__ import annotations
 
 import json
 import shutil
+import time
 from pathlib import Path
+
+import pytest
 
 from agent_contract import paths
 from content_builder.build import Plan, plan
+from content_builder.errors import SiteDataError
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
@@ -31,6 +35,12 @@ def _site(tmp_path: Path, pages: dict[str, str], config: bool = True) -> Path:
         (docs / rel).parent.mkdir(parents=True, exist_ok=True)
         (docs / rel).write_text(body, encoding="utf-8")
     return site
+
+
+def _errors(site: Path) -> list[str]:
+    with pytest.raises(SiteDataError) as raised:
+        plan(site)
+    return [str(problem) for problem in raised.value.problems]
 
 
 def _files(result: Plan) -> dict[str, bytes]:
@@ -212,6 +222,44 @@ def test_an_imported_partial_is_the_pages_text(tmp_path: Path) -> None:
     assert "The tags file lists tags." in sections[0]["body"]
     assert "```mdx\n<TagsFile />\n```" in sections[0]["body"]  # in code: as written
     assert "/api/v1/content/api-tags-file.json" not in _files(result)  # not a page
+
+
+def test_a_partial_is_found_beside_the_page_that_imports_it(tmp_path: Path) -> None:
+    """MDX resolves an import from the importing file's folder only: a partial of the
+    same name at the docs root is another file (the review's reproduction)."""
+    pages = {
+        "guides/page.mdx": "# Page\n\nimport Shared from './_shared.mdx';\n\n<Shared />\n",
+        "guides/_shared.mdx": "The guides' own partial.\n",
+        "_shared.mdx": "The root's partial, not imported here.\n",
+        "a/b/deep.mdx": "# Deep\n\nimport Up from '../_up.mdx';\n\n<Up />\n",
+        "a/_up.mdx": "One folder up, inside the tree.\n",
+    }
+    (tmp_path / "_up.mdx").write_text("Beside the docs folder: never read.\n")
+    result = plan(_site(tmp_path, pages))
+    body = _body(result, "guides-page")
+    assert "The guides' own partial." in body and "root's partial" not in body
+    assert "One folder up, inside the tree." in _body(result, "a-b-deep")
+
+
+def test_a_partial_used_many_times_is_refused_past_the_bound(tmp_path: Path) -> None:
+    """A page of 1 MiB may not make itself hundreds of MB by using a large partial many
+    times (the review's reproduction: 100 uses of 462 KB took 21 s and 1.1 GB)."""
+    use = "<Big />\n\n"
+    page = "# Page\n\nimport Big from './_big.mdx';\n\n" + use * 40
+    pages = {"page.mdx": page, "_big.mdx": ("word " * 20 + "\n") * 4_000}  # ~400 KB
+    started = time.monotonic()
+    problems = _errors(_site(tmp_path, pages))
+    assert time.monotonic() - started < 10
+    assert any("includes more than" in problem and "page.mdx" in problem for problem in problems)
+
+
+def test_a_crafted_heading_id_is_read_in_linear_time(tmp_path: Path) -> None:
+    heading = "#### a" + " " * 80_000 + "b{"
+    pages = {"page.md": f"# Page\n\n## Section {{#custom}}\n\ntext\n\n{heading}\n\nmore\n"}
+    started = time.monotonic()
+    result = plan(_site(tmp_path, pages))
+    assert time.monotonic() - started < 3  # quadratic: ~9 s
+    assert [s["title"] for s in _document(result, "page")["content"]["sections"]] == ["Section"]
 
 
 def test_a_tabs_label_stays_above_its_content(tmp_path: Path) -> None:
