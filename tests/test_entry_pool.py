@@ -28,6 +28,35 @@ REPO = Path(__file__).resolve().parents[1]
 FIXTURES = REPO / "tests" / "fixtures"  # httpx-site: Markdown pages (markdown_tree.py)
 
 
+@pytest.fixture(autouse=True)
+def two_cores(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The pool runs only with two cores or more: these tests must not pass without one
+    on a one-core runner."""
+    monkeypatch.setattr(entries, "_cores", lambda: 2)
+
+
+class _EndsTheWorker:
+    """Unpickled in a worker, ends it at once (as the kernel's OOM killer would)."""
+
+    def __reduce__(self) -> tuple[object, tuple[int]]:
+        return os._exit, (3,)
+
+
+def test_a_worker_that_dies_leaves_its_entries_to_this_process(
+    site: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _build(site, tmp_path / "alone", 10**9, monkeypatch)
+    real = entries._known_hash
+    calls = iter(range(10**6))
+
+    def poisoned(data: object, loaded: object) -> object:
+        return _EndsTheWorker() if next(calls) == 30 else real(data, loaded)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(entries, "_known_hash", poisoned)
+    _build(site, tmp_path / "pooled", 0, monkeypatch)  # no BrokenProcessPool traceback
+    assert tree_digest(tmp_path / "pooled") == tree_digest(tmp_path / "alone")
+
+
 @pytest.fixture
 def site(tmp_path: Path) -> Path:
     return make_site(tmp_path / "site_data", Shape(documents=40, faqs=60, unicode=True))

@@ -123,6 +123,7 @@ def _render_all(
     # cached edit never uses.
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
+    from concurrent.futures.process import BrokenProcessPool
 
     alone = replace(site, documents=(), faqs=(), cache=EntryCache.disabled(), api_paths={})
     chunks = [
@@ -137,8 +138,20 @@ def _render_all(
             # blocked, as multiprocessing's resource tracker does.
             with _interrupts_held():
                 results = pool.map(_render_chunk, chunks)
-            for rendered in results:
-                yield from (r._replace(terms=interned(r.terms)) for r in rendered)
+            done = 0
+            try:
+                for rendered in results:
+                    done += 1
+                    yield from (r._replace(terms=interned(r.terms)) for r in rendered)
+            except BrokenProcessPool:
+                # A worker ended without answering (killed, out of memory): the entries
+                # it and the others had not sent back are rendered here, as a small
+                # site's are, rather than the build ending in a traceback.
+                tokenizer = search_tokenizer()
+                for chunk in chunks[done:]:
+                    yield from (
+                        _render(site, loaded, lock, data, tokenizer) for loaded, _, _ in chunk
+                    )
         except BaseException:
             pool.shutdown(cancel_futures=True)
             raise
