@@ -424,7 +424,10 @@ def fingerprint(site_dir: Path) -> Fingerprint:
     """
     found: list[tuple[str, int, int]] = []
     if os.path.isfile(site_dir):  # a file root (watch_roots: mkdocs.yml)
-        stat = os.stat(site_dir)
+        try:
+            stat = os.stat(site_dir)
+        except OSError:  # removed since: the next poll sees the new state
+            return ()
         return ((str(site_dir), stat.st_mtime_ns, stat.st_size),)
     pending = [str(site_dir)]
     while pending:

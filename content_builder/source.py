@@ -128,7 +128,13 @@ def _distinct_group(words: list[str]) -> list[str]:
     return group
 
 
-SynonymGroup = Annotated[list[SearchWord], AfterValidator(_distinct_group)]
+#: Bounds on what the owner declares: the term map, which every query reads first,
+#: carries all of it, and each query word of a group is looked up as each of its words.
+MAX_SYNONYM_WORDS = 20
+MAX_SYNONYM_GROUPS = 200
+SynonymGroup = Annotated[
+    list[SearchWord], Field(max_length=MAX_SYNONYM_WORDS), AfterValidator(_distinct_group)
+]
 
 
 class SearchSettings(SourceModel):
@@ -137,7 +143,7 @@ class SearchSettings(SourceModel):
     #: Groups of words that mean the same on this site ("routes", "endpoints"): a query
     #: word of a group is also looked up as the group's other words. Published in the
     #: term map, applied when a query is answered (search_shards.PROCEDURE).
-    synonyms: list[SynonymGroup] = []
+    synonyms: list[SynonymGroup] = Field(default=[], max_length=MAX_SYNONYM_GROUPS)
 
     @model_validator(mode="after")
     def _each_word_in_one_group(self) -> SearchSettings:

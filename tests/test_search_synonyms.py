@@ -90,6 +90,9 @@ def test_a_word_of_a_group_counts_once_with_its_best_weight() -> None:
         ([["routes"]], "at least two different words"),
         ([["routes", "Routes"]], "at least two different words"),
         ([["routes", "endpoints"], ["route", "paths"]], "two synonym groups"),
+        # Bounded: the term map every query reads first carries them all.
+        ([[f"word{n}x" for n in range(21)]], "at most 20 items"),
+        ([[f"left{n}x", f"right{n}x"] for n in range(201)], "at most 200 items"),
     ],
 )
 def test_a_group_search_cannot_match_is_refused(
