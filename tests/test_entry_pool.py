@@ -138,6 +138,30 @@ def test_an_entry_that_fails_in_a_worker_is_the_same_error_naming_its_file(
     assert "q038-question.yaml" in pooled and "reserves" in pooled
 
 
+def test_pooled_entries_keep_every_field_of_their_terms(
+    site: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A worker's terms are re-interned here: nothing else of them may be lost (the body
+    weights were, and every later build worked them out again)."""
+    monkeypatch.setenv("AGENT_ACCESS_CACHE_DIR", "off")
+
+    def terms(threshold: int) -> list[object]:
+        monkeypatch.setattr(entries, "POOL_THRESHOLD", threshold)
+        loaded = load_site(site)
+        lock = {
+            entry.id: LockEntry("sha256:" + "0" * 64, "1.0.0", "2025-01-01T00:00:00Z")
+            for entry in (*loaded.documents, *loaded.faqs)
+        }
+        return [
+            (entry.terms.body, entry.terms.body_counts, entry.terms.body_weights)  # type: ignore[attr-defined]
+            for entry in build_catalog(loaded, lock).entries
+        ]
+
+    pooled = terms(0)
+    assert pooled == terms(10**9)
+    assert all(len(weights) == len(body) > 0 for body, _, weights in pooled)
+
+
 def _children(pid: int) -> list[int]:
     found = []
     for task in Path(f"/proc/{pid}/task").iterdir():

@@ -8,7 +8,7 @@ import sys
 from bisect import bisect_left, bisect_right
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from itertools import chain, compress
 from operator import attrgetter, itemgetter, mul, not_
 
@@ -157,12 +157,13 @@ def interned(terms: _EntryTerms) -> _EntryTerms:
     def words(group: tuple[str, ...]) -> tuple[str, ...]:
         return tuple(map(sys.intern, group))
 
-    return _EntryTerms(
+    # `replace`: every other field (counts, body weights) kept as the worker made it.
+    return replace(
+        terms,
         title=words(terms.title),
         salient=words(terms.salient),
         stems=words(terms.stems),
         body=words(terms.body),
-        body_counts=terms.body_counts,
         inflections=words(terms.inflections),
         code=words(terms.code),
     )
