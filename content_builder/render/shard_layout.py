@@ -123,7 +123,7 @@ def lay_out(old: Layout, changes: dict[str, Change], old_shard: OldShard) -> Lai
         before = {group[0]: group for group in _tail(change.old)}
         for group in _tail(change.new):
             item = (term, -group[0])
-            body = _dumps(group)
+            body = compact_json(group)
             tails[item] = (_tail_cost(term, body), len(group) - 1, _hash(f"{term}\0{group[0]}"))
             if df != old_df or before.get(group[0]) != group:
                 changed_items[item] = body
@@ -232,7 +232,7 @@ def _tail_body(
             body = changed.get(item)
             if body is None:  # unchanged: as the old shard holding it has it
                 old = old_shard(old_home[item])["terms"][term]["postings"]
-                body = _dumps(next(g for g in old if g[0] == -item[1]))
+                body = compact_json(next(g for g in old if g[0] == -item[1]))
             groups.append(body)
         parts.append(
             _dumps_str(term)
@@ -301,7 +301,8 @@ def _sha256(body: bytes) -> str:
     return hashlib.sha256(body).hexdigest()
 
 
-def _dumps(value: Any) -> bytes:
+def compact_json(value: Any) -> bytes:
+    """The index's files' JSON: UTF-8, no spaces (the shards' and the entry files')."""
     return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
 
 
@@ -311,4 +312,4 @@ def _dumps_str(text: str) -> bytes:
 
 def _dumps_term(term: str, entry: dict[str, Any]) -> bytes:
     """`"term":{...}`, as json.dumps writes it inside the shard's `terms`."""
-    return _dumps_str(term) + b":" + _dumps(entry)
+    return _dumps_str(term) + b":" + compact_json(entry)

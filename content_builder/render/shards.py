@@ -41,7 +41,15 @@ from content_builder.cache import Blob, EntryCache, entry_identity
 from content_builder.loader import Site
 from content_builder.render.catalog import Catalog, EntryRender, entry_file
 from content_builder.render.entries import lock_stamp
-from content_builder.render.shard_layout import Change, Group, Laid, Layout, lay_out, spread_for
+from content_builder.render.shard_layout import (
+    Change,
+    Group,
+    Laid,
+    Layout,
+    compact_json,
+    lay_out,
+    spread_for,
+)
 
 #: Groups of an entry's candidate terms (render/indexes.py `_EntryTerms`) and their weight.
 _GROUP_WEIGHTS = (
@@ -265,10 +273,7 @@ def _entry_file(held: list[tuple[str, EntryRender]]) -> bytes:
             "api_url": indexed["api_url"],
             "description": indexed["description"],
         }
-    return (
-        json.dumps({"entries": found}, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
-        + b"\n"
-    )
+    return compact_json({"entries": found}) + b"\n"
 
 
 # --- from the last build -------------------------------------------------------------
