@@ -108,6 +108,16 @@ def running_server(site_dir: Path = SPEC_SITE) -> Iterator[EdgeServer]:
         thread.join(timeout=5)
 
 
+def plan_errors(site: Path) -> list[str]:
+    """The problems, as printed, of an in-memory build (`plan`) of `site` that must fail."""
+    from content_builder.build import plan
+    from content_builder.errors import SiteDataError
+
+    with pytest.raises(SiteDataError) as raised:
+        plan(site)
+    return [str(problem) for problem in raised.value.problems]
+
+
 def build_errors(site: Path, out: Path) -> list[str]:
     """The problems, as printed, of a build of `site` that must fail."""
     from content_builder import build as pipeline

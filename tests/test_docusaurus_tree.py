@@ -9,11 +9,9 @@ import shutil
 import time
 from pathlib import Path
 
-import pytest
-
 from agent_contract import paths
 from content_builder.build import Plan, plan
-from content_builder.errors import SiteDataError
+from tests.conftest import plan_errors
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
@@ -35,12 +33,6 @@ def _site(tmp_path: Path, pages: dict[str, str], config: bool = True) -> Path:
         (docs / rel).parent.mkdir(parents=True, exist_ok=True)
         (docs / rel).write_text(body, encoding="utf-8")
     return site
-
-
-def _errors(site: Path) -> list[str]:
-    with pytest.raises(SiteDataError) as raised:
-        plan(site)
-    return [str(problem) for problem in raised.value.problems]
 
 
 def _files(result: Plan) -> dict[str, bytes]:
@@ -248,7 +240,7 @@ def test_a_partial_used_many_times_is_refused_past_the_bound(tmp_path: Path) -> 
     page = "# Page\n\nimport Big from './_big.mdx';\n\n" + use * 40
     pages = {"page.mdx": page, "_big.mdx": ("word " * 20 + "\n") * 4_000}  # ~400 KB
     started = time.monotonic()
-    problems = _errors(_site(tmp_path, pages))
+    problems = plan_errors(_site(tmp_path, pages))
     assert time.monotonic() - started < 10
     assert any("includes more than" in problem and "page.mdx" in problem for problem in problems)
 

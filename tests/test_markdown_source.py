@@ -23,7 +23,7 @@ from agent_contract.models import SearchIndex
 from content_builder import search_eval
 from content_builder.build import Plan, plan
 from content_builder.errors import SiteDataError
-from tests.conftest import run_cli
+from tests.conftest import plan_errors, run_cli
 
 FIXTURES = Path(__file__).parent / "fixtures"
 TREES = {
@@ -284,12 +284,6 @@ def _site(tmp_path: Path, pages: dict[str, str], extra: str = "") -> Path:
     return site
 
 
-def _errors(site: Path) -> list[str]:
-    with pytest.raises(SiteDataError) as caught:
-        plan(site)
-    return [str(problem) for problem in caught.value.problems]
-
-
 def _twin(result: Plan, document_id: str) -> str:
     return _files(result)[paths.markdown_twin(paths.document(document_id))].decode()
 
@@ -330,7 +324,7 @@ def test_front_matter_title_description_and_sections(tmp_path: Path) -> None:
 
 def test_ids_that_collide_are_one_error_naming_both_files(tmp_path: Path) -> None:
     site = _site(tmp_path, {"a/b.md": "# B\n\nx\n", "a-b.md": "# AB\n\nx\n"})
-    errors = [e for e in _errors(site) if "a-b" in e]
+    errors = [e for e in plan_errors(site) if "a-b" in e]
     assert len(errors) == 1
     assert "a-b.md" in errors[0] and os.path.join("a", "b.md") in errors[0]
 
@@ -340,7 +334,7 @@ def test_ids_equal_after_case_folding_collide(tmp_path: Path) -> None:
         tmp_path, {"one.md": "---\nid: shared\n---\n# One\n\nx\n", "two.md": "# Two\n\nx\n"}
     )
     (tmp_path / "docs" / "two.md").write_text("---\nid: SHARED\n---\n# Two\n\nx\n")
-    errors = _errors(site)
+    errors = plan_errors(site)
     assert any("one.md" in e and "two.md" in e for e in errors), errors
 
 
@@ -350,7 +344,7 @@ def test_a_relative_link_to_a_missing_page_names_file_and_line(tmp_path: Path) -
         {"guide.md": "# Guide\n\nFine [link](./other.md).\n\nBroken [link](./nope.md#x).\n",
          "other.md": "# Other\n\nx\n"},
     )  # fmt: skip
-    errors = _errors(site)
+    errors = plan_errors(site)
     assert any("guide.md" in e and "line 5" in e and "nope.md" in e for e in errors), errors
 
 
@@ -400,7 +394,7 @@ def test_snippets_inside_the_tree_are_included_and_outside_refused(tmp_path: Pat
     )
     assert "Included text." in _twin(plan(site), "page")
     (tmp_path / "docs" / "page.md").write_text('# Page\n\n--8<-- "../secret.txt"\n')
-    errors = _errors(site)
+    errors = plan_errors(site)
     assert any("page.md" in e and "outside the docs tree" in e for e in errors), errors
     assert not any("SECRET" in e for e in errors)
 
@@ -425,7 +419,7 @@ def test_tokens_in_prose_only(tmp_path: Path) -> None:
 
 def test_a_near_miss_of_a_token_is_an_error(tmp_path: Path) -> None:
     site = _site(tmp_path, {"page.md": "# Page\n\nSee {baseurl}/llms.txt.\n"})
-    errors = _errors(site)
+    errors = plan_errors(site)
     assert any("page.md" in e and "line 3" in e and "{base_url}" in e for e in errors), errors
 
 
@@ -480,9 +474,9 @@ def test_a_page_cannot_forge_structure_outside_its_section(tmp_path: Path) -> No
 
 def test_a_title_with_a_line_break_or_a_control_character_is_refused(tmp_path: Path) -> None:
     site = _site(tmp_path, {"page.md": '---\ntitle: "One\\nTwo"\n---\n# X\n\ny\n'})
-    assert any("page.md" in e and "title" in e for e in _errors(site))
+    assert any("page.md" in e and "title" in e for e in plan_errors(site))
     (tmp_path / "docs" / "page.md").write_text("# X\n\nA bell \x07 here.\n")
-    errors = _errors(site)
+    errors = plan_errors(site)
     assert any("page.md" in e and "line 3" in e and "U+0007" in e for e in errors), errors
 
 
@@ -490,13 +484,13 @@ def test_a_linked_page_is_refused(tmp_path: Path) -> None:
     (tmp_path / "outside.md").write_text("# Outside\n\nsecret\n")
     site = _site(tmp_path, {"page.md": "# Page\n\nx\n"})
     (tmp_path / "docs" / "link.md").symlink_to(tmp_path / "outside.md")
-    errors = _errors(site)
+    errors = plan_errors(site)
     assert any("link.md" in e and "symbolic link" in e for e in errors), errors
 
 
 def test_front_matter_aliases_are_refused(tmp_path: Path) -> None:
     site = _site(tmp_path, {"page.md": "---\na: &x [1]\nb: *x\n---\n# Page\n\nx\n"})
-    assert any("page.md" in e for e in _errors(site))
+    assert any("page.md" in e for e in plan_errors(site))
 
 
 # --- the cache and the watcher --------------------------------------------------------------
@@ -663,7 +657,7 @@ def test_a_broken_link_warning_is_printed_by_build(tmp_path: Path) -> None:
 
 def test_a_missing_snippet_is_an_error_or_under_warn_skipped(tmp_path: Path) -> None:
     site = _site(tmp_path, {"page.md": '# Page\n\nBefore.\n\n--8<-- "generated.md"\n\nAfter.\n'})
-    assert any("page.md" in e and "line 5" in e and "generated.md" in e for e in _errors(site))
+    assert any("page.md" in e and "line 5" in e and "generated.md" in e for e in plan_errors(site))
     text = (site / "site.yaml").read_text()
     (site / "site.yaml").write_text(text + "broken_links: warn\n")
     result = plan(site)
@@ -806,7 +800,7 @@ def test_headings_are_prose_outside_their_code_spans(tmp_path: Path) -> None:
     document = json.loads(_files(plan(site))["/api/v1/content/page.json"])
     assert document["content"]["sections"][0]["title"] == "The `<div>` and `{name}` of HTTPX"
     (tmp_path / "docs" / "page.md").write_text("# Page\n\nx\n\n## About {baseurl}\n\ny\n")
-    assert any("page.md" in e and "line 5" in e and "{baseurl}" in e for e in _errors(site))
+    assert any("page.md" in e and "line 5" in e and "{baseurl}" in e for e in plan_errors(site))
 
 
 def test_a_served_docs_tree_passes_verify() -> None:
@@ -828,12 +822,12 @@ def test_a_site_path_that_is_no_page_links_the_human_site(tmp_path: Path) -> Non
     assert "[blog](https://www.python-httpx.org/blog/)" in twin
     assert "[up](../../outside.png)" in twin  # outside the tree: kept as written
     (tmp_path / "docs" / "page.md").write_text("# Page\n\n[gone](/guide/gone.md)\n")
-    assert any("page.md" in e and "line 3" in e and "gone.md" in e for e in _errors(site))
+    assert any("page.md" in e and "line 3" in e and "gone.md" in e for e in plan_errors(site))
 
 
 def test_a_front_matter_error_names_the_page_and_its_line(tmp_path: Path) -> None:
     site = _site(tmp_path, {"page.md": "---\ndescription: x\ntitle: A\ntitle: B\n---\n# X\n\ny\n"})
-    errors = _errors(site)
+    errors = plan_errors(site)
     assert any("page.md" in e and "duplicate key 'title'" in e and "line 4" in e for e in errors)
 
 
