@@ -32,6 +32,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from benchmarks import tree_memory
 
 REPO = Path(__file__).resolve().parents[1]
@@ -97,20 +99,6 @@ def _edit(site: Path, number: int) -> None:
     faq.write_text(text)
 
 
-def _without_block(text: str, key: str) -> str:
-    """A YAML mapping's text without the top-level `key` and its indented lines."""
-    kept, skipping = [], False
-    for line in text.splitlines(keepends=True):
-        if line.startswith(f"{key}:"):
-            skipping = True
-            continue
-        if skipping and (line.startswith((" ", "\t")) or not line.strip()):
-            continue
-        skipping = False
-        kept.append(line)
-    return "".join(kept)
-
-
 def _site(kind: str, work: Path) -> Path:
     folder = work / f"site-{kind}"
     if folder.exists():
@@ -127,7 +115,9 @@ def _site(kind: str, work: Path) -> Path:
     # Settings newer than the old main (search.synonyms, session 23) are left out, so both
     # builders build one input: they change only the term map's few bytes.
     config = folder / "site.yaml"
-    config.write_text(_without_block(config.read_text(), "search"))
+    settings = yaml.safe_load(config.read_text(encoding="utf-8"))
+    settings.pop("search", None)
+    config.write_text(yaml.safe_dump(settings, sort_keys=False, allow_unicode=True), "utf-8")
     return folder
 
 
