@@ -17,7 +17,7 @@ from agent_client.verify import verify
 from agent_contract import paths
 from agent_contract.endpoints import ID_LIST_LIMIT
 from benchmarks import sitegen
-from content_builder.build import plan
+from content_builder.build import discovery_path, plan
 from tests.conftest import SPEC_SITE, TEST_BASE_URL, running_server
 
 #: Both kinds past the limit: sitegen writes N documents (and the overview) and N FAQ.
@@ -34,19 +34,9 @@ def grown(grown_site: Path) -> dict[str, bytes]:
     return {a.path: a.body for a in plan(grown_site, TEST_BASE_URL).artifacts}
 
 
-def _discovery_path(files: dict[str, bytes]) -> str:
-    """The discovery document's path (it carries the site's brand)."""
-    (path,) = [p for p in files if p.startswith("/.well-known/") and b'"api_version"' in files[p]]
-    return path
-
-
-def _discovery(files: dict[str, bytes]) -> dict:
-    return json.loads(files[_discovery_path(files)])
-
-
 def test_a_small_site_lists_every_id_and_says_how_many() -> None:
     files = {a.path: a.body for a in plan(SPEC_SITE, TEST_BASE_URL).artifacts}
-    content = _discovery(files)["content"]
+    content = json.loads(files[discovery_path(SPEC_SITE)])["content"]
     index = json.loads(files[paths.CONTENT_INDEX])["documents"]
     assert len(content["documents"]) + len(content["faq"]) == len(index)
     assert content["total_documents"] == len(content["documents"])
@@ -57,9 +47,9 @@ def test_a_small_site_lists_every_id_and_says_how_many() -> None:
 
 
 def test_past_the_limit_discovery_and_openapi_list_no_ids_yet_reach_every_entry(
-    grown: dict[str, bytes],
+    grown_site: Path, grown: dict[str, bytes]
 ) -> None:
-    discovery = _discovery(grown)
+    discovery = json.loads(grown[discovery_path(grown_site)])
     content = discovery["content"]
     index = json.loads(grown[paths.CONTENT_INDEX])["documents"]
     documents = [e for e in index if "/api/v1/content/" in e["api_url"]]
@@ -75,7 +65,7 @@ def test_past_the_limit_discovery_and_openapi_list_no_ids_yet_reach_every_entry(
         for entry in entries:
             assert template.replace("{" + name + "}", entry["id"]) == entry["api_url"]
     # The entry point an agent reads first does not grow with the site.
-    assert len(grown[_discovery_path(grown)]) < 40_000
+    assert len(grown[discovery_path(grown_site)]) < 40_000
     operations = json.loads(grown[paths.OPENAPI])["paths"]
     assert len(grown[paths.OPENAPI]) < 200_000
     for template, entries in (

@@ -22,7 +22,7 @@ from agent_contract import paths
 from agent_mcp import lambda_handler
 from agent_mcp.sources import MemoryFiles
 from benchmarks import sitegen
-from content_builder.build import plan
+from content_builder.build import discovery_path, plan
 from tests.conftest import SITE_DATA, TEST_BASE_URL, running_server
 from tests.test_mcp_server import run
 
@@ -110,11 +110,10 @@ def test_serve_answers_the_card_where_clients_look(server: Any) -> None:
 def test_the_discovery_document_names_the_card_beside_a_live_endpoint() -> None:
     endpoint = TEST_BASE_URL + "/mcp"
     for live, expected in ((endpoint, endpoint + "/server-card"), (None, None)):
-        built = plan(SITE_DATA, TEST_BASE_URL, mcp_endpoint=live).artifacts
-        (discovery,) = [
-            a for a in built if a.path.startswith("/.well-known/") and b'"protocols"' in a.body
-        ]
-        mcp = json.loads(discovery.body)["protocols"]["mcp"]
+        built = {
+            a.path: a.body for a in plan(SITE_DATA, TEST_BASE_URL, mcp_endpoint=live).artifacts
+        }
+        mcp = json.loads(built[discovery_path(SITE_DATA)])["protocols"]["mcp"]
         assert mcp.get("endpoint") == live and mcp.get("server_card") == expected
 
 
