@@ -60,10 +60,23 @@ def _require_https_origin(value: str) -> str:
 _BEYOND_ORIGIN = re.compile(r"[/?#]")
 
 
+#: The brand names the Agent Skill too (render/skill.py: its folder and `name`), so it
+#: is an Agent Skills name (agentskills.io): 1-64 of a-z and 0-9, single hyphens between.
+SKILL_NAME = re.compile(r"[a-z0-9]+(-[a-z0-9]+)*")
+SKILL_NAME_MAX = 64
+
+
 def _require_free_brand(value: str) -> str:
     # The discovery document is /.well-known/<brand>.json; mcp.json is the MCP manifest.
     if value == "mcp":
         raise ValueError("'mcp' is reserved: /.well-known/mcp.json is the MCP manifest")
+    # Checked here, with the brand's other rules, not when the skill is rendered: a brand
+    # the loader accepted must build (hypothesis found `a-` accepted, then refused).
+    if len(value) > SKILL_NAME_MAX or not SKILL_NAME.fullmatch(value):
+        raise ValueError(
+            f"names the Agent Skill too, so it must be 1-{SKILL_NAME_MAX} of a-z, 0-9 and "
+            f"single hyphens between them (agentskills.io), found {value!r}"
+        )
     return value
 
 

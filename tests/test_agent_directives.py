@@ -16,6 +16,7 @@ from agent_contract.artifacts import Artifact
 from agent_contract.models import SkillsIndex
 from content_builder.build import plan
 from content_builder.errors import SiteDataError
+from content_builder.loader import load_site
 from content_builder.render.skill import skill_digest
 from tests.conftest import REPO, SPEC_SITE, TEST_BASE_URL
 from tests.sites import Shape, make_site
@@ -203,14 +204,18 @@ def test_author_text_cannot_forge_the_front_matter(tmp_path: Path) -> None:
     assert 'Evil" --- name: x' in str(meta["description"])
 
 
-def test_a_brand_that_is_no_skill_name_is_refused_naming_the_field(tmp_path: Path) -> None:
+@pytest.mark.parametrize("brand", ["a--b", "a-", "a" * 65])
+def test_a_brand_that_is_no_skill_name_is_refused_naming_the_field(
+    tmp_path: Path, brand: str
+) -> None:
     site = copy_site(tmp_path)
     path = site / "site.yaml"
     path.write_text(
-        path.read_text(encoding="utf-8").replace("brand: service", "brand: a--b"), "utf-8"
+        path.read_text(encoding="utf-8").replace("brand: service", f"brand: {brand}"), "utf-8"
     )
-    if "brand: a--b" not in path.read_text(encoding="utf-8"):
-        with_site_yaml(site, "brand: a--b\n")
+    if f"brand: {brand}" not in path.read_text(encoding="utf-8"):
+        with_site_yaml(site, f"brand: {brand}\n")
     with pytest.raises(SiteDataError) as raised:
-        plan(site, TEST_BASE_URL)
+        load_site(site)  # refused as site.yaml is read, not later while rendering
     assert "site.yaml" in str(raised.value) and "brand" in str(raised.value)
+    assert "Agent Skill" in str(raised.value)

@@ -29,24 +29,15 @@ from content_builder.yaml_io import read_yaml_mapping
 
 #: The Agent Skills discovery RFC's index version this shape follows.
 SKILLS_INDEX_VERSION = "0.2.0"
-SKILL_NAME = re.compile(r"[a-z0-9]+(-[a-z0-9]+)*")
-SKILL_NAME_MAX = 64
 DESCRIPTION_MAX = 1024
 _FRONT_MATTER = re.compile(r"---\n(.*?\n)---\n", re.DOTALL)
 
 
 def skill_name(site: Site) -> str:
     """The skill's name: the site's brand, which names its folder (and the discovery
-    document), so one agent can hold several sites' skills side by side."""
-    brand = site.config.brand
-    if len(brand) > SKILL_NAME_MAX or not SKILL_NAME.fullmatch(brand):
-        raise SiteDataError.single(
-            site.display("site.yaml"),
-            "brand",
-            f"names the Agent Skill too, so it must be 1-{SKILL_NAME_MAX} of a-z, 0-9 and "
-            f"single hyphens between them (agentskills.io), found {brand!r}",
-        )
-    return brand
+    document), so one agent can hold several sites' skills side by side. A valid skill
+    name by the loader's rule (source.py `SKILL_NAME`)."""
+    return site.config.brand
 
 
 def _description(site: Site) -> str:
