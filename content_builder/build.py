@@ -16,6 +16,7 @@ so `check`, `serve`, the MCP server, the Pulumi program and the tests all share 
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -37,7 +38,7 @@ from content_builder.lock import (
     lock_body,
     resolve,
 )
-from content_builder.render.catalog import JOINED, Catalog, entry_file
+from content_builder.render.catalog import JOINED, Catalog, EntryLinks, entry_file
 from content_builder.render.documents import DocumentData, tracked
 from content_builder.render.endpoints import (
     RENDERERS,
@@ -109,11 +110,13 @@ def render(site: Site, catalog: Catalog, mcp_endpoint: str | None = None) -> lis
     context = RenderContext(site, catalog, mcp_endpoint)
     entries = [
         *(
-            entry_file(paths.document(entry.id), entry.json, entry.json_sha256, loaded.file)
+            entry_file(
+                paths.document(entry.id), entry.json, entry.json_sha256, loaded.file, site.cache
+            )
             for loaded, entry in zip(site.documents, catalog.documents, strict=True)
         ),
         *(
-            entry_file(paths.faq(entry.id), entry.json, entry.json_sha256, loaded.file)
+            entry_file(paths.faq(entry.id), entry.json, entry.json_sha256, loaded.file, site.cache)
             for loaded, entry in zip(site.faqs, catalog.faqs, strict=True)
         ),
         *markdown_mirrors(site, catalog),
@@ -157,8 +160,10 @@ def check(site: Site, catalog: Catalog, artifacts: list[Artifact]) -> None:
         by_path[paths.discovery(site.config.brand)].sha256,
         by_path[paths.OPENAPI].sha256,
     )
-    check_authored_links(site, catalog, published, settled)
-    found = known_links(site, catalog, artifacts, settled, before.files if before else frozenset())
+    # Unpacked once each (EntryLinks), only those of entries whose links are not proven.
+    links = unproven_links(catalog, settled)
+    check_authored_links(site, catalog, published, links)
+    found = known_links(site, catalog, artifacts, links, before.files if before else frozenset())
     check_artifacts(
         site,
         artifacts,
@@ -170,22 +175,31 @@ def check(site: Site, catalog: Catalog, artifacts: list[Artifact]) -> None:
     site.cache.record_proof(proof_paths, identities, others, coverage)
 
 
+def unproven_links(catalog: Catalog, settled: list[bool]) -> list[EntryLinks | None]:
+    """Each entry's links, None where the last passing build proved them."""
+    return [
+        None if done else entry.entry_links()
+        for entry, done in zip(catalog.entries, settled, strict=True)
+    ]
+
+
 def known_links(
     site: Site,
     catalog: Catalog,
     artifacts: list[Artifact],
-    settled: list[bool] | None = None,  # per entry: its links proven (none: all unproven)
+    links: list[EntryLinks | None] | None = None,  # per entry (`unproven_links`; none: all)
     proven_files: frozenset[str] = frozenset(),
-) -> dict[str, list[tuple[str, str]]]:
+) -> dict[str, Sequence[tuple[str, str]]]:
     """The links still to check, by published path: those of every entry's own files and
     of the aggregates joined from its pieces, found when the entry was rendered (and kept by
     the build cache with it), so a build does not scan 110 MB of aggregates for links at
     10,000 entries; none for a settled entry or a file whose sha256 is in `proven_files`.
     Files not named here are scanned."""
-    settled = settled or [False] * len(catalog.entries)
-    unsettled = [entry for entry, done in zip(catalog.entries, settled, strict=True) if not done]
-    found: dict[str, list[tuple[str, str]]] = (
-        {artifact.path: [] for artifact in artifacts if artifact.sha256 in proven_files}
+    if links is None:
+        links = unproven_links(catalog, [False] * len(catalog.entries))
+    unsettled = [found for found in links if found is not None]
+    found: dict[str, Sequence[tuple[str, str]]] = (
+        {artifact.path: () for artifact in artifacts if artifact.sha256 in proven_files}
         if proven_files  # without, no file is hashed here
         else {}
     )
@@ -195,14 +209,15 @@ def known_links(
         if path in found:
             continue
         around = body_links(site, RENDERERS[key].body(nothing))  # the text around the pieces
-        found[path] = around + [link for entry in unsettled for link in entry.links.pieces[piece]]
-    documents = len(catalog.documents)
-    for entry, done in zip(catalog.documents, settled[:documents], strict=True):
-        found[paths.document(entry.id)] = [] if done else entry.links.json
-        found[paths.document_markdown(entry.id)] = [] if done else entry.links.markdown
-    for entry, done in zip(catalog.faqs, settled[documents:], strict=True):
-        found[paths.faq(entry.id)] = [] if done else entry.links.json
-        found[paths.faq_markdown(entry.id)] = [] if done else entry.links.markdown
+        found[path] = around + [link for entry in unsettled for link in entry.pieces[piece]]
+    entry_paths = [
+        *((paths.document(e.id), paths.document_markdown(e.id)) for e in catalog.documents),
+        *((paths.faq(e.id), paths.faq_markdown(e.id)) for e in catalog.faqs),
+    ]
+    for (json_path, markdown_path), entry_links in zip(entry_paths, links, strict=True):
+        # A settled entry's files: no link left to check (one shared empty tuple each).
+        found[json_path] = () if entry_links is None else entry_links.json
+        found[markdown_path] = () if entry_links is None else entry_links.markdown
     return found
 
 

@@ -43,7 +43,7 @@ import re
 import sys
 import tempfile
 import zlib
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -136,6 +136,7 @@ class EntryCache:
         records: dict[str, dict[str, Any]],
         appendable: bool,
         latest: dict[str, Any] | None = None,
+        blobs: BlobFile | None = None,
     ):
         self.file = file
         self.header = header
@@ -144,7 +145,7 @@ class EntryCache:
         self.used: set[str] = set()
         self.added: dict[str, dict[str, Any]] = {}
         self.signature = _signature(file) if file is not None else (-1, -1)
-        self.read_from_file = bool(records)  # its blobs may read from this file
+        self.blobs = blobs  # the file the records' BlobRefs are read from
         self._latest = latest  # the values `put_latest` kept, read when first asked
         self._latest_put: dict[str, Any] = {}  # put_latest, written by save
 
@@ -182,9 +183,9 @@ class EntryCache:
             assert last is not None
             # Records are keyed by content: one another build added meanwhile is only
             # missing here, never wrong.
-            return cls(file, header, last.records, True, last._latest)
-        records, whole = _read_records(file, header)
-        return cls(file, header, records, whole and bool(records))
+            return cls(file, header, last.records, True, last._latest, last.blobs)
+        records, whole, blobs = _read_records(file, header)
+        return cls(file, header, records, whole and bool(records), blobs=blobs)
 
     def get(self, key: str, field: str) -> Any | None:
         record = self.records.get(key)
@@ -192,6 +193,13 @@ class EntryCache:
             return None
         self.used.add(key)
         return record[field]
+
+    def blob(self, value: Blob | BlobRef) -> bytes:
+        """A blob's bytes: a `Blob` put by this build, or a `BlobRef` read from the file."""
+        if type(value) is Blob:
+            return value.data
+        assert self.blobs is not None, "a BlobRef comes only from a file that was read"
+        return self.blobs.read(value)  # type: ignore[arg-type]
 
     def put(self, key: str, field: str, value: Any) -> None:
         if self.file is None:  # off: hold nothing (the build's peak memory)
@@ -233,16 +241,38 @@ class EntryCache:
         # it (an append would then start a file without a header).
         if rewrite or not _starts_with(self.file, _MAGIC + self.header):
             kept = {key: self.records[key] for key in self.used}
-            _write_new(self.file, _MAGIC + self.header, kept)
+            _write_new(self.file, _MAGIC + self.header, self._for_rewrite(kept))
             self.records = kept
-            # Blobs read from the replaced file keep it open: the next build of a series
-            # reads the new one rather than keeping the old one's space.
-            self.signature = (-1, -1) if self.read_from_file else _signature(self.file)
+            # Their BlobRefs name the replaced file, which `blobs` keeps open: the next
+            # build of a series reads the new one rather than keeping the old one's space.
+            self.signature = (-1, -1) if self.blobs is not None else _signature(self.file)
             return
         if self.added:
             with self.file.open("ab") as stream:
                 _write_frame(stream, self.added)
         self.signature = _signature(self.file)
+
+    def _for_rewrite(self, records: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+        """`records` with each BlobRef (a field's value, or an item of a field's tuple: where
+        records hold blobs) as a blob copied from the file being replaced: its frame numbers
+        and offsets name that file's, not the new one's."""
+        blobs = self.blobs
+        if blobs is None:
+            return records
+
+        def copied(value: Any) -> Any:
+            if type(value) is not tuple:
+                return value
+            if is_blob_ref(value):
+                return _BlobToCopy(blobs, value)
+            if any(map(is_blob_ref, value)):
+                return tuple(_BlobToCopy(blobs, v) if is_blob_ref(v) else v for v in value)
+            return value
+
+        return {
+            key: {field: copied(value) for field, value in record.items()}
+            for key, record in records.items()
+        }
 
     # Results about the whole site, not one entry (the search keywords' ranking state,
     # what the last passing build proved): each build replaces the value, so it is kept
@@ -419,11 +449,10 @@ def _latest_file(file: Path) -> Path:
 def _read_latest(side: Path, header: bytes) -> dict[str, Any]:
     """The values of a `put_latest` file: {} if missing, damaged or for other settings."""
     try:
-        store = _Store.open(side)
-        with store.stream() as stream:
+        with side.open("rb") as stream:
             if stream.read(len(_MAGIC)) != _MAGIC or stream.readline() != header:
                 return {}
-            values = _read_frame(stream, store)
+            values, _ = _read_frame(stream)  # type: ignore[arg-type]
     except Exception:  # missing, truncated, corrupt: nothing is known
         return {}
     return values if isinstance(values, dict) else {}
@@ -468,7 +497,7 @@ _DIGEST = 4
 class _Store:
     """A cache file open for reading its blobs: the file as it was opened, whatever
     happens to its name later (a rewrite replaces the file, never its bytes; an append only
-    adds to it). Closed when the last blob read from it goes."""
+    adds to it). Closed when the last reader of it goes."""
 
     __slots__ = ("_fd",)
 
@@ -494,40 +523,34 @@ class _Store:
             offset, size = offset + len(part), size - len(part)
         return b"".join(parts)
 
-    def __del__(self) -> None:
+    # `os.close` bound here: at interpreter exit a module's globals may be gone already
+    # ("'NoneType' object has no attribute 'close'" was printed).
+    def __del__(self, close: Callable[[int], None] = os.close) -> None:
         with contextlib.suppress(OSError):
-            os.close(self._fd)
+            close(self._fd)
 
 
 class Blob:
     """Bytes a record holds that most builds never look at (an entry's own files, half of a
     10,000-entry site's cache): written after the frame's pickle as raw bytes, checked with
     the frame when the cache is read (CRC-32), and read from the file only when asked for,
-    so a cached build neither unpickles nor holds them. Pickled anywhere else, a blob is
-    its bytes."""
+    so a cached build neither unpickles nor holds them. Put into a record as a `Blob`; read
+    back as a `BlobRef` (`EntryCache.blob`). Pickled anywhere else, a blob is its bytes."""
 
-    # Plain slots, no (file, offset) tuple: 20,000 entries' 60,000 blobs were 60,000 more
-    # objects for the garbage collector to walk. Set once, before anyone reads the blob.
-    __slots__ = ("_data", "_offset", "_store", "size")
+    __slots__ = ("data",)
 
     def __init__(self, data: bytes) -> None:
-        self._data: bytes | None = data
-        self._store: _Store | None = None  # the file it is read from, when not in memory
-        self._offset = 0
-        self.size = len(data)
+        self.data = data
 
-    def value(self) -> bytes:
-        """The bytes (read from the cache file each time: the caller keeps them)."""
-        if self._data is not None:
-            return self._data
-        assert self._store is not None
-        return self._store.read(self._offset, self.size)
+    @property
+    def size(self) -> int:
+        return len(self.data)
 
     def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
-        return (Blob, (self.value(),))  # outside a cache frame (`_FramePickler`): its bytes
+        return (Blob, (self.data,))  # outside a cache frame (`_FramePickler`): its bytes
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, Blob) and self.value() == other.value()
+        return isinstance(other, Blob) and self.data == other.data
 
     __hash__ = None  # type: ignore[assignment]
 
@@ -535,14 +558,44 @@ class Blob:
         return f"Blob({self.size} bytes)"
 
 
+#: A blob as a record read from the file holds it: (BLOB_TAG, frame, offset in the frame's
+#: region, size). A plain tuple of a string and ints, not an object: the garbage collector
+#: stops walking such a tuple once it has seen it, and stops walking a record (a dict)
+#: holding only such values at its first full collection. 60,000 blob objects and the
+#: records holding them were most of the ~1.4 s a 10,000-entry edit spent collecting
+#: (docs/decisions.md, issue 22, session 24).
+BlobRef = tuple[str, int, int, int]
+BLOB_TAG = "\0blob"
+
+
+def is_blob_ref(value: Any) -> bool:
+    return type(value) is tuple and len(value) == 4 and value[0] == BLOB_TAG
+
+
+class BlobFile:
+    """The cache file a build's records were read from, and where each of its frames'
+    regions starts: what a `BlobRef` is read from. It keeps the file open (a rewrite
+    replaces the name, never these bytes) while a record or an artifact needs it."""
+
+    __slots__ = ("_starts", "_store")
+
+    def __init__(self, store: _Store, starts: list[int]) -> None:
+        self._store = store
+        self._starts = starts
+
+    def read(self, ref: BlobRef) -> bytes:
+        _, frame, offset, size = ref
+        return self._store.read(self._starts[frame] + offset, size)
+
+
 class _Region:
     """The blobs of the frame being written, in order, and the size of their region."""
 
     def __init__(self) -> None:
-        self.blobs: list[Blob] = []
+        self.blobs: list[Blob | _BlobToCopy] = []
         self.size = 0
 
-    def place(self, blob: Blob) -> int:
+    def place(self, blob: Blob | _BlobToCopy) -> int:
         """The blob's offset in the region, once added to it."""
         offset = self.size
         self.blobs.append(blob)
@@ -562,12 +615,29 @@ class _FramePickler(pickle.Pickler):
         # Asked only of objects pickle has no fast path for (not of str, bytes, int,
         # tuples, lists, dicts): `persistent_id`, asked of every object, was a Python
         # call per string and tuple of every record (a quarter of a save).
-        if type(obj) is Blob:
+        if type(obj) is Blob or type(obj) is _BlobToCopy:
             return (_blob_in_frame, (self.region.place(obj), obj.size))
         return NotImplemented
 
 
-def _blob_in_frame(offset: int, size: int) -> Blob:
+class _BlobToCopy:
+    """A blob of the file being replaced, written into the new one (`_for_rewrite`): read
+    when its frame's region is written, one at a time, never all held at once."""
+
+    __slots__ = ("_file", "_ref")
+
+    def __init__(self, file: BlobFile, ref: BlobRef) -> None:
+        self._file, self._ref = file, ref
+
+    @property
+    def size(self) -> int:
+        return self._ref[3]
+
+    def value(self) -> bytes:
+        return self._file.read(self._ref)
+
+
+def _blob_in_frame(offset: int, size: int) -> BlobRef:
     """What `_FrameUnpickler` turns into a blob of its frame; anywhere else, an error."""
     raise pickle.UnpicklingError("a build cache blob outside its cache frame")
 
@@ -576,20 +646,21 @@ class _FrameUnpickler(pickle.Unpickler):
     """Reads a frame's records back, each blob placed by offset in the frame's region
     (its file and absolute offset set once the region is checked, `_read_frame`)."""
 
-    def __init__(self, stream: Any) -> None:
+    def __init__(self, stream: Any, frame: int | None) -> None:
         super().__init__(stream)
-        self.blobs: list[Blob] = []
+        self.frame = frame  # None: a file whose records hold no blob (`_read_latest`)
+        self.region_end = 0  # the end of the furthest blob, checked against the region
 
     def find_class(self, module: str, name: str) -> Any:
         if module == __name__ and name == _blob_in_frame.__name__:
             return self._blob_at
         return super().find_class(module, name)
 
-    def _blob_at(self, offset: int, size: int) -> Blob:
-        blob = Blob.__new__(Blob)
-        blob._data, blob._store, blob._offset, blob.size = None, None, offset, size
-        self.blobs.append(blob)
-        return blob
+    def _blob_at(self, offset: int, size: int) -> BlobRef:
+        if self.frame is None or not (isinstance(offset, int) and isinstance(size, int)):
+            raise pickle.UnpicklingError("a build cache blob where none can be")
+        self.region_end = max(self.region_end, offset + size)
+        return (BLOB_TAG, self.frame, offset, size)
 
 
 class _Counted:
@@ -640,7 +711,7 @@ def _write_frame(stream: BinaryIO, records: Any) -> None:
     stream.write(region.size.to_bytes(_LENGTH, "big"))
     crc = 0
     for blob in region.blobs:
-        data = blob.value()
+        data = blob.data if type(blob) is Blob else blob.value()  # type: ignore[union-attr]
         crc = zlib.crc32(data, crc)
         stream.write(data)
     stream.write(crc.to_bytes(_DIGEST, "big"))
@@ -649,24 +720,26 @@ def _write_frame(stream: BinaryIO, records: Any) -> None:
 _CHUNK = 1 << 20
 
 
-def _read_frame(stream: BinaryIO, store: _Store | None = None) -> Any:
-    """The next frame, returned only once its pickle and its blobs' region match their
-    lengths and checksums (the region is checked, not kept: its blobs read from `store`
-    when asked for); EOFError at the end of the file, ValueError for a frame cut short or
-    damaged."""
+def _read_frame(stream: BinaryIO, frame: int | None = None) -> tuple[Any, int]:
+    """The next frame and where its blobs' region starts, returned only once its pickle
+    and the region match their lengths and checksums (the region is checked, not kept: its
+    blobs read from the file when asked for, `BlobFile`); EOFError at the end of the file,
+    ValueError for a frame cut short or damaged. `frame`: its number in the file, which
+    its blobs are named by (None: a blob there is damage)."""
     if not stream.peek(1)[:1]:  # type: ignore[attr-defined]
         raise EOFError
     counted = _Counted(stream)
-    unpickler = _FrameUnpickler(counted)
+    unpickler = _FrameUnpickler(counted, frame)
     try:
         records = unpickler.load()
     except Exception as error:  # damaged bytes can fail in any way while unpickling
         raise ValueError("a cache frame cut short or damaged") from error
-    loading = unpickler.blobs
     if stream.read(_LENGTH + _DIGEST) != counted.trailer():
         raise ValueError("a cache frame cut short or damaged")
     size = int.from_bytes(stream.read(_LENGTH).ljust(_LENGTH, b"\xff"), "big")
     start = stream.tell()
+    if unpickler.region_end > size:
+        raise ValueError("a cache blob outside its frame's region")
     crc, left, buffer = 0, size, bytearray(min(size, _CHUNK))
     while left:
         read = stream.readinto(memoryview(buffer)[: min(left, _CHUNK)])  # type: ignore[attr-defined]
@@ -676,35 +749,36 @@ def _read_frame(stream: BinaryIO, store: _Store | None = None) -> Any:
         left -= read
     if stream.read(_DIGEST) != crc.to_bytes(_DIGEST, "big"):
         raise ValueError("a cache frame's blobs cut short or damaged")
-    for blob in loading:
-        offset = blob._offset
-        if store is None or offset + blob.size > size:
-            raise ValueError("a cache blob outside its frame's region")
-        blob._store, blob._offset = store, start + offset
-    return records
+    return records, start
 
 
-def _read_records(file: Path, header: bytes) -> tuple[dict[str, dict[str, Any]], bool]:
-    """The records of every frame, later ones winning, and whether the file was whole.
-    A frame cut short (a build killed while appending) ends the reading: the frames
-    before it are kept, and the next save rewrites the file."""
+def _read_records(
+    file: Path, header: bytes
+) -> tuple[dict[str, dict[str, Any]], bool, BlobFile | None]:
+    """The records of every frame, later ones winning, whether the file was whole, and
+    the file their blobs are read from. A frame cut short (a build killed while appending)
+    ends the reading: the frames before it are kept, and the next save rewrites the file."""
     records: dict[str, dict[str, Any]] = {}
+    starts: list[int] = []
+    blobs: BlobFile | None = None
     try:
         store = _Store.open(file)
+        blobs = BlobFile(store, starts)
         with store.stream() as stream:
             if stream.read(len(_MAGIC)) != _MAGIC or stream.readline() != header:
-                return {}, False  # another version, other settings, not ours: not unpickled
+                return {}, False, None  # another version, other settings, not ours: not unpickled
             while True:
                 try:
-                    frame = _read_frame(stream, store)
+                    frame, start = _read_frame(stream, len(starts))
                 except EOFError:
                     break
                 if not isinstance(frame, dict) or not all(
                     isinstance(key, str) and isinstance(value, dict) for key, value in frame.items()
                 ):
-                    return {}, False
+                    return {}, False, None
+                starts.append(start)
                 for key, value in frame.items():
                     records.setdefault(key, {}).update(value)
     except Exception:  # missing, truncated, corrupt: what was read whole is kept
-        return records, False
-    return records, True
+        return records, False, blobs if records else None
+    return records, True, blobs

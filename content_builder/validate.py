@@ -25,7 +25,7 @@ from content_builder.loader import Site, located_strings, located_strings_contai
 from content_builder.yaml_io import with_lines
 
 if TYPE_CHECKING:
-    from content_builder.render.catalog import Catalog
+    from content_builder.render.catalog import Catalog, EntryLinks
 
 #: An API link an author wrote: where (dotted location), the URL, the path it names.
 ApiLink = tuple[str, str, str]
@@ -75,17 +75,16 @@ def check_authored_links(
     site: Site,
     catalog: Catalog,
     published: frozenset[str],
-    settled: Sequence[bool] | None = None,  # per entry: its links are proven (cache.py)
+    # Per entry, its links; None where they are proven (cache.py `Proven`). None: all read.
+    entry_links: Sequence[EntryLinks | None] | None = None,
 ) -> None:
     problems: list[Problem] = []
-    entries = zip([*site.documents, *site.faqs], catalog.entries, strict=True)
-    settled = settled or [False] * len(catalog.entries)
-    sources: list[tuple[str, list[ApiLink]]] = [
-        *(
-            (loaded.file, entry.links.authored)
-            for (loaded, entry), done in zip(entries, settled, strict=True)
-            if not done
-        ),
+    if entry_links is None:
+        entry_links = [entry.entry_links() for entry in catalog.entries]
+    sources: list[tuple[str, Sequence[ApiLink]]] = [
+        (loaded.file, found.authored)
+        for loaded, found in zip([*site.documents, *site.faqs], entry_links, strict=True)
+        if found is not None
     ]
     # The site's own architecture.yaml and on-site-agent.yaml (the build's own, when
     # absent, link only what the endpoint table publishes).
@@ -127,7 +126,7 @@ def body_links(site: Site, body: bytes) -> list[tuple[str, str]]:
 def check_artifacts(
     site: Site,
     artifacts: list[Artifact],
-    known_links: Mapping[str, list[tuple[str, str]]] | None = None,
+    known_links: Mapping[str, Sequence[tuple[str, str]]] | None = None,
     coverage_proven: bool = False,
 ) -> None:
     """`known_links`: the links still to check of files whose links were found when they

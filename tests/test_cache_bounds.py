@@ -123,7 +123,7 @@ def test_builds_that_save_at_once_leave_a_whole_cache(tmp_path: Path, cache_dir:
     cache = build_cache.EntryCache.open(site, b"settings")
     [file] = cache_dir.glob("build-*.pickle")
     header = cache.header
-    records, whole = build_cache._read_records(file, header)
+    records, whole, _ = build_cache._read_records(file, header)
     assert whole, "every frame whole: no two writers interleaved"
     assert {key.split("-")[0] for key in records} == {"start", "one", "two", "three"}
     assert len(records) == 1 + 3 * 300, "every frame of every writer kept"

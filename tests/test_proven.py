@@ -265,17 +265,17 @@ def test_without_the_cache_nothing_is_recorded(
         assert any(seen[-1]["known"].values())
 
 
-def test_entry_links_pickle_on_their_own_and_unpickle_when_read() -> None:
-    links = EntryLinks(
+def test_entry_links_are_kept_packed_and_unpacked_whole() -> None:
+    links = EntryLinks.found(
         json=[("https://x.test/a.json", "/a.json")],
         markdown=[],
         authored=[("answer", "https://x.test/b.json", "/b.json")],
         pieces={"index_entry": [("https://x.test/c.json", "/c.json")]},
     )
-    again = pickle.loads(pickle.dumps(links))
-    assert again._value is None, "not unpickled until read"
-    assert again.authored == [("answer", "https://x.test/b.json", "/b.json")]
-    assert again._packed is None, "one copy held once read"
-    assert links._packed is None, "pickling keeps no packed copy beside the value"
+    packed = links.pack()
+    assert isinstance(packed, bytes), "one bytes object: nothing for the collector to walk"
+    again = EntryLinks.unpack(packed)
     assert again == links
-    assert again.pieces == {"index_entry": [("https://x.test/c.json", "/c.json")]}
+    assert again.authored == (("answer", "https://x.test/b.json", "/b.json"),)
+    assert again.pieces == {"index_entry": (("https://x.test/c.json", "/c.json"),)}
+

@@ -11,6 +11,7 @@ renders one entry again, not ten thousand.
 from __future__ import annotations
 
 import pickle
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, NamedTuple
@@ -20,147 +21,172 @@ from pydantic import BaseModel
 
 from agent_contract.artifacts import Artifact
 from agent_contract.routes import rule_for
-from content_builder.cache import Blob
+from content_builder.cache import Blob, BlobFile, BlobRef, EntryCache
 from content_builder.lock import History, Lock
 
 
-class EntryLinks:
+class EntryLinks(NamedTuple):
     """An entry's links into the API: (URL, path) of each in its JSON file, in its Markdown
     mirror and in each of its aggregate pieces (by EntryRender field, JOINED), and the
     ones its author wrote, (dotted location in the source file, URL, path).
 
-    Pickled as one bytes object of their own, unpickled when first read: a cached build
-    checks only the links of entries that changed since the last build that passed
-    (cache.py `Proven`), and the ~1 M tuples of a 10,000-entry site's links were
-    a third of the time it took to read the build cache (0.25 of 0.77 s). In the build
-    cache that object is a blob (cache.py), not even read (15 MB at 10,000 entries, each
-    URL stored once: validate.py interns them)."""
+    Kept packed (`pack`: one bytes object, `EntryRender.links`), unpacked when read: a
+    cached build checks only the links of entries that changed since the last build that
+    passed (cache.py `Proven`), and the ~1 M tuples of a 10,000-entry site's links were
+    a third of the time it took to read the build cache."""
 
-    __slots__ = ("_packed", "_value")
+    json: tuple[tuple[str, str], ...]
+    markdown: tuple[tuple[str, str], ...]
+    authored: tuple[tuple[str, str, str], ...]
+    pieces: dict[str, tuple[tuple[str, str], ...]]
 
-    def __init__(
-        self,
-        json: list[tuple[str, str]],
-        markdown: list[tuple[str, str]],
-        authored: list[tuple[str, str, str]],
+    @classmethod
+    def found(
+        cls,
+        json: Sequence[tuple[str, str]],
+        markdown: Sequence[tuple[str, str]],
+        authored: Sequence[tuple[str, str, str]],
         pieces: dict[str, list[tuple[str, str]]],
-    ) -> None:
-        self._value: _Links | None = (json, markdown, authored, pieces)
-        self._packed: Blob | None = None
+    ) -> EntryLinks:
+        # Tuples, not lists: the garbage collector stops walking a tuple of strings once
+        # it has seen it.
+        return cls(
+            tuple(json),
+            tuple(markdown),
+            tuple(authored),
+            {name: tuple(links) for name, links in pieces.items()},
+        )
 
-    def __reduce__(self) -> tuple[Any, tuple[Blob]]:
-        # Packed again each time, never kept beside the value: one copy of the links held.
-        packed = self._packed if self._value is None else Blob(pickle.dumps(self._value, 5))
-        return (_packed_links, (packed,))
+    def pack(self) -> bytes:
+        return pickle.dumps(tuple(self), pickle.HIGHEST_PROTOCOL)
 
-    def _links(self) -> _Links:
-        if self._value is None:
-            self._value = pickle.loads(self._packed.value())  # type: ignore[union-attr]
-            self._packed = None
-        return self._value
-
-    @property
-    def json(self) -> list[tuple[str, str]]:
-        return self._links()[0]
-
-    @property
-    def markdown(self) -> list[tuple[str, str]]:
-        return self._links()[1]
-
-    @property
-    def authored(self) -> list[tuple[str, str, str]]:
-        return self._links()[2]
-
-    @property
-    def pieces(self) -> dict[str, list[tuple[str, str]]]:
-        return self._links()[3]
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, EntryLinks) and self._links() == other._links()
-
-    __hash__ = None  # type: ignore[assignment]
+    @classmethod
+    def unpack(cls, packed: bytes) -> EntryLinks:
+        return cls._make(pickle.loads(packed))
 
 
-def _packed_links(packed: Blob | bytes) -> EntryLinks:
-    links = EntryLinks.__new__(EntryLinks)
-    links._value, links._packed = None, packed if isinstance(packed, Blob) else Blob(packed)
-    return links
+class EntryTerms(NamedTuple):
+    """An entry's candidate keywords, in groups that share no term (render/indexes.py).
+    Tuples of strings, which unpickle without rebuilding a hash table, one string object
+    per distinct term (`Tokenizer.canonical`), which a pickle of many entries stores once."""
 
-
-_Links = tuple[
-    list[tuple[str, str]],
-    list[tuple[str, str]],
-    list[tuple[str, str, str]],
-    dict[str, list[tuple[str, str]]],
-]
+    title: tuple[str, ...]  # the title's words: always published
+    salient: tuple[str, ...]  # description, authored keywords, headings
+    stems: tuple[str, ...]  # stems of the salient words, acronyms both ways
+    body: tuple[str, ...]  # body words and stems
+    body_counts: tuple[int, ...]  # occurrences in the entry of each of `body`
+    inflections: tuple[str, ...]  # regular forms of the salient words' stems
+    # Words found only in code (fences, spans, code_example), most used first: taken
+    # last, and counted in no site-wide frequency, so code can neither crowd out prose
+    # nor make a prose word look common.
+    code: tuple[str, ...] = ()
+    # The sharded index's weight of each of `body` (search_shards.body_weight, 1 to 8, one
+    # byte each): worked out once when the entry is rendered and kept with it, not for
+    # every posting of every build (3.3 M calls at 10,000 entries).
+    body_weights: bytes = b""
 
 
 class EntryRender(NamedTuple):
     """One entry's published pieces: plain bytes and strings (cheap to keep and reload)."""
 
     id: str
-    # Its own files: bytes when rendered by this build, a `Blob` when taken from the
+    # Its own files: bytes when rendered by this build, a BlobRef when taken from the
     # build cache (read from its file only if the file must be written or served).
-    json: bytes | Blob  # /api/v1/content/{id}.json or /api/v1/faq/{id}.json
+    # (A Blob in a record this process put and kept in memory: `serve --watch`'s series.)
+    json: bytes | Blob | BlobRef  # /api/v1/content/{id}.json or /api/v1/faq/{id}.json
     json_sha256: str
-    markdown: bytes | Blob  # the Markdown mirror beside it
+    markdown: bytes | Blob | BlobRef  # the Markdown mirror beside it
     markdown_sha256: str
     index_entry: bytes  # its entry of index.json (compact JSON)
     search_head: tuple[bytes, bytes]  # its entry of search-index.json, before and after
     # the keywords, which depend on the whole site and are chosen at every build
-    terms: Any  # its candidate keywords (render/indexes.py)
+    terms: EntryTerms  # its candidate keywords (render/indexes.py)
     change_entry: bytes  # its entry of changes.json (compact JSON)
     sitemap_url: str  # its <url> element of sitemap.xml
     llms_link: str  # its line of llms.txt (or of an llms.txt part)
     llms_full_block: bytes  # its block of llms-full.txt, UTF-8
-    links: EntryLinks  # its links into the API, checked against the published files
+    links: bytes  # its links into the API (`EntryLinks.pack`), checked against the files
 
-    def to_keep(self) -> EntryRender:
-        """The copy the build cache keeps: its own files as blobs (cache.py), which a
-        cached build does not unpickle (178 of the 375 MB of a 10,000-entry site's cache,
-        0.5 s of reading it)."""
-        return self._replace(json=_blob(self.json), markdown=_blob(self.markdown))
+    def to_keep(self) -> tuple[Any, ...]:
+        """The record the build cache keeps: a plain tuple of strings, bytes and tuples of
+        them, which the garbage collector walks once and then never again (a record of
+        objects was walked at every full collection of every build: ~1 s of a
+        10,000-entry edit), its own files as blobs (cache.py), which a cached build does
+        not read (178 of the ~360 MB of a 10,000-entry site's cache)."""
+        return (
+            self.id,
+            _blob(self.json),
+            self.json_sha256,
+            _blob(self.markdown),
+            *self[4:TERMS_AT],
+            tuple(self.terms),
+            *self[TERMS_AT + 1 :],
+        )
+
+    @classmethod
+    def kept(cls, record: tuple[Any, ...]) -> EntryRender:
+        """The pieces of a record `to_keep` made, read back from the build cache."""
+        return cls._make(
+            (*record[:TERMS_AT], EntryTerms._make(record[TERMS_AT]), *record[TERMS_AT + 1 :])
+        )
+
+    def entry_links(self) -> EntryLinks:
+        return EntryLinks.unpack(self.links)
 
 
-def _blob(body: bytes | Blob) -> Blob:
-    return body if isinstance(body, Blob) else Blob(body)
+#: Where an EntryRender (and its cache record) holds its terms.
+TERMS_AT = EntryRender._fields.index("terms")
 
 
-def entry_file(path: str, body: bytes | Blob, sha256: str, source: str | None) -> Artifact:
+def _blob(body: bytes | Blob | BlobRef) -> Blob | BlobRef:
+    return Blob(body) if isinstance(body, bytes) else body
+
+
+def entry_file(
+    path: str,
+    body: bytes | Blob | BlobRef,
+    sha256: str,
+    source: str | None,
+    cache: EntryCache | None = None,  # what a BlobRef is read from
+) -> Artifact:
     """An entry's own file: its body read from the build cache only when asked for."""
-    if isinstance(body, Blob):
-        return _KeptArtifact(path, body, sha256, source)
-    return Artifact.hashed(path, body, sha256, source)
+    if type(body) is Blob:  # a record this process put (`serve --watch`'s series)
+        body = body.data
+    if isinstance(body, bytes):
+        return Artifact.hashed(path, body, sha256, source)
+    assert cache is not None and cache.blobs is not None, "a BlobRef needs its cache file"
+    return _KeptArtifact(path, cache.blobs, body, sha256, source)
 
 
 class _KeptArtifact(Artifact):
     """An Artifact whose body stays in the build cache until read (then kept, so that it
-    is the same object at each read); its
-    size and sha256 are known without it, which is all a build asks of a file that did not
-    change (the writer's manifest and comparisons, the budgets of small files)."""
+    is the same object at each read); its size and sha256 are known without it, which is
+    all a build asks of a file that did not change (the writer's manifest and
+    comparisons, the budgets of small files)."""
 
-    def __init__(self, path: str, blob: Blob, sha256: str, source: str | None) -> None:
+    def __init__(
+        self, path: str, blobs: BlobFile, ref: BlobRef, sha256: str, source: str | None
+    ) -> None:
         # Not the dataclass' __init__: `body` is a property here, not a field to set.
         object.__setattr__(self, "path", path)
         object.__setattr__(self, "source", source)
         object.__setattr__(self, "rule", rule_for(path))
-        # Set as attributes, not through `__dict__`, which would make a dict object per
-        # artifact (40,000 at 10,000 entries) for the garbage collector to walk.
         object.__setattr__(self, "sha256", sha256)
-        object.__setattr__(self, "size", blob.size)  # read from here: not a property below
-        object.__setattr__(self, "_blob", blob)
+        object.__setattr__(self, "size", ref[3])  # read from here: not a property below
+        object.__setattr__(self, "_blobs", blobs)
+        object.__setattr__(self, "_ref", ref)
 
     @property  # type: ignore[override]
     def body(self) -> bytes:
         body: bytes | None = getattr(self, "_body", None)
         if body is None:
-            body = self._blob.value()
+            body = self._blobs.read(self._ref)
             object.__setattr__(self, "_body", body)
         return body
 
     @cached_property
     def size(self) -> int:  # type: ignore[override]
-        return self._blob.size  # type: ignore[no-any-return]
+        return self._ref[3]  # type: ignore[no-any-return]
 
     def __eq__(self, other: object) -> bool:
         # The dataclass' __eq__ compares instances of one class only.

@@ -98,10 +98,16 @@ def markdown_mirrors(site: Site, catalog: Catalog) -> Iterator[Artifact]:
     entry, render/entries.py), then llms.txt's parts (llms_part)."""
     for entry, file in zip(catalog.documents, (d.file for d in site.documents), strict=True):
         yield entry_file(
-            paths.document_markdown(entry.id), entry.markdown, entry.markdown_sha256, file
+            paths.document_markdown(entry.id),
+            entry.markdown,
+            entry.markdown_sha256,
+            file,
+            site.cache,
         )
     for entry, file in zip(catalog.faqs, (f.file for f in site.faqs), strict=True):
-        yield entry_file(paths.faq_markdown(entry.id), entry.markdown, entry.markdown_sha256, file)
+        yield entry_file(
+            paths.faq_markdown(entry.id), entry.markdown, entry.markdown_sha256, file, site.cache
+        )
     for name, text in llms_parts(site, catalog):
         yield Artifact(paths.llms_part(name), text_body(text))
 

@@ -238,7 +238,8 @@ def _from_cache(
     # key) and on its lock entry, which is stored beside them and compared.
     if not loaded.cache_key or site.cache.get(loaded.cache_key, "stamp") != lock_stamp(dated):
         return None
-    return site.cache.get(loaded.cache_key, "rendered")  # type: ignore[no-any-return]
+    record = site.cache.get(loaded.cache_key, "rendered")
+    return EntryRender.kept(record) if type(record) is tuple else None
 
 
 def lock_stamp(dated: LockEntry) -> tuple[str, str]:
@@ -268,13 +269,13 @@ def _with_links(
             return b" ".join(piece)  # the search entry's two halves, never one link
         return piece if isinstance(piece, bytes) else piece.encode("utf-8")
 
-    links = EntryLinks(
-        json=body_links(site, rendered.json),
-        markdown=body_links(site, rendered.markdown),
+    links = EntryLinks.found(
+        json=body_links(site, rendered.json),  # type: ignore[arg-type]
+        markdown=body_links(site, rendered.markdown),  # type: ignore[arg-type]
         authored=authored_links(site, loaded.source),
         pieces={name: body_links(site, text(getattr(rendered, name))) for name in JOINED.values()},
     )
-    return rendered._replace(links=links)
+    return rendered._replace(links=links.pack())
 
 
 def _sha256(body: bytes) -> str:
@@ -300,7 +301,7 @@ def _own_pieces(
         "markdown_sha256": _sha256(markdown),
         "change_entry": change_entry(site, api_path, loaded.id, dated.updated_at, content_hash),
         "sitemap_url": sitemap_url(site, api_path, dated.updated_at),
-        "links": None,
+        "links": b"",
     }
 
 

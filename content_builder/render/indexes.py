@@ -8,7 +8,7 @@ import sys
 from bisect import bisect_left, bisect_right
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from itertools import chain, compress
 from operator import attrgetter, itemgetter, mul, not_
 
@@ -27,7 +27,14 @@ from agent_contract.models import (
 )
 from content_builder.loader import LoadedDocument, LoadedFaq, Site
 from content_builder.render import code_text
-from content_builder.render.catalog import Catalog, around, around_value, compact_item
+from content_builder.render.catalog import (
+    TERMS_AT,
+    Catalog,
+    around,
+    around_value,
+    compact_item,
+)
+from content_builder.render.catalog import EntryTerms as _EntryTerms
 from content_builder.render.documents import (
     document_code,
     document_headings,
@@ -126,29 +133,6 @@ def keyword_cost(term: str) -> int:
     return len(term) + _KEYWORD_OVERHEAD
 
 
-@dataclass(frozen=True)
-class _EntryTerms:
-    """An entry's candidate keywords, in groups that share no term. Kept in the build
-    cache and read back on every build: tuples of strings, which unpickle without
-    rebuilding a hash table, one string object per distinct term (`Tokenizer.canonical`),
-    which a pickle of many entries stores once."""
-
-    title: tuple[str, ...]  # the title's words: always published
-    salient: tuple[str, ...]  # description, authored keywords, headings
-    stems: tuple[str, ...]  # stems of the salient words, acronyms both ways
-    body: tuple[str, ...]  # body words and stems
-    body_counts: tuple[int, ...]  # occurrences in the entry of each of `body`
-    inflections: tuple[str, ...]  # regular forms of the salient words' stems
-    # Words found only in code (fences, spans, code_example), most used first: taken
-    # last, and counted in no site-wide frequency (`_ALL_GROUPS`), so code can neither
-    # crowd out prose nor make a prose word look common.
-    code: tuple[str, ...] = ()
-    # The sharded index's weight of each of `body` (search_shards.body_weight, 1 to 8, one
-    # byte each): worked out once when the entry is rendered and kept with it, not for
-    # every posting of every build (3.3 M calls at 10,000 entries).
-    body_weights: bytes = b""
-
-
 def interned(terms: _EntryTerms) -> _EntryTerms:
     """`terms` with each word this process's one string of it (`sys.intern`): terms
     rendered by a worker process (render/entries.py) arrive as new strings, chunk by
@@ -157,9 +141,8 @@ def interned(terms: _EntryTerms) -> _EntryTerms:
     def words(group: tuple[str, ...]) -> tuple[str, ...]:
         return tuple(map(sys.intern, group))
 
-    # `replace`: every other field (counts, body weights) kept as the worker made it.
-    return replace(
-        terms,
+    # `_replace`: every other field (counts, body weights) kept as the worker made it.
+    return terms._replace(
         title=words(terms.title),
         salient=words(terms.salient),
         stems=words(terms.stems),
@@ -641,5 +624,4 @@ def _cached_terms(site: Site, identity: Identity) -> _EntryTerms | None:
     found = site.cache.get(identity, "rendered")
     if found is None:
         return None
-    terms = found.terms
-    return terms if isinstance(terms, _EntryTerms) else None
+    return _EntryTerms._make(found[TERMS_AT]) if type(found) is tuple else None

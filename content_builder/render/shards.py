@@ -37,9 +37,9 @@ from typing import Any
 from agent_contract import paths, search_shards
 from agent_contract.artifacts import Artifact
 from agent_contract.models import SearchTermMap
-from content_builder.cache import Blob, EntryCache, entry_identity
+from content_builder.cache import Blob, BlobRef, EntryCache, entry_identity, is_blob_ref
 from content_builder.loader import Site
-from content_builder.render.catalog import Catalog, EntryRender, entry_file
+from content_builder.render.catalog import Catalog, EntryRender, EntryTerms, entry_file
 from content_builder.render.entries import lock_stamp
 from content_builder.render.shard_layout import (
     Change,
@@ -176,20 +176,21 @@ class _Store:
         self.made[sha256] = body
         return sha256
 
-    def old(self, sha256: str) -> Blob:
+    def old(self, sha256: str) -> Blob | BlobRef:
         found = self.cache.get(_FILE + sha256, "body")
-        if not isinstance(found, Blob):
+        if type(found) is not Blob and not is_blob_ref(found):
             raise LookupError(f"the build cache does not keep search file {sha256}")
-        return found
+        return found  # type: ignore[no-any-return]
 
     def parsed(self, sha256: str) -> dict[str, Any]:
         if sha256 not in self._parsed:
-            self._parsed[sha256] = json.loads(self.old(sha256).value())
+            self._parsed[sha256] = json.loads(self.cache.blob(self.old(sha256)))
         return self._parsed[sha256]
 
     def artifact(self, path: str, sha256: str) -> Artifact:
         body = self.made.get(sha256)
-        return entry_file(path, body if body is not None else self.old(sha256), sha256, None)
+        found = body if body is not None else self.old(sha256)
+        return entry_file(path, found, sha256, None, self.cache)
 
     def keep(
         self, state: ShardState, entries: Iterable[EntryRender], identities: list[str]
@@ -200,7 +201,7 @@ class _Store:
             self.cache.put(_FILE + sha256, "body", Blob(body))
         for entry, identity in zip(entries, identities, strict=True):
             if self.cache.get(_TERMS + identity, "terms") is None:
-                self.cache.put(_TERMS + identity, "terms", entry.terms)
+                self.cache.put(_TERMS + identity, "terms", tuple(entry.terms))  # plain
         if self.cache.get_latest(_STATE) != state:  # the same again: nothing to write
             self.cache.put_latest(_STATE, state)
 
@@ -332,9 +333,9 @@ def _from_last(
 
 def _old_terms(store: _Store, identity: str) -> Any:
     terms = store.cache.get(_TERMS + identity, "terms")
-    if terms is None:
+    if type(terms) is not tuple:
         raise LookupError("the build cache does not keep an entry's last terms")
-    return terms
+    return EntryTerms._make(terms)
 
 
 def _old_groups(term: str, head_of: dict[str, str], old_shard: Any) -> list[Group]:
