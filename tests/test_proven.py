@@ -278,4 +278,3 @@ def test_entry_links_are_kept_packed_and_unpacked_whole() -> None:
     assert again == links
     assert again.authored == (("answer", "https://x.test/b.json", "/b.json"),)
     assert again.pieces == {"index_entry": (("https://x.test/c.json", "/c.json"),)}
-
