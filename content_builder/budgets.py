@@ -4,8 +4,13 @@ The tools cut at 5,000 characters (the reference `mcp-server-fetch`), about 20,0
 (Claude API web_fetch) and about 100,000 (Claude Code); AFDocs-style checks pass a file
 under 50,000. So llms.txt and its parts stay under 50,000 characters at any site size
 (llms.py nests them), and each entry's own files (its Markdown mirror, a FAQ entry's
-JSON) under 100,000, or the build fails naming the entry. llms-full.txt stays what the
-spec defines; the report says which windows it is past.
+JSON) under 100,000, or the build fails naming the entry: an entry written for this API
+can be split. A page of a Markdown docs tree is published as it is written (issue 23: a
+tree is never rewritten to be published; a changelog or an API reference page often runs
+past 100,000 characters), with a warning naming it: agents see its size in the content
+index and llms.txt (`size`, estimated tokens) and can read its sections in the JSON
+document. llms-full.txt stays what the spec defines; the report says which windows it
+is past.
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ from agent_contract import paths
 from agent_contract.artifacts import Artifact
 from agent_contract.endpoints import ENDPOINT
 from content_builder.errors import Problem, SiteDataError
+from content_builder.markdown_links import MARKDOWN_SUFFIXES
 from content_builder.render.llms import LLMS_TXT_BUDGET
 
 ENTRY_BUDGET = 100_000
@@ -48,8 +54,11 @@ def _characters(body: bytes) -> int:
     return len(body) if body.isascii() else len(body.decode("utf-8"))
 
 
-def check_budgets(artifacts: list[Artifact]) -> None:
+def check_budgets(artifacts: list[Artifact]) -> list[Problem]:
+    """Raise SiteDataError for a file over its budget; return the warnings (a Markdown
+    docs page over the entry budget)."""
     problems: list[Problem] = []
+    warnings: list[Problem] = []
     smallest = min(LLMS_TXT_BUDGET, ENTRY_BUDGET)
     for artifact in artifacts:
         # A UTF-8 body holds at most as many characters as bytes: a body smaller than
@@ -68,6 +77,14 @@ def check_budgets(artifacts: list[Artifact]) -> None:
             )  # fmt: skip
         elif _entry_budgeted(artifact.path) and size >= ENTRY_BUDGET:
             entry = artifact.path.rsplit("/", 1)[-1].rsplit(".", 1)[0]
+            if artifact.source is not None and artifact.source.endswith(MARKDOWN_SUFFIXES):
+                warnings.append(
+                    Problem(where, None, f"page {entry!r} renders {size:,} characters, past "
+                            f"the {ENTRY_BUDGET:,} agents' fetch tools read in one piece; "
+                            "published whole (agents can read its sections in the JSON "
+                            "document); split the page to serve them better")
+                )  # fmt: skip
+                continue
             problems.append(
                 Problem(where, None, f"entry {entry!r} renders {size:,} characters, over the "
                         f"budget of {ENTRY_BUDGET:,} agents' fetch tools read in one piece; "
@@ -82,6 +99,7 @@ def check_budgets(artifacts: list[Artifact]) -> None:
                 )  # fmt: skip
     if problems:
         raise SiteDataError(problems)
+    return warnings
 
 
 def budget_report(artifacts: list[Artifact]) -> list[str]:

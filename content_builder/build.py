@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from agent_contract import paths
@@ -76,7 +76,9 @@ def plan(
     del data
     artifacts = render(site, catalog, mcp_endpoint)
     check(site, catalog, artifacts)
-    check_budgets(artifacts)
+    oversized = check_budgets(artifacts)
+    if oversized:
+        site = replace(site, warnings=(*site.warnings, *oversized))
     site.cache.save()  # after every check: a failed build teaches the cache nothing
     return Plan(site, artifacts, lock, changes, history, body)
 

@@ -348,6 +348,25 @@ def test_a_relative_link_to_a_missing_page_names_file_and_line(tmp_path: Path) -
     assert any("guide.md" in e and "line 5" in e and "nope.md" in e for e in errors), errors
 
 
+def test_a_page_past_the_entry_budget_is_published_whole_with_a_warning(
+    tmp_path: Path,
+) -> None:
+    """A docs tree is published as written (issue 23): a long changelog is not an error,
+    as an authored YAML entry past the budget is (test_extensions)."""
+    releases = "".join(
+        f"## Version 1.{number}\n\n" + "Fixed a bug in the connection pool handling. " * 30 + "\n\n"
+        for number in range(90)
+    )
+    site = _site(tmp_path, {"changelog.md": "# Changelog\n\n" + releases})
+    result = plan(site)
+    twin = _twin(result, "changelog")
+    assert len(twin) > 100_000 and "## Version 1.89" in twin, "published whole"
+    warned = [str(w) for w in result.site.warnings if "changelog" in str(w)]
+    assert warned and "100,000" in warned[0] and "changelog.md" in warned[0]
+    outcome = run_cli("build", "--site", site, "--out", tmp_path / "out")
+    assert outcome.code == 0 and "changelog.md" in outcome.err and "100,000" in outcome.err
+
+
 def test_broken_links_warn_builds_and_keeps_the_link(tmp_path: Path) -> None:
     site = _site(tmp_path, {"guide.md": "# Guide\n\nBroken [link](./nope.md).\n"},
                  extra="broken_links: warn\n")  # fmt: skip
