@@ -172,8 +172,10 @@ def _markdown_document(
     version: str | None,
     models: tuple[Any, ...] | None,
     parse: Callable[[list[Problem]], tuple[Any, ...] | None],
+    searchable: bool = True,
 ) -> LoadedDocument:
-    return LoadedDocument(id, file, key, order, version, _MarkdownLazy(models, file, key, parse))  # type: ignore[arg-type]
+    lazy = _MarkdownLazy(models, file, key, parse)  # type: ignore[arg-type]
+    return LoadedDocument(id, file, key, order, version, lazy, searchable)
 
 
 class _LoadedEntry:
@@ -196,9 +198,11 @@ class _LoadedEntry:
 
 
 class LoadedDocument(_LoadedEntry):
-    """A content file; its order and pinned version are known without its models."""
+    """A content file; its order and pinned version are known without its models.
+    `searchable`: False for a Markdown page whose front matter keeps it out of search
+    (markdown_tree.py `excluded_from_search`): published, but in no search index."""
 
-    __slots__ = ("order", "version")
+    __slots__ = ("order", "searchable", "version")
 
     def __init__(
         self,
@@ -208,10 +212,12 @@ class LoadedDocument(_LoadedEntry):
         order: int,
         version: str | None,
         lazy: _Lazy,
+        searchable: bool = True,
     ) -> None:
         super().__init__(id, file, cache_key, lazy)
         self.order = order
         self.version = version
+        self.searchable = searchable
 
     @property
     def source(self) -> DocumentSource:

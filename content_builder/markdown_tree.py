@@ -559,7 +559,21 @@ def _document(
     version = page.front.get("version") if isinstance(page.front.get("version"), str) else None
     if models is not None:
         version = models[0].version
-    return make_document(page.id, page.display, key, page.order, version, models, parse)
+    searchable = not excluded_from_search(page.front)
+    return make_document(page.id, page.display, key, page.order, version, models, parse, searchable)
+
+
+def excluded_from_search(front: dict[str, Any]) -> bool:
+    """Whether a page's front matter keeps it out of the site's search, as its docs tool
+    reads it: mkdocs-material `search: {exclude: true}`, VitePress `search: false`,
+    Docusaurus `unlisted: true` (listed in no sidebar, sitemap or search). Published all
+    the same; left out of search-index.json and the sharded index."""
+    search = front.get("search")
+    return (
+        search is False
+        or (isinstance(search, dict) and search.get("exclude") is True)
+        or front.get("unlisted") is True
+    )
 
 
 def _recording(context: Context, names: list[str], links: list[str]) -> Context:

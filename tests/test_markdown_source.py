@@ -367,6 +367,37 @@ def test_a_page_past_the_entry_budget_is_published_whole_with_a_warning(
     assert outcome.code == 0 and "changelog.md" in outcome.err and "100,000" in outcome.err
 
 
+@pytest.mark.parametrize(
+    "front",
+    [
+        "search:\n  exclude: true\n",  # mkdocs-material
+        "search: false\n",  # VitePress
+        "unlisted: true\n",  # Docusaurus
+    ],
+)
+def test_a_page_its_front_matter_keeps_out_of_search_is_published_but_not_found(
+    front: str, tmp_path: Path
+) -> None:
+    from agent_contract import search_shards
+
+    site = _site(
+        tmp_path,
+        {
+            "hidden.md": f"---\n{front}---\n# Hidden page\n\nThe quokkaflange setting.\n",
+            "shown.md": "# Shown page\n\nThe wombatgrommet setting.\n",
+        },
+    )
+    files = _files(plan(site))
+    assert "quokkaflange" in _twin(plan(site), "hidden"), "published all the same"
+    index = json.loads(files[paths.CONTENT_INDEX])
+    assert "hidden" in {entry["id"] for entry in index["documents"]}
+    searched = {entry["id"] for entry in json.loads(files[paths.SEARCH_INDEX])["entries"]}
+    assert "shown" in searched and "hidden" not in searched
+    assert not search_shards.query(files.__getitem__, "quokkaflange", limit=3).hits
+    found = search_shards.query(files.__getitem__, "wombatgrommet", limit=3)
+    assert [hit.id for hit in found.hits] == ["shown"]
+
+
 def test_broken_links_warn_builds_and_keeps_the_link(tmp_path: Path) -> None:
     site = _site(tmp_path, {"guide.md": "# Guide\n\nBroken [link](./nope.md).\n"},
                  extra="broken_links: warn\n")  # fmt: skip

@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import pickle
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
-from typing import Any, NamedTuple
+from itertools import compress
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import pydantic_core
 from pydantic import BaseModel
@@ -23,6 +24,9 @@ from agent_contract.artifacts import Artifact
 from agent_contract.routes import rule_for
 from content_builder.cache import Blob, BlobFile, BlobRef, EntryCache
 from content_builder.lock import History, Lock
+
+if TYPE_CHECKING:
+    from content_builder.loader import Site
 
 
 class EntryLinks(NamedTuple):
@@ -229,6 +233,23 @@ class Catalog:
     @property
     def entries(self) -> tuple[EntryRender, ...]:
         return self.documents + self.faqs
+
+
+def searchable(site: Site, catalog: Catalog) -> tuple[Site, Catalog]:
+    """The site and catalog the search indexes are made of: without the documents whose
+    front matter keeps them out of search (LoadedDocument.searchable). The catalog's
+    `derived` is shared: what is derived from the searchable catalog is named apart."""
+    keep = [loaded.searchable for loaded in site.documents]
+    if all(keep):
+        return site, catalog
+    documents = tuple(compress(catalog.documents, keep))
+    return (
+        replace(site, documents=tuple(compress(site.documents, keep))),
+        Catalog(
+            documents, catalog.faqs, catalog.lock, catalog.history, catalog.rendered_now,
+            catalog.derived,
+        ),
+    )  # fmt: skip
 
 
 class SpliceMarkerInText(ValueError):

@@ -33,6 +33,7 @@ from content_builder.render.catalog import (
     around,
     around_value,
     compact_item,
+    searchable,
 )
 from content_builder.render.catalog import EntryTerms as _EntryTerms
 from content_builder.render.documents import (
@@ -570,7 +571,9 @@ def search_tokenizer() -> search_terms.Tokenizer:
 
 def search_index(site: Site, catalog: Catalog) -> bytes:
     """search-index.json: the entries' pieces around the keywords chosen for the whole
-    site (each entry's share of the index's byte budget depends on every other entry)."""
+    site (each entry's share of the index's byte budget depends on every other entry).
+    A document its front matter keeps out of search is in neither (`searchable`)."""
+    site, catalog = searchable(site, catalog)
     entries = catalog.entries
     head, tail = around(SearchIndex(version=site.config.api_version, entries=[]), "entries")
     heads = list(map(attrgetter("search_head"), entries))

@@ -39,7 +39,13 @@ from agent_contract.artifacts import Artifact
 from agent_contract.models import SearchTermMap
 from content_builder.cache import Blob, BlobRef, EntryCache, entry_identity, is_blob_ref
 from content_builder.loader import Site
-from content_builder.render.catalog import Catalog, EntryRender, EntryTerms, entry_file
+from content_builder.render.catalog import (
+    Catalog,
+    EntryRender,
+    EntryTerms,
+    entry_file,
+    searchable,
+)
 from content_builder.render.entries import lock_stamp
 from content_builder.render.shard_layout import (
     Change,
@@ -103,6 +109,7 @@ class _Whole(Exception):
 
 
 def _make(site: Site, catalog: Catalog) -> ShardedIndex:
+    site, catalog = searchable(site, catalog)  # what front matter keeps out of search
     entries = catalog.entries
     keys = search_shards.entry_keys(entry.id for entry in entries)
     length = len(keys[0]) if keys else search_shards.SHORTEST_KEY
