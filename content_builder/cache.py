@@ -14,8 +14,10 @@ render/catalog.py, with the lock entry they were dated by).
 
 Large bytes a build seldom needs (an entry's own files: half the file at 10,000 entries,
 which a cached build writes only when they changed) are put as `Blob`s: kept after the
-frame's pickle as raw bytes, checked with the frame, and read from the file only when
-asked for.
+frame's pickle as raw bytes, checked with the frame, and read back as `BlobRef`s (plain
+tuples), whose bytes are read from the file only when asked for (`EntryCache.blob`).
+A record read back holds only strings, bytes, ints and tuples of them: objects the
+garbage collector stops walking once it has seen them (issue 22, session 24).
 
 Where it lives: $AGENT_ACCESS_CACHE_DIR, else $XDG_CACHE_HOME/agent-access, else
 ~/.cache/agent-access: never in the repository. One file per site folder and settings
