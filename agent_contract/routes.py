@@ -32,10 +32,6 @@ class PublishTier(IntEnum):
     # or to the discovery document, and to each other (discovery lists the manifest, the
     # manifest's resources list discovery).
     ENTRY_POINT = 2
-    # The Agent Skills indexes: they pin SKILL.md (an entry point: it links discovery) by
-    # its sha256, and a client "MUST NOT use unverified content" (the discovery RFC), so
-    # an index is live only once the bytes it names are.
-    PINNED_INDEX = 3
 
 
 @dataclass(frozen=True)
@@ -92,7 +88,7 @@ class RouteRule:
         return fnmatchcase(path, self.pattern)
 
 
-_ENTRY, _PINNED = PublishTier.ENTRY_POINT, PublishTier.PINNED_INDEX
+_ENTRY = PublishTier.ENTRY_POINT
 
 #: First match wins. Exact paths come before the globs that would also match them.
 ROUTE_RULES: tuple[RouteRule, ...] = (
@@ -100,11 +96,12 @@ ROUTE_RULES: tuple[RouteRule, ...] = (
     RouteRule("/llms-full.txt", TEXT, AGGREGATE_CACHE, PublishTier.AGGREGATE),
     RouteRule("/llms/*.txt", TEXT, AGGREGATE_CACHE, PublishTier.AGGREGATE),
     RouteRule("/.well-known/mcp.json", JSON, AGGREGATE_CACHE, PublishTier.ENTRY_POINT),
-    # The Agent Skill (SKILL.md links the entry points) at the discovery RFC's v0.2.0
-    # location and, the same bytes, at v0.1.0's; each index after the file it pins.
-    RouteRule("/.well-known/agent-skills/index.json", JSON, AGGREGATE_CACHE, _PINNED),
+    # The Agent Skill at the discovery RFC's v0.2.0 location and, the same bytes, at
+    # v0.1.0's. Entry points: SKILL.md links them, and the discovery document links the
+    # indexes (an index pinning SKILL.md's digest in a later tier would be a cycle).
+    RouteRule("/.well-known/agent-skills/index.json", JSON, AGGREGATE_CACHE, _ENTRY),
     RouteRule("/.well-known/agent-skills/*/SKILL.md", MARKDOWN, AGGREGATE_CACHE, _ENTRY),
-    RouteRule("/.well-known/skills/index.json", JSON, AGGREGATE_CACHE, _PINNED),
+    RouteRule("/.well-known/skills/index.json", JSON, AGGREGATE_CACHE, _ENTRY),
     RouteRule("/.well-known/skills/*/SKILL.md", MARKDOWN, AGGREGATE_CACHE, _ENTRY),
     RouteRule("/.well-known/*.json", JSON, AGGREGATE_CACHE, PublishTier.ENTRY_POINT),
     RouteRule("/api/v1/content/index.json", JSON, AGGREGATE_CACHE, PublishTier.AGGREGATE),

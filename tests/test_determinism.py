@@ -49,11 +49,11 @@ def test_two_builds_of_the_same_input_are_byte_identical(site_copy: Path, tmp_pa
     first = tree_digest(tmp_path / "a")
     assert first == tree_digest(tmp_path / "b")
     # 23 spec files, 12 Markdown mirrors, 4 more doors, 2 llms.txt parts (issue 14), the
-    # Agent Skill and its index (issue 26), manifest,
+    # Agent Skill and its index (issue 26) at both RFC versions' locations, manifest,
     # and the sharded search index: its term map, and its shards and entry files
     search = {path for path in first if path.startswith(SEARCH_FILES)}
     assert len(search) >= 3 and "api/v1/search/terms.json" in search
-    assert len(first) - len(search) == 23 + 12 + 4 + 2 + 2 + 1
+    assert len(first) - len(search) == 23 + 12 + 4 + 2 + 4 + 1
 
 
 #: The sharded search index's files (issue 25), named by the build.
