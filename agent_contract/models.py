@@ -169,16 +169,18 @@ class SkillEntry(Resource):
 
 
 class SkillsIndex(Resource):
-    """/.well-known/agent-skills/index.json: the Agent Skills discovery RFC v0.2.0 index.
+    """/.well-known/agent-skills/index.json: the Agent Skills discovery RFC v0.2.0 index
+    (https://github.com/cloudflare/agent-skills-discovery-rfc)."""
 
-    Its first key is spelled `$schema`, no Python name: the field is `schema_uri` with that
-    alias, and this model alone serializes by alias (pydantic >= 2.11's
-    `serialize_by_alias`), so `json_body` writes the RFC's key. Build it with
-    `model_validate({"$schema": ..., "skills": [...]})`: by alias, as it is read back."""
-
+    # The RFC's first key is `$schema`, no Python name: the field is `schema_uri` with that
+    # alias, and this model alone serializes by alias (`serialize_by_alias`, pydantic
+    # 2.11), so `json_body` writes the RFC's key. Built by alias too
+    # (`model_validate({"$schema": ...})`), as it is read back.
     model_config = ConfigDict(extra="forbid", serialize_by_alias=True)
 
-    schema_uri: SkillsSchemaUri = Field(alias="$schema")
+    schema_uri: SkillsSchemaUri = Field(
+        alias="$schema", title="$schema", description="The index format's schema URI (v0.2.0)"
+    )
     skills: list[SkillEntry]
 
 
