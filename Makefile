@@ -125,7 +125,7 @@ mcp-layer: | $(BIN)/python
 	rm -rf $(MCP_LAYER)
 	$(BIN)/python -m pip install --quiet --target $(MCP_LAYER)/python \
 		--platform manylinux2014_x86_64 --implementation cp --python-version 3.12 \
-		--only-binary=:all: 'mcp>=2.3,<3' 'pydantic>=2.6,<3'
+		--only-binary=:all: 'mcp>=2.3,<3' 'pydantic>=2.11,<3'
 
 # .dist.spare: the writer's spare output (content_builder/writer.py), beside dist.
 # The build cache (content_builder/cache.py) lives outside the repository; only its own

@@ -19,9 +19,10 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from urllib.parse import urlsplit
+from urllib.parse import urljoin, urlsplit
 from xml.etree import ElementTree
 
+import yaml
 from pydantic import ValidationError
 
 from agent_client.client import AgentClient, ClientError, Fetched, rank
@@ -40,8 +41,10 @@ from agent_contract.models import (
     ContentIndex,
     DiscoveryDocument,
     ErrorResponse,
+    LegacySkillsIndex,
     McpManifest,
     SearchIndex,
+    SkillsIndex,
 )
 from agent_contract.routes import HEADER_POLICY, NoRouteRule, rule_for
 
@@ -348,6 +351,7 @@ class Verifier:
         self.check_links()
         self.check_mcp_enums()
         self.check_search()
+        self.check_skills()
         self.check_edge_behaviour(discovery_path)
         if self.expect_from is not None:
             self.check_expected(self.expect_from)
@@ -411,6 +415,56 @@ class Verifier:
                 paths.SEARCH_INDEX,
                 f"searching {entry.title!r} ranks {entry.id} in the top 3 (got {hits})",
             )
+
+    def check_skills(self) -> None:
+        """The Agent Skills discovery RFC: each v0.2.0 skill's `url`, resolved against the
+        index URL (RFC 3986), serves bytes whose sha256 is its `digest` (clients "MUST NOT
+        use unverified content") and whose front matter has its name and description;
+        v0.1.0's index lists the same skills, and each file it lists serves those bytes."""
+        index_url = self.base_url + paths.SKILLS_INDEX
+        try:
+            index = SkillsIndex.model_validate_json(self.check_file(paths.SKILLS_INDEX) or b"")
+            legacy = LegacySkillsIndex.model_validate_json(
+                self.check_file(paths.SKILLS_INDEX_V0_1) or b""
+            )
+        except ValidationError:
+            return  # check_file reported the body
+        artifacts: dict[str, bytes] = {}
+        for skill in index.skills:
+            subject = f"{paths.SKILLS_INDEX} skill {skill.name}"
+            url = urljoin(index_url, skill.url)
+            path = self.path_of(url)
+            body = self.check_file(path) if path is not None else None
+            if body is None:
+                self.report.check(False, subject, f"url {url} is served here")
+                continue
+            artifacts[skill.name] = body
+            digest = "sha256:" + hashlib.sha256(body).hexdigest()
+            self.report.check(
+                digest == skill.digest, subject, f"digest {skill.digest}, served {digest}"
+            )
+            meta = _front_matter(body)
+            self.report.check(
+                meta.get("name") == skill.name and meta.get("description") == skill.description,
+                subject,
+                "name and description match SKILL.md's front matter",
+            )
+        described = {skill.name: skill.description for skill in index.skills}
+        self.report.check(
+            {skill.name: skill.description for skill in legacy.skills} == described,
+            paths.SKILLS_INDEX_V0_1,
+            f"lists the skills of {paths.SKILLS_INDEX}",
+        )
+        for skill in legacy.skills:
+            for file in skill.files:
+                path = paths.skill_v0_1_file(skill.name, file)
+                body = self.check_file(path)  # reports its status, headers and text
+                if file == "SKILL.md" and body is not None:
+                    self.report.check(
+                        body == artifacts.get(skill.name),
+                        path,
+                        f"the same bytes as the SKILL.md {paths.SKILLS_INDEX} pins",
+                    )
 
     def check_edge_behaviour(self, discovery_path: str) -> None:
         url = self.base_url + discovery_path
@@ -503,6 +557,19 @@ class Verifier:
                 else f"differs from the local build (sha256 {digest[:12]}…, "
                 f"expected {expected['sha256'][:12]}…)",
             )  # fmt: skip
+
+
+def _front_matter(body: bytes) -> dict[str, object]:
+    """A SKILL.md's YAML front matter (between its opening `---` lines), else empty."""
+    text = body.decode("utf-8", errors="replace").replace("\r\n", "\n")
+    head, fence, _ = text.removeprefix("---\n").partition("\n---\n")
+    if not text.startswith("---\n") or not fence:
+        return {}
+    try:
+        data = yaml.safe_load(head)
+    except yaml.YAMLError:
+        return {}
+    return data if isinstance(data, dict) else {}
 
 
 def verify(

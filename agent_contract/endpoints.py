@@ -449,19 +449,22 @@ ENDPOINTS: tuple[Endpoint, ...] = (
         discovery=17,
         parameter=Parameter("part", "llms.txt part"),
     ),
+    # The Agent Skills discovery RFC v0.2.0 (github.com/cloudflare/agent-skills-discovery-rfc):
+    # "Publishers MUST provide an index at /.well-known/agent-skills/index.json".
     Endpoint(
         "skills_index",
-        "/.well-known/skills/index.json",
+        "/.well-known/agent-skills/index.json",
         Kind.FIXED,
         "SkillsIndex",
         JSON_MEDIA,
         "getSkillsIndex",
-        "Agent Skills discovery index (the site's skill, its files and their digests)",
+        "Agent Skills discovery index (RFC v0.2.0): the site's skill, its SKILL.md URL and "
+        "sha256 digest",
         discovery=18,
     ),
     Endpoint(
         "skill",
-        "/.well-known/skills/{brand}/SKILL.md",
+        "/.well-known/agent-skills/{brand}/SKILL.md",
         Kind.PER_SITE,
         None,
         MARKDOWN_MEDIA,
@@ -475,6 +478,31 @@ ENDPOINTS: tuple[Endpoint, ...] = (
             "search, fetch, MCP)",
         ),
         discovery=19,
+    ),
+    # The same skill at the RFC's v0.1.0 location, for the clients that still read only
+    # it (opencode; agentskills-cli's fallback): found by that well-known path, so no API
+    # operation and not in llms.txt; the discovery document links every file.
+    Endpoint(
+        "skills_index_v0_1",
+        "/.well-known/skills/index.json",
+        Kind.FIXED,
+        "LegacySkillsIndex",
+        JSON_MEDIA,
+        "getLegacySkillsIndex",
+        "Agent Skills discovery index in the RFC's v0.1.0 shape (name, description, files)",
+        discovery=21,
+        openapi=False,
+    ),
+    Endpoint(
+        "skill_v0_1",
+        "/.well-known/skills/{brand}/SKILL.md",
+        Kind.PER_SITE,
+        None,
+        MARKDOWN_MEDIA,
+        "getLegacySkill",
+        "The Agent Skill's SKILL.md (the same bytes) where v0.1.0 clients fetch it",
+        discovery=22,
+        openapi=False,
     ),
     Endpoint(
         "not_found",

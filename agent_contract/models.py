@@ -10,7 +10,7 @@ discovery document's objects, error bodies) the shapes are ours: docs/decisions.
 from __future__ import annotations
 
 import re
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, get_args
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, create_model
 
@@ -144,24 +144,60 @@ class ContentIndexEntry(Resource):
     size: EntrySize | None = None
 
 
-class SkillFile(Resource):
-    path: str
-    digest: str  # sha256:<hex> of the file's bytes
+#: The Agent Skills discovery RFC's index schema URI (v0.2.0): an opaque identifier
+#: clients match to know how to read the index
+#: (https://github.com/cloudflare/agent-skills-discovery-rfc, "Versioning").
+SkillsSchemaUri = Literal["https://schemas.agentskills.io/discovery/0.2.0/schema.json"]
+SKILLS_SCHEMA_URI: str = get_args(SkillsSchemaUri)[0]
+#: The RFC's (and agentskills.io's) name rule: 1-64 of a-z and 0-9, single inner hyphens.
+SKILL_NAME_PATTERN = r"^[a-z0-9]+(-[a-z0-9]+)*$"
+SKILL_NAME_MAX = 64
+SKILL_DESCRIPTION_MAX = 1024
+SkillName = Annotated[str, Field(pattern=SKILL_NAME_PATTERN, max_length=SKILL_NAME_MAX)]
+SkillDescription = Annotated[str, Field(min_length=1, max_length=SKILL_DESCRIPTION_MAX)]
 
 
 class SkillEntry(Resource):
-    name: str
-    description: str
-    digest: str  # the skill-level digest over its files (the discovery RFC's manifest)
-    files: list[SkillFile]
+    """One skill of the v0.2.0 index: its artifact's URL (resolved against the index URL,
+    RFC 3986) and the sha256 of that artifact's raw bytes."""
+
+    name: SkillName
+    type: Literal["skill-md", "archive"]
+    description: SkillDescription
+    url: str
+    digest: Annotated[str, Field(pattern=r"^sha256:[0-9a-f]{64}$")]
 
 
 class SkillsIndex(Resource):
-    """/.well-known/skills/index.json in the Agent Skills discovery RFC's 0.2.0 shape
+    """/.well-known/agent-skills/index.json: the Agent Skills discovery RFC v0.2.0 index
     (https://github.com/cloudflare/agent-skills-discovery-rfc)."""
 
-    version: str
+    # The RFC's first key is `$schema`, no Python name: the field is `schema_uri` with that
+    # alias, and this model alone serializes by alias (`serialize_by_alias`, pydantic
+    # 2.11), so `json_body` writes the RFC's key. Built by alias too
+    # (`model_validate({"$schema": ...})`), as it is read back.
+    model_config = ConfigDict(extra="forbid", serialize_by_alias=True)
+
+    schema_uri: SkillsSchemaUri = Field(
+        alias="$schema", title="$schema", description="The index format's schema URI (v0.2.0)"
+    )
     skills: list[SkillEntry]
+
+
+class LegacySkillEntry(Resource):
+    """One skill of the v0.1.0 index: clients fetch each of `files` from
+    `/.well-known/skills/{name}/{file}`."""
+
+    name: SkillName
+    description: SkillDescription
+    files: Annotated[list[str], Field(min_length=1)]
+
+
+class LegacySkillsIndex(Resource):
+    """/.well-known/skills/index.json: the RFC's v0.1.0 index (no `$schema`), kept for the
+    clients that probe only the old location (docs/decisions.md)."""
+
+    skills: list[LegacySkillEntry]
 
 
 class ContentIndex(Resource):

@@ -23,6 +23,9 @@ CHANGES = ENDPOINT["changes"].path
 API_CATALOG = ENDPOINT["api_catalog"].path
 SITEMAP = ENDPOINT["sitemap"].path
 ROBOTS_TXT = ENDPOINT["robots"].path
+#: The Agent Skills discovery RFC's indexes: v0.2.0's, and v0.1.0's kept for older clients.
+SKILLS_INDEX = ENDPOINT["skills_index"].path
+SKILLS_INDEX_V0_1 = ENDPOINT["skills_index_v0_1"].path
 
 DOCUMENT_TEMPLATE = ENDPOINT["document"].path
 FAQ_TEMPLATE = ENDPOINT["faq"].path
@@ -36,6 +39,13 @@ ROOT_OBJECT = LLMS_TXT
 
 def discovery(brand: str) -> str:
     return ENDPOINT["discovery"].resolve(brand)
+
+
+def skill_v0_1_file(name: str, file: str) -> str:
+    """Where a v0.1.0 client fetches a file its index lists: `/.well-known/skills/{name}/{file}`
+    (the RFC's v0.1.0 derives it from the skill's name)."""
+    folder = ENDPOINT["skill_v0_1"].path.rsplit("/", 1)[0]
+    return f"{folder.replace('{brand}', name)}/{file}"
 
 
 def document(document_id: str) -> str:

@@ -88,15 +88,21 @@ class RouteRule:
         return fnmatchcase(path, self.pattern)
 
 
+_ENTRY = PublishTier.ENTRY_POINT
+
 #: First match wins. Exact paths come before the globs that would also match them.
 ROUTE_RULES: tuple[RouteRule, ...] = (
     RouteRule("/llms.txt", TEXT, AGGREGATE_CACHE, PublishTier.ENTRY_POINT),
     RouteRule("/llms-full.txt", TEXT, AGGREGATE_CACHE, PublishTier.AGGREGATE),
     RouteRule("/llms/*.txt", TEXT, AGGREGATE_CACHE, PublishTier.AGGREGATE),
     RouteRule("/.well-known/mcp.json", JSON, AGGREGATE_CACHE, PublishTier.ENTRY_POINT),
-    # The Agent Skill links the entry points and its index names its digest: entry points.
-    RouteRule("/.well-known/skills/index.json", JSON, AGGREGATE_CACHE, PublishTier.ENTRY_POINT),
-    RouteRule("/.well-known/skills/*/SKILL.md", MARKDOWN, AGGREGATE_CACHE, PublishTier.ENTRY_POINT),
+    # The Agent Skill at the discovery RFC's v0.2.0 location and, the same bytes, at
+    # v0.1.0's. Entry points: SKILL.md links them, and the discovery document links the
+    # indexes (an index pinning SKILL.md's digest in a later tier would be a cycle).
+    RouteRule("/.well-known/agent-skills/index.json", JSON, AGGREGATE_CACHE, _ENTRY),
+    RouteRule("/.well-known/agent-skills/*/SKILL.md", MARKDOWN, AGGREGATE_CACHE, _ENTRY),
+    RouteRule("/.well-known/skills/index.json", JSON, AGGREGATE_CACHE, _ENTRY),
+    RouteRule("/.well-known/skills/*/SKILL.md", MARKDOWN, AGGREGATE_CACHE, _ENTRY),
     RouteRule("/.well-known/*.json", JSON, AGGREGATE_CACHE, PublishTier.ENTRY_POINT),
     RouteRule("/api/v1/content/index.json", JSON, AGGREGATE_CACHE, PublishTier.AGGREGATE),
     RouteRule("/api/v1/content/search-index.json", JSON, AGGREGATE_CACHE, PublishTier.AGGREGATE),

@@ -371,9 +371,10 @@ def sync_groups(faq_cache_control: str | None = None) -> list[tuple[list[str], s
         (only(["llms-full.txt", "llms/*", "robots.txt"]), aggregate, routes.TEXT),
         (only(["sitemap.xml"]), aggregate, routes.XML),
         (only([".well-known/*", "api/v1/mcp.json"],
-              [".well-known/api-catalog", ".well-known/skills/*/SKILL.md"]), aggregate,
+              [".well-known/api-catalog", ".well-known/*/SKILL.md"]), aggregate,
          routes.JSON),
-        (only([".well-known/skills/*/SKILL.md"]), aggregate, routes.MARKDOWN),
+        # The Agent Skill at both discovery RFC versions' locations (agent-skills/, skills/).
+        (only([".well-known/*/SKILL.md"]), aggregate, routes.MARKDOWN),
         (only([".well-known/api-catalog"]), aggregate, routes.API_CATALOG),
         (only(["llms.txt"]), aggregate, routes.TEXT),
     ]  # fmt: skip

@@ -13,16 +13,17 @@ import yaml
 
 from agent_contract import paths
 from agent_contract.artifacts import Artifact
-from agent_contract.models import SkillsIndex
+from agent_contract.models import LegacySkillsIndex, SkillsIndex
 from content_builder.build import plan
 from content_builder.errors import SiteDataError
 from content_builder.loader import load_site
-from content_builder.render.skill import skill_digest
 from tests.conftest import REPO, SPEC_SITE, TEST_BASE_URL
 from tests.sites import Shape, make_site
 
-SKILL = "/.well-known/skills/service/SKILL.md"
-SKILLS_INDEX = "/.well-known/skills/index.json"
+SKILL = "/.well-known/agent-skills/service/SKILL.md"
+SKILLS_INDEX = "/.well-known/agent-skills/index.json"
+SKILL_V0_1 = "/.well-known/skills/service/SKILL.md"
+SKILLS_INDEX_V0_1 = "/.well-known/skills/index.json"
 
 
 def copy_site(tmp_path: Path, source: Path = SPEC_SITE) -> Path:
@@ -137,23 +138,19 @@ def test_the_generated_skill_follows_the_format_and_uses_this_sites_urls(tmp_pat
 
 def test_the_skills_index_names_the_skill_with_correct_digests() -> None:
     files = files_of(SPEC_SITE)
-    index = SkillsIndex.model_validate_json(files[SKILLS_INDEX].body)
-    assert index.version == "0.2.0"
+    raw = json.loads(files[SKILLS_INDEX].body)
+    assert list(raw) == ["$schema", "skills"]  # the RFC's key, by its alias
+    index = SkillsIndex.model_validate(raw)
     [skill] = index.skills
     body = files[SKILL].body
-    assert skill.name == "service"
+    assert (skill.name, skill.type, skill.url) == ("service", "skill-md", SKILL)
     assert skill.description == front_matter(body.decode("utf-8"))["description"]
-    assert [f.path for f in skill.files] == ["SKILL.md"]
-    assert skill.files[0].digest == "sha256:" + hashlib.sha256(body).hexdigest()
-    assert skill.digest == skill_digest([("SKILL.md", body)])
-    # Clients derive the skill's URL from its name.
-    assert f"/.well-known/skills/{skill.name}/SKILL.md" in files
-
-
-def test_the_skill_digest_is_the_rfcs_worked_example() -> None:
-    """The discovery RFC's own worked example (two files, sorted by path)."""
-    digest = skill_digest([("scripts/run.sh", b"#!/bin/sh\n"), ("SKILL.md", b"# Hello\n")])
-    assert digest == "sha256:34f7a8c484e9991f3e71a309f31332d6335efc01f544105c4185a7c4ab12eb1e"
+    assert skill.digest == "sha256:" + hashlib.sha256(body).hexdigest()
+    # The v0.1.0 copy: the same bytes where its index's name leads.
+    legacy = LegacySkillsIndex.model_validate_json(files[SKILLS_INDEX_V0_1].body)
+    [old] = legacy.skills
+    assert (old.name, old.description, old.files) == (skill.name, skill.description, ["SKILL.md"])
+    assert files[SKILL_V0_1].body == body
 
 
 def test_the_owners_skill_replaces_the_generated_one(tmp_path: Path) -> None:
@@ -161,10 +158,12 @@ def test_the_owners_skill_replaces_the_generated_one(tmp_path: Path) -> None:
     own = b'---\nname: service\ndescription: "Our own words: read the docs."\n---\n\n# Ours\n'
     (site / "SKILL.md").write_bytes(own)
     files = files_of(site)
-    assert files[SKILL].body == own
+    assert files[SKILL].body == own and files[SKILL_V0_1].body == own
     index = json.loads(files[SKILLS_INDEX].body)
     assert index["skills"][0]["description"] == "Our own words: read the docs."
-    assert index["skills"][0]["files"][0]["digest"] == "sha256:" + hashlib.sha256(own).hexdigest()
+    assert index["skills"][0]["digest"] == "sha256:" + hashlib.sha256(own).hexdigest()
+    legacy = json.loads(files[SKILLS_INDEX_V0_1].body)
+    assert legacy["skills"][0]["description"] == "Our own words: read the docs."
 
 
 @pytest.mark.parametrize(

@@ -199,8 +199,11 @@ def test_openapi_is_valid_and_describes_every_file(built: Built) -> None:
     document = built.json(paths.OPENAPI)
     validate_openapi(document)
     patterns = [links.template_pattern(template) for template in document["paths"]]
-    # The web conventions are published beside the API, not as operations (issue 26).
-    conventions = {paths.SITEMAP, paths.ROBOTS_TXT, paths.API_CATALOG}
+    # The web conventions are published beside the API, not as operations (issue 26), and
+    # so is the Agent Skill's copy at the discovery RFC's v0.1.0 location.
+    brand = built.site.config.brand
+    conventions = {paths.SITEMAP, paths.ROBOTS_TXT, paths.API_CATALOG, paths.SKILLS_INDEX_V0_1}
+    conventions.add(paths.skill_v0_1_file(brand, "SKILL.md"))
     assert not conventions & set(document["paths"])
     for path in built.published - {paths.NOT_FOUND} - conventions:
         assert any(pattern.fullmatch(path) for pattern in patterns), path
@@ -216,6 +219,8 @@ def test_every_json_file_validates_against_its_model(built: Built) -> None:
         paths.ARCHITECTURE: models.ArchitectureDocument,
         paths.ON_SITE_AGENT: models.OnSiteAgentStatus,
         paths.NOT_FOUND: models.ErrorResponse,
+        paths.SKILLS_INDEX: models.SkillsIndex,
+        paths.SKILLS_INDEX_V0_1: models.LegacySkillsIndex,
         **{paths.document(i): models.ContentDocument for i in built.document_ids},
         **{paths.faq(i): models.FAQEntry for i in built.faq_ids},
     }

@@ -26,9 +26,9 @@ from tests.conftest import tree_digest
 N = 6
 #: Files every build publishes besides the documents and FAQ entries (and, since issue
 #: 14, their Markdown mirrors): 11, the feed, catalog, sitemap and robots.txt, and
-#: llms.txt's two parts, the Agent Skill and its index (issue 26), and the sharded search
-#: index's term map (issue 25).
-FIXED_FILES = 11 + 4 + 2 + 2 + 1
+#: llms.txt's two parts, the Agent Skill and its index at both discovery RFC versions'
+#: locations (issue 26), and the sharded search index's term map (issue 25).
+FIXED_FILES = 11 + 4 + 2 + 4 + 1
 #: Files per entry: its JSON and its Markdown mirror.
 PER_ENTRY = 2
 

@@ -359,3 +359,28 @@ def test_verify_catches_a_missing_alternate_link_and_a_wrong_token_estimate(
     assert "FAIL /api/v1/content/site.json (Accept: text/markdown): Link" in result.out
     # Answers that carry no alternate are not reported.
     assert "FAIL /api/v1/content/index.json" not in result.out
+
+
+@pytest.mark.parametrize(
+    ("altered", "expected"),
+    [
+        # The artifact the v0.2.0 index pins: its digest no longer matches.
+        ("/.well-known/agent-skills/service/SKILL.md", "skill service: digest sha256:"),
+        # The v0.1.0 copy: no longer the bytes the v0.2.0 index pins.
+        ("/.well-known/skills/service/SKILL.md", "the same bytes as the SKILL.md"),
+    ],
+)
+def test_verify_catches_a_skill_that_is_not_the_one_its_index_pins(
+    server: EdgeServer, altered: str, expected: str
+) -> None:
+    """Issue 26: the Agent Skills discovery RFC's digest is the sha256 of the bytes served
+    at the skill's `url` (clients reject a mismatch), and v0.1.0 clients get those bytes."""
+    assert server.edge is not None
+    artifacts = dict(server.edge.artifacts)
+    artifacts[altered] = Artifact(altered, artifacts[altered].body + b"\nEdited by hand.\n")
+    server.edge = Edge(artifacts, server.edge.discovery_url)
+    result = run_cli("verify", server.base_url)
+    assert result.code == 1
+    failures = [line for line in result.out.splitlines() if line.startswith("FAIL")]
+    assert any(expected in line for line in failures), failures
+    assert all("skill" in line for line in failures), failures

@@ -68,7 +68,10 @@ EXTENSION_PATHS = {
     "/robots.txt": "text/plain",
     "/llms/documents-1.txt": "text/plain",  # llms.txt's parts (one each on a small site)
     "/llms/faq-1.txt": "text/plain",
-    # Issue 26: the Agent Skill and its discovery index.
+    # Issue 26: the Agent Skill and its discovery index (the RFC's v0.2.0 location), and
+    # both again at v0.1.0's for older clients.
+    "/.well-known/agent-skills/index.json": "application/json",
+    "/.well-known/agent-skills/service/SKILL.md": "text/markdown",
     "/.well-known/skills/index.json": "application/json",
     "/.well-known/skills/service/SKILL.md": "text/markdown",
     "/api/v1/search/terms.json": "application/json",  # the sharded search index (issue 25)
@@ -138,7 +141,9 @@ def test_discovery_document_fields_and_links(built: Path) -> None:
     # Every interface of the spec's endpoint table, reachable from the entry point.
     # The extensions are linked too (the keys inside `interfaces` are the spec's "not shown").
     extensions = {p for p in EXTENSION_PATHS if not p.endswith(".md")} | TEMPLATES
-    extensions |= {"/.well-known/skills/service/SKILL.md"}
+    extensions |= {
+        "/.well-known/agent-skills/service/SKILL.md", "/.well-known/skills/service/SKILL.md"
+    }  # fmt: skip
     extensions -= {"/llms/documents-1.txt", "/llms/faq-1.txt"}
     assert linked == (set(SPEC_PATHS) - {"/errors/404.json"}) | extensions
     assert all(url.startswith(TEST_BASE_URL + "/") for url in discovery["interfaces"].values())
@@ -470,8 +475,8 @@ def test_llms_txt_parses_with_the_reference_parser(built: Path) -> None:
     assert all(link["url"].startswith(TEST_BASE_URL + "/") for link in links)
     linked = {urlsplit(link["url"]).path for link in links}
     extensions = {
-        "/api/v1/changes.json", "/.well-known/api-catalog", "/.well-known/skills/service/SKILL.md",
-        "/api/v1/search/terms.json",
+        "/api/v1/changes.json", "/.well-known/api-catalog",
+        "/.well-known/agent-skills/service/SKILL.md", "/api/v1/search/terms.json",
     }  # fmt: skip
     assert linked == (set(SPEC_PATHS) - {"/llms.txt", "/errors/404.json"}) | extensions
     # No template in a link (a reader following it gets a 404); each entry names its

@@ -49,16 +49,16 @@ def test_two_builds_of_the_same_input_are_byte_identical(site_copy: Path, tmp_pa
     first = tree_digest(tmp_path / "a")
     assert first == tree_digest(tmp_path / "b")
     # 23 spec files, 12 Markdown mirrors, 4 more doors, 2 llms.txt parts (issue 14), the
-    # Agent Skill and its index (issue 26), manifest,
+    # Agent Skill and its index (issue 26) at both RFC versions' locations, manifest,
     # and the sharded search index: its term map, and its shards and entry files
     search = {path for path in first if path.startswith(SEARCH_FILES)}
     assert len(search) >= 3 and "api/v1/search/terms.json" in search
-    assert len(first) - len(search) == 23 + 12 + 4 + 2 + 2 + 1
+    assert len(first) - len(search) == 23 + 12 + 4 + 2 + 4 + 1
 
 
 #: The sharded search index's files (issue 25), named by the build.
 SEARCH_FILES = ("api/v1/search/shards/", "api/v1/search/entries/", "api/v1/search/terms.json")
-PUBLISHED = 43  # the files above less the manifest and the sharded index's
+PUBLISHED = 45  # the files above less the manifest and the sharded index's
 
 
 def published_count(site: Path, tmp_path: Path) -> int:

@@ -512,10 +512,11 @@ def test_stack_outputs_stay_small_at_any_size(plain: ProgramRun, tmp_path: Path)
 def test_every_file_has_its_media_type_and_cache_control(plain: ProgramRun) -> None:
     files = decode_input(site_content(plain).inputs["files"])
     # The spec's 23 files, a Markdown mirror per entry (12), 4 more doors and llms.txt's
-    # two parts (issue 14), the Agent Skill and its index (issue 26).
+    # two parts (issue 14), the Agent Skill and its index, at both discovery RFC versions'
+    # locations (issue 26).
     search = [path for path in files if path.startswith("/api/v1/search/")]
     assert "/api/v1/search/terms.json" in search and len(search) >= 3  # issue 25
-    assert len(files) - len(search) == 23 + 12 + 4 + 2 + 2
+    assert len(files) - len(search) == 23 + 12 + 4 + 2 + 4
     media = {".txt": "text/plain; charset=utf-8", ".md": "text/markdown; charset=utf-8"}
     media[".xml"] = "application/xml"
     for path, entry in files.items():

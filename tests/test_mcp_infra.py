@@ -122,10 +122,13 @@ def test_on_only_the_discovery_document_changes_and_names_the_endpoint(on, off, 
     with_mcp, without = files("dist-on"), files("dist-off")
     # manifest.json is the writer's record of the output (hashes), not a published file
     changed = sorted(k for k in with_mcp if with_mcp[k] != without.get(k) and k != "manifest.json")
-    # And the Agent Skill, which names the live server (issue 26): its index's digests.
-    assert changed == sorted([discovery, ".well-known/skills/index.json"])
-    skill = f".well-known/skills/{discovery.removeprefix('.well-known/').removesuffix('.json')}"
-    assert f"https://{DOMAIN}/mcp" in (root / "dist-on" / skill / "SKILL.md").read_text()
+    # And the Agent Skill, which names the live server (issue 26): its index's digest (the
+    # v0.1.0 index names no digest, so it does not change).
+    assert changed == sorted([discovery, ".well-known/agent-skills/index.json"])
+    brand = discovery.removeprefix(".well-known/").removesuffix(".json")
+    for folder in ("agent-skills", "skills"):
+        skill = root / "dist-on" / ".well-known" / folder / brand / "SKILL.md"
+        assert f"https://{DOMAIN}/mcp" in skill.read_text()
     mcp = json.loads(with_mcp[discovery])["protocols"]["mcp"]
     assert mcp["endpoint"] == f"https://{DOMAIN}/mcp"
     assert mcp["json_rpc_server"] == "available"

@@ -58,8 +58,10 @@ OPERATIONS = {
     "getFaqMarkdown": "/api/v1/faq/{faq_id}.md",
     "getChanges": "/api/v1/changes.json",
     # The web conventions (api-catalog, sitemap, robots.txt) are no operations (issue 26).
-    "getSkillsIndex": "/.well-known/skills/index.json",
-    "getSkill": "/.well-known/skills/service/SKILL.md",
+    # The Agent Skill at the discovery RFC v0.2.0 location; the v0.1.0 copies are no
+    # operations either.
+    "getSkillsIndex": "/.well-known/agent-skills/index.json",
+    "getSkill": "/.well-known/agent-skills/service/SKILL.md",
     "getLlmsTxtPart": "/llms/{part}.txt",
     # Issue 25: the sharded search index.
     "getSearchTermMap": "/api/v1/search/terms.json",

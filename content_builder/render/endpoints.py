@@ -25,7 +25,7 @@ from content_builder.render.llms import llms_full_txt, llms_parts, llms_txt
 from content_builder.render.mcp import mcp_manifest
 from content_builder.render.openapi import openapi_document
 from content_builder.render.shards import sharded_index
-from content_builder.render.skill import skill_markdown, skills_index
+from content_builder.render.skill import legacy_skills_index, skill_markdown, skills_index
 
 
 @dataclass
@@ -41,7 +41,7 @@ class RenderContext:
 
     @cached_property
     def skill(self) -> bytes:
-        """SKILL.md, rendered once for itself and for the digests of its index."""
+        """SKILL.md, rendered once for both its locations and the digest of its index."""
         return skill_markdown(self.site, self.catalog, self.mcp_endpoint)
 
 
@@ -90,6 +90,9 @@ RENDERERS: dict[str, Renderer] = {
     "robots": Renderer(lambda c: text_body(robots_txt(c.site))),
     "skill": Renderer(lambda c: c.skill, lambda site: site.display("SKILL.md")),
     "skills_index": Renderer(lambda c: json_body(skills_index(c.site, c.skill))),
+    # The same SKILL.md bytes where the discovery RFC's v0.1.0 clients look (issue 26).
+    "skill_v0_1": Renderer(lambda c: c.skill, lambda site: site.display("SKILL.md")),
+    "skills_index_v0_1": Renderer(lambda c: json_body(legacy_skills_index(c.site, c.skill))),
 }
 
 

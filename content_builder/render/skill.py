@@ -1,5 +1,6 @@
-"""The site's Agent Skill (issue 26): `/.well-known/skills/{brand}/SKILL.md` and the
-discovery index beside it, `/.well-known/skills/index.json`.
+"""The site's Agent Skill (issue 26): `/.well-known/agent-skills/{brand}/SKILL.md` and the
+discovery index beside it, `/.well-known/agent-skills/index.json`, with the same SKILL.md
+and a v0.1.0 index at the old `/.well-known/skills/` for the clients that read only it.
 
 SKILL.md is the Agent Skills format (https://agentskills.io/specification): YAML front
 matter with `name` (1-64 of a-z, 0-9 and single inner hyphens, the skill's folder name)
@@ -7,8 +8,9 @@ and `description` (at most 1,024 characters), then Markdown instructions. Genera
 the site: what the product is, then how to find and read its content through this API
 (discovery, index, search, fetch, MCP), with the site's own entries as examples. An owner
 who writes `SKILL.md` in the site folder gets theirs published instead, checked the same
-way. The index is the Agent Skills discovery RFC's 0.2.0 shape: per file a sha256 digest,
-per skill a digest over its files' manifest lines (`{path}\\0{hex}\\n`, sorted by path).
+way. The indexes are the Agent Skills discovery RFC's
+(https://github.com/cloudflare/agent-skills-discovery-rfc): v0.2.0 names the one
+`skill-md` artifact by URL and the sha256 of its raw bytes; v0.1.0 lists its files.
 """
 
 from __future__ import annotations
@@ -19,7 +21,13 @@ import re
 
 from agent_contract import paths
 from agent_contract.directives import TOKEN_METHOD
-from agent_contract.models import SkillEntry, SkillFile, SkillsIndex
+from agent_contract.endpoints import ENDPOINT
+from agent_contract.models import (
+    SKILL_DESCRIPTION_MAX,
+    SKILLS_SCHEMA_URI,
+    LegacySkillsIndex,
+    SkillsIndex,
+)
 from content_builder.errors import SiteDataError
 from content_builder.loader import SKILL_FILE, Site
 from content_builder.render.catalog import Catalog
@@ -27,9 +35,6 @@ from content_builder.render.documents import summarize
 from content_builder.render.escape import link_text, paragraph
 from content_builder.yaml_io import read_yaml_mapping
 
-#: The Agent Skills discovery RFC's index version this shape follows.
-SKILLS_INDEX_VERSION = "0.2.0"
-DESCRIPTION_MAX = 1024
 _FRONT_MATTER = re.compile(r"---\n(.*?\n)---\n", re.DOTALL)
 
 
@@ -47,7 +52,7 @@ def _description(site: Site) -> str:
         f"agent-access API: discovery, index, keyword search, JSON or Markdown per entry, MCP. "
         f"Use when a task needs facts about {name}: "
     )
-    return text + summarize(site.config.description, limit=DESCRIPTION_MAX - len(text))
+    return text + summarize(site.config.description, limit=SKILL_DESCRIPTION_MAX - len(text))
 
 
 def generated_skill(site: Site, catalog: Catalog, mcp_endpoint: str | None) -> str:
@@ -152,37 +157,59 @@ def front_matter(site: Site, body: bytes) -> dict[str, object]:
             "name",
             f"must be the site's brand, {site.config.brand!r} (the skill's folder), found {name!r}",
         )
-    if not isinstance(description, str) or not 1 <= len(description) <= DESCRIPTION_MAX:
+    if not isinstance(description, str) or not 1 <= len(description) <= SKILL_DESCRIPTION_MAX:
         raise SiteDataError.single(
-            display, "description", f"a string of 1 to {DESCRIPTION_MAX} characters is required"
+            display,
+            "description",
+            f"a string of 1 to {SKILL_DESCRIPTION_MAX} characters is required",
         )
     return data
 
 
-def _digest(body: bytes) -> str:
-    return hashlib.sha256(body).hexdigest()
+def skill_description(site: Site, skill: bytes) -> str:
+    """The description both indexes give: SKILL.md's own (the RFC: it "SHOULD match the
+    `description` field in the skill's `SKILL.md` frontmatter")."""
+    if site.skill_md is None:
+        return _description(site)
+    return str(front_matter(site, skill)["description"])
 
 
-def skill_digest(files: list[tuple[str, bytes]]) -> str:
-    """The RFC's skill-level digest: sha256 over `{path}\\0{hex}\\n` lines sorted by path."""
-    lines = sorted((path, _digest(body)) for path, body in files)
-    manifest = "".join(f"{path}\0{hexdigest}\n" for path, hexdigest in lines)
-    return "sha256:" + _digest(manifest.encode("utf-8"))
+def skill_path(site: Site) -> str:
+    """SKILL.md's path at the RFC's v0.2.0 location (its `url` convention)."""
+    return ENDPOINT["skill"].resolve(skill_name(site))
 
 
 def skills_index(site: Site, skill: bytes) -> SkillsIndex:
-    """The discovery index: the one skill, its one file and both digests."""
-    meta = front_matter(site, skill) if site.skill_md is not None else None
-    description = str(meta["description"]) if meta else _description(site)
-    files = [(SKILL_FILE, skill)]
-    return SkillsIndex(
-        version=SKILLS_INDEX_VERSION,
-        skills=[
-            SkillEntry(
-                name=skill_name(site),
-                description=description,
-                digest=skill_digest(files),
-                files=[SkillFile(path=p, digest="sha256:" + _digest(b)) for p, b in files],
-            )
-        ],
+    """The v0.2.0 index: the one `skill-md` skill, its URL path-absolute as the RFC's
+    convention writes it (any host serving the site resolves it to its own SKILL.md),
+    and `sha256:{hex}` of the very bytes published there."""
+    return SkillsIndex.model_validate(
+        {
+            "$schema": SKILLS_SCHEMA_URI,
+            "skills": [
+                {
+                    "name": skill_name(site),
+                    "type": "skill-md",
+                    "description": skill_description(site, skill),
+                    "url": skill_path(site),
+                    "digest": "sha256:" + hashlib.sha256(skill).hexdigest(),
+                }
+            ],
+        }
+    )
+
+
+def legacy_skills_index(site: Site, skill: bytes) -> LegacySkillsIndex:
+    """The v0.1.0 index: clients fetch `/.well-known/skills/{name}/{file}` for each file."""
+    return LegacySkillsIndex.model_validate(
+        {
+            "skills": [
+                {
+                    "name": skill_name(site),
+                    "description": skill_description(site, skill),
+                    # The file's name as the v0.1.0 row publishes it, beside the index.
+                    "files": [ENDPOINT["skill_v0_1"].path.rsplit("/", 1)[1]],
+                }
+            ]
+        }
     )
