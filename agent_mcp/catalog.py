@@ -340,7 +340,10 @@ class Catalog:
             returns=tool.returns,
         )
 
-    def _paged(self, tool: ToolSpec, number: int | None) -> Answer:
+    def _paged(self, tool: ToolSpec, number: int | float | None) -> Answer:
+        if isinstance(number, float):
+            # The schema passed it as an integer (JSON Schema: 2.0 is one); index with an int.
+            number = int(number)
         count = (
             self._pages.count
             if tool.path_template == paths.CONTENT_INDEX

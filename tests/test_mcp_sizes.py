@@ -183,6 +183,13 @@ def test_a_page_argument_the_manifest_declares_itself_is_still_checked(
     for page in (0, 10_000):
         with pytest.raises(ToolError, match="does not exist"):
             catalog.call("get_content_index", {"page": page})
+    # JSON Schema's integer includes 2.0: the page it names, not a crash.
+    assert catalog.call("get_content_index", {"page": 2.0}) == catalog.call(
+        "get_content_index", {"page": 2}
+    )
+    assert catalog.call("get_full_content", {"part": 2.0}) == catalog.call(
+        "get_full_content", {"part": 2}
+    )
 
 
 def test_a_huge_argument_is_not_echoed_back(large: dict[str, bytes]) -> None:
