@@ -174,7 +174,9 @@ def fenced_spans(text: str) -> tuple[int, ...]:
 def _in_fence(spans: tuple[int, ...], position: int) -> bool:
     """Whether a cut at `position` falls inside a fenced block: after its opening line's
     start, before its closing line's end."""
-    return bisect.bisect_right(spans, position) % 2 == 1 and position not in spans
+    after = bisect.bisect_right(spans, position)
+    # An odd count of bounds at or before it: inside, unless it is the fence line's start.
+    return after % 2 == 1 and spans[after - 1] != position
 
 
 @dataclass(frozen=True)

@@ -219,10 +219,11 @@ def _tool_error(problem: ToolError) -> types.CallToolResult:
 
 def _fetch(catalog: Catalog, arguments: dict[str, Any]) -> types.CallToolResult:
     value = arguments.get("id")
-    if not isinstance(value, str) or not set(arguments) <= {"id", "part"}:
+    unexpected = sorted(set(arguments) - {"id", "part"})
+    if not isinstance(value, str) or unexpected:
         raise ToolError(
             "fetch: takes a string 'id', and optionally an integer 'part'",
-            {"tool": "fetch", "argument": "id"},
+            {"tool": "fetch", "argument": unexpected[0][:60] if unexpected else "id"},
         )
     # Absent, part is 1; a null is checked like any other value (not an integer).
     result = (

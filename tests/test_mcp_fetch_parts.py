@@ -21,6 +21,7 @@ import jsonschema
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from markdown_it import MarkdownIt
 from mcp import Client
 
 from agent_contract import paths
@@ -170,6 +171,29 @@ def test_text_parts_join_back_within_the_budget(text: str, budget: int, window: 
     assert "".join(pieces) == text
     assert all(0 < len(piece) <= budget for piece in pieces) or text == ""
     assert all(len(piece) >= budget - window for piece in pieces[:-1])
+
+
+LINES = ["```", "```py", "````", "~~~", "~~~ x", "   ```", "    ```", "``` `x`", "## h", "", "a"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(LINES), max_size=30))
+def test_fences_are_found_as_commonmark_finds_them(lines: list[str]) -> None:
+    """paging.fenced_spans against markdown-it-py's CommonMark parser (the builder's; the
+    MCP function's layer does not carry it): the same blocks, line for line."""
+    text = "\n".join(lines) + "\n"
+    line_of = [0] * (len(text) + 1)
+    for offset, character in enumerate(text):
+        line_of[offset + 1] = line_of[offset] + (character == "\n")
+    spans = paging.fenced_spans(text)
+    found = [
+        (line_of[start], line_of[min(end + 1, len(text))])
+        for start, end in zip(spans[::2], spans[1::2], strict=True)
+    ]
+    fences = [
+        tuple(token.map) for token in MarkdownIt("commonmark").parse(text) if token.type == "fence"
+    ]
+    assert found == fences, text
 
 
 def run(coroutine_function: Any, *args: Any) -> Any:
