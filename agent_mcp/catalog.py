@@ -15,7 +15,9 @@ Sized for agents at any site size (issue 25): the two aggregates that grow with 
 fit whole gets the file as before), and their tools say the whole's size; ids are checked
 against the index, not only a schema's enum (past 200 entries the manifest lists none);
 an unknown id or a bad argument is a ToolError, answered as the tool's result with
-isError and at most five close ids; `fetch` answers the entry's Markdown twin.
+isError and at most five close ids; `fetch` answers the entry's Markdown twin, in parts
+of at most FETCH_CHARS characters where it is longer (a docs page past the build's entry
+budget is published whole).
 """
 
 from __future__ import annotations
@@ -49,6 +51,16 @@ CLOSE_NAMES = 5
 RESOURCE_PAGE = 100
 #: The paging argument each large aggregate's tool takes (agent_mcp.paging).
 PAGE_ARGUMENT = {paths.CONTENT_INDEX: "page", paths.LLMS_FULL_TXT: "part"}
+#: The most characters of an entry's text one `fetch` answer holds; a longer text is
+#: answered in parts (agent_mcp.paging.TextParts). Claude Code keeps a tool result over
+#: 50,000 characters out of the conversation (saved to a file, a preview shown), and
+#: `fetch` answers its text twice (the JSON text block and structuredContent, which
+#: benchmarks/mcp_sizes counts together against 100,000): 40,000 leaves room for the
+#: JSON escaping and the other fields in both (docs/decisions.md, session 24).
+FETCH_CHARS = 40_000
+#: How far before FETCH_CHARS a part's end looks for a heading: a part is at least
+#: FETCH_CHARS - FETCH_WINDOW characters, unless it is the last.
+FETCH_WINDOW = 20_000
 
 
 class InvalidRequest(ValueError):
@@ -170,6 +182,31 @@ def _short(message: str, limit: int = 300) -> str:
     """jsonschema's message quotes the offending value and, for an enum, every allowed
     one: cut, so an error stays small whatever the client sent or the site holds."""
     return message if len(message) <= limit else message[: limit - 1] + "…"
+
+
+def _continuation(entry_id: str, number: int, count: int) -> str:
+    """The line ending part `number` of `count`: what to call for the next part."""
+    call = compact({"id": entry_id, "part": number + 1})
+    return (
+        f"[part {number} of {count} of this entry's text; it continues in part "
+        f"{number + 1}: call fetch with {call}]"
+    )
+
+
+def _part_number(part: object, entry_id: str, count: int) -> int:
+    """`part` as fetch was given it, checked: an integer from 1 to `count` (a JSON number
+    with no fraction, 2.0, is an integer to JSON Schema), or a ToolError naming them."""
+    if isinstance(part, float) and part.is_integer():
+        part = int(part)
+    if isinstance(part, int) and not isinstance(part, bool) and 1 <= part <= count:
+        return part
+    shown = _short(compact(part), 40)
+    raise ToolError(
+        f"fetch: part {shown} does not exist for id {entry_id!r}: its text has "
+        + ("one part, part 1" if count == 1 else f"parts 1 to {count}")
+        + " (an integer; omit part for the first)",
+        {"tool": "fetch", "argument": "part", "parts": count},
+    )
 
 
 class Catalog:
@@ -303,7 +340,10 @@ class Catalog:
             returns=tool.returns,
         )
 
-    def _paged(self, tool: ToolSpec, number: int | None) -> Answer:
+    def _paged(self, tool: ToolSpec, number: int | float | None) -> Answer:
+        if isinstance(number, float):
+            # The schema passed it as an integer (JSON Schema: 2.0 is one); index with an int.
+            number = int(number)
         count = (
             self._pages.count
             if tool.path_template == paths.CONTENT_INDEX
@@ -468,13 +508,40 @@ class Catalog:
         """ChatGPT's `search`, paged (agent_mcp/search.py)."""
         return self.shard_search.search(query, limit, cursor)
 
-    def fetch(self, entry_id: str) -> dict[str, Any]:
+    def fetch(self, entry_id: str, part: object = 1) -> dict[str, Any]:
         """ChatGPT's `fetch`: {id, title, text, url, metadata}; text is the entry's
         Markdown twin (what a model reads best, and a third of its JSON's size), or its
-        JSON where the deployment publishes no twin (metadata.mime_type says which)."""
+        JSON where the deployment publishes no twin (metadata.mime_type says which).
+
+        A text longer than FETCH_CHARS is answered in parts: `part` (1-based, default 1)
+        says which; metadata gains `part` and `parts`, and every part but the last ends
+        with a line naming the call for the next. A text that fits is answered as it
+        always was (no `part` or `parts`), whatever valid `part` is asked."""
         entry = self.entries.get(entry_id)
         if entry is None:
             raise self._unknown_id("fetch", "id", entry_id, list(self.entries))
+        answer = self._fetch_whole(entry)
+        text = answer["text"]
+        # The continuation line at its longest (a million parts), so a part's text with
+        # its line stays within FETCH_CHARS.
+        reserve = len(_continuation(entry.id, 999_999, 1_000_000)) + 1
+        parts = (
+            paging.TextParts.of(text, FETCH_CHARS - reserve, FETCH_WINDOW)
+            if len(text) > FETCH_CHARS
+            else paging.TextParts((0,), len(text))
+        )
+        number = _part_number(part, entry.id, parts.count)
+        if parts.count == 1:
+            return answer
+        start, end = parts.bounds(number)
+        body = text[start:end]
+        if number < parts.count:
+            body += "\n" + _continuation(entry.id, number, parts.count)
+        answer["text"] = body
+        answer["metadata"].update(part=number, parts=parts.count)
+        return answer
+
+    def _fetch_whole(self, entry: IndexEntry) -> dict[str, Any]:
         json_path = urlsplit(entry.api_url).path
         twin = paths.markdown_twin(json_path)
         try:

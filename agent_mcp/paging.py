@@ -21,11 +21,26 @@ their descriptions say how large the whole is and how many pieces it has.
 
 A site whose whole index or llms-full.txt fits in one piece gets the published file
 verbatim, as before: paging changes nothing for a small site.
+
+One entry's text (`fetch`) can be as large too: a docs page past the build's entry budget
+is published whole (a 500,000-character changelog). `TextParts` cuts such a text, held
+in memory already, into parts of at most a budget of characters each, greedily: each cut
+is at the last "## " heading in the window before the budget, else the last blank line,
+else the last line start, else after the last space, else at the budget; so a part is
+whole sections where the page has them, and the parts join back into the text exactly.
+A heading or a blank line inside a fenced code block is not a cut (a `## ` comment in a
+shell example would split the block across parts): the fences are found by CommonMark's
+rule for them, by hand, because the MCP function's layer carries only the SDK and
+pydantic (Makefile `mcp-layer`), not markdown-it-py. A fence inside a list item or a
+quote is indented, and so are the lines it holds, which a cut at a line's first column
+never matches.
 """
 
 from __future__ import annotations
 
+import bisect
 import json
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -121,3 +136,105 @@ def part_bounds(number: int, size: int, read: RangeReader) -> tuple[int, int, by
         end = _cut(raw[window_start - read_from : nominal_end - read_from], nominal_end)
         end = max(end, start)
     return start, end, raw[start - read_from : end - read_from]
+
+
+#: Where a text's cut is looked for, best first: a "## " heading's line, a block after a
+#: blank line (both outside fenced code), any line, a word. Each is (separator, where the
+#: cut falls after its start, whether a cut inside a fence is refused).
+TEXT_CUTS = (("\n## ", 1, True), ("\n\n", 2, True), ("\n", 1, False), (" ", 1, False))
+#: A fence's line (CommonMark 0.31, 4.5): up to three spaces, then three or more
+#: backticks or tildes; a backtick fence's info string holds no backtick.
+_FENCE = re.compile(r"^ {0,3}(?:(`{3,})[^`\n]*|(~{3,})[^\n]*)$", re.MULTILINE)
+
+
+def fenced_spans(text: str) -> tuple[int, ...]:
+    """Where fenced code blocks start and end, flat: (start, end, start, end, ...), each
+    start a fence line's first character, each end just past its closing fence's line (or
+    the text's end: an unclosed fence runs to the end). A closing fence is the opening's
+    character, at least as many, and nothing after it but spaces."""
+    spans: list[int] = []
+    opening: str | None = None
+    for line in _FENCE.finditer(text):
+        marker = line[1] or line[2]
+        if opening is None:
+            opening = marker
+            spans.append(line.start())
+        elif (
+            marker[0] == opening[0]
+            and len(marker) >= len(opening)
+            and not line[0].strip(" ").strip(marker[0])
+        ):
+            opening = None
+            spans.append(line.end())
+    if opening is not None:
+        spans.append(len(text))
+    return tuple(spans)
+
+
+def _in_fence(spans: tuple[int, ...], position: int) -> bool:
+    """Whether a cut at `position` falls inside a fenced block: after its opening line's
+    start, before its closing line's end."""
+    after = bisect.bisect_right(spans, position)
+    # An odd count of bounds at or before it: inside, unless it is the fence line's start.
+    return after % 2 == 1 and spans[after - 1] != position
+
+
+@dataclass(frozen=True)
+class TextParts:
+    """A text cut into parts of at most `budget` characters: `starts[k]` is where part
+    k+1 starts (part k+1 ends where part k+2 starts, the last at the text's end)."""
+
+    starts: tuple[int, ...]
+    size: int
+
+    @property
+    def count(self) -> int:
+        return len(self.starts)
+
+    @classmethod
+    def of(cls, text: str, budget: int, window: int) -> TextParts:
+        """Cut greedily: each part is as long as the budget allows, ending at the best
+        cut in the `window` characters before the budget (TEXT_CUTS), so a part is never
+        shorter than budget - window characters unless it is the last."""
+        spans = fenced_spans(text) if len(text) > budget else ()
+        starts = [0]
+        start = 0
+        while len(text) - start > budget:
+            limit = start + budget
+            low = max(start + 1, limit - window)
+            start = next(
+                (
+                    cut
+                    for separator, after, outside in TEXT_CUTS
+                    if (cut := _last_cut(text, separator, after, low, limit, spans, outside))
+                ),
+                limit,  # one word across the whole window: cut at the budget
+            )
+            starts.append(start)
+        return cls(tuple(starts), len(text))
+
+    def bounds(self, number: int) -> tuple[int, int]:
+        """Part `number`'s [start, end) (1-based, checked by the caller)."""
+        end = self.starts[number] if number < self.count else self.size
+        return self.starts[number - 1], end
+
+
+def _last_cut(
+    text: str,
+    separator: str,
+    after: int,
+    low: int,
+    limit: int,
+    spans: tuple[int, ...],
+    outside: bool,
+) -> int | None:
+    """The last cut (an occurrence of `separator`, plus `after`) in [low, limit], and if
+    `outside`, not inside a fenced block; None if there is none."""
+    # The separator's start in [low - after, limit - after], all of it before `end`.
+    end = limit - after + len(separator)
+    while (found := text.rfind(separator, low - after, end)) >= 0:
+        cut = found + after
+        if not (outside and _in_fence(spans, cut)):
+            return cut
+        end = found + len(separator) - 1
+    return None

@@ -30,7 +30,7 @@ from mcp.server.context import ServerRequestContext
 from mcp.shared.exceptions import MCPError
 
 from agent_mcp import search
-from agent_mcp.catalog import Catalog, InvalidRequest, ToolError, compact
+from agent_mcp.catalog import FETCH_CHARS, Catalog, InvalidRequest, ToolError, compact
 from agent_mcp.sources import SourceError
 
 READ_ONLY = types.ToolAnnotations(
@@ -64,6 +64,17 @@ FETCH_OUTPUT_SCHEMA: dict[str, Any] = {
                 "mime_type": {"enum": ["text/markdown", "application/json"]},
                 "updated_at": {"type": "string"},
                 "description": {"type": "string"},
+                "part": {
+                    "type": "integer",
+                    "minimum": 1,
+                    "description": "Which part of the entry's text `text` is (only for a "
+                    "text answered in parts).",
+                },
+                "parts": {
+                    "type": "integer",
+                    "minimum": 2,
+                    "description": "How many parts the entry's text is answered in.",
+                },
             },
             "required": ["content_type", "api_url", "text_url", "mime_type", "updated_at"],
         },
@@ -74,10 +85,22 @@ FETCH_TOOL = types.Tool(
     name="fetch",
     description="Retrieve one document or FAQ entry by the id `search` returned: {id, title, "
     "text, url, metadata}; text is the entry as Markdown (its published .md twin), url the "
-    "page to cite. An unknown id answers an error naming the closest ids.",
+    f"page to cite. A text longer than {FETCH_CHARS:,} characters is answered in parts, cut "
+    "at its sections' headings where it has them: metadata.part and metadata.parts say "
+    "where, and each part but the last ends with a line naming the call for the next. An "
+    "unknown id answers an error naming the closest ids.",
     input_schema={
         "type": "object",
-        "properties": {"id": {"type": "string", "description": "An id from `search`."}},
+        "properties": {
+            "id": {"type": "string", "description": "An id from `search`."},
+            "part": {
+                "type": "integer",
+                "minimum": 1,
+                "default": 1,
+                "description": "Which part of a long text to read (1 = the first, the "
+                f"default; a text of at most {FETCH_CHARS:,} characters is one part).",
+            },
+        },
         "required": ["id"],
     },
     output_schema=FETCH_OUTPUT_SCHEMA,
@@ -196,11 +219,16 @@ def _tool_error(problem: ToolError) -> types.CallToolResult:
 
 def _fetch(catalog: Catalog, arguments: dict[str, Any]) -> types.CallToolResult:
     value = arguments.get("id")
-    if not isinstance(value, str) or set(arguments) != {"id"}:
+    unexpected = sorted(set(arguments) - {"id", "part"})
+    if not isinstance(value, str) or unexpected:
         raise ToolError(
-            "fetch: takes exactly one string argument, 'id'", {"tool": "fetch", "argument": "id"}
+            "fetch: takes a string 'id', and optionally an integer 'part'",
+            {"tool": "fetch", "argument": unexpected[0][:60] if unexpected else "id"},
         )
-    result = catalog.fetch(value)
+    # Absent, part is 1; a null is checked like any other value (not an integer).
+    result = (
+        catalog.fetch(value, arguments["part"]) if "part" in arguments else catalog.fetch(value)
+    )
     return _text_result(compact(result), result)
 
 

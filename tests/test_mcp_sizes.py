@@ -7,7 +7,9 @@ holds grows with the site. tools/list names no ids past ID_LIST_LIMIT (checked: 
 is the same, to a few digits, at 600 and 1,000 entries); an index page holds at most
 PAGE_CHARS characters of entries and a llms-full.txt part at most PART_BYTES + WINDOW
 bytes (checked on files of every shape below); an error names at most five ids; a
-document, a FAQ entry and a twin are one entry's (the build's entry budget); a
+document, a FAQ entry and a twin are one entry's (the build's entry budget; a docs page
+past it is published whole, and `fetch` answers its twin in parts of at most
+catalog.FETCH_CHARS characters: tests/test_mcp_fetch_parts.py); a
 resources/list page is RESOURCE_PAGE resources. `python -m benchmarks.mcp_sizes --n 5000`
 measures 10,000 entries (docs/decisions.md has the figures).
 """
@@ -181,6 +183,13 @@ def test_a_page_argument_the_manifest_declares_itself_is_still_checked(
     for page in (0, 10_000):
         with pytest.raises(ToolError, match="does not exist"):
             catalog.call("get_content_index", {"page": page})
+    # JSON Schema's integer includes 2.0: the page it names, not a crash.
+    assert catalog.call("get_content_index", {"page": 2.0}) == catalog.call(
+        "get_content_index", {"page": 2}
+    )
+    assert catalog.call("get_full_content", {"part": 2.0}) == catalog.call(
+        "get_full_content", {"part": 2}
+    )
 
 
 def test_a_huge_argument_is_not_echoed_back(large: dict[str, bytes]) -> None:
