@@ -64,7 +64,7 @@ def is_build_manifest(data: Any) -> bool:
         return False
     files = data.get("files")
     return isinstance(files, dict) and all(
-        isinstance(entry, dict) and set(entry) >= _FIELDS for entry in files.values()
+        isinstance(entry, dict) and entry.keys() >= _FIELDS for entry in files.values()
     )
 
 
