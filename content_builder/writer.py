@@ -22,7 +22,7 @@ import shutil
 import sys
 import tempfile
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from stat import S_ISDIR, S_ISREG
@@ -48,19 +48,40 @@ from content_builder.errors import SiteDataError
 from content_builder.loader import display_path
 
 
-def _entries(artifacts: Iterable[Artifact]) -> dict[str, ManifestEntry]:
-    """Each artifact's manifest entry, by path, in the order given."""
+def _entries(
+    artifacts: Iterable[Artifact], written: Mapping[str, Any] | None = None
+) -> dict[str, ManifestEntry]:
+    """Each artifact's manifest entry, by path, in the order given. Where `written` (the
+    live manifest's entries, when it is the very file the last build wrote:
+    `_written_before`) has the same entry, that dict itself: an edit at 10,000 entries
+    then makes a handful of dicts, not 48,000 (allocations enough to start a full
+    garbage collection of the build's heap)."""
     # A rule's headers asked once per rule, not per file: a dozen rules, 48,000 files at
     # 10,000 entries (a frozen dataclass hashes in Python: not a key worth 48,000 calls).
     headers: dict[int, tuple[str, str]] = {}  # by id: each rule lives in ROUTE_RULES
+    before = written or {}
     entries = {}
     for artifact in artifacts:
         rule = artifact.rule
         pair = headers.get(id(rule))
         if pair is None:
             pair = headers[id(rule)] = (rule.media_type, rule.cache_control)
-        entries[artifact.path] = entry(artifact.sha256, artifact.size, *pair)
+        sha256, size, path = artifact.sha256, artifact.size, artifact.path
+        old = before.get(path)
+        if (
+            old is not None
+            and old["sha256"] == sha256
+            and old["size"] == size
+            and (old["media_type"], old["cache_control"]) == pair
+            and tuple(old) == _ENTRY_FIELDS  # its fields and their order: the same bytes
+        ):
+            entries[path] = old
+        else:
+            entries[path] = entry(sha256, size, *pair)
     return entries
+
+
+_ENTRY_FIELDS = tuple(entry("", 0, "", ""))
 
 
 def manifest(artifacts: list[Artifact], base_url: str) -> BuildManifest:
@@ -164,12 +185,13 @@ def write_output(
                 None,
                 f"exists and is not a build output (no {MANIFEST_NAME}); choose another --out",
             )
+        written = _written_before(out_dir, previous)  # the stamp, read before `_stage` clears it
         # In path order: the change report and the manifest then sort what is sorted.
-        entries = _entries(sorted(artifacts, key=_by_path))
+        entries = _entries(sorted(artifacts, key=_by_path), written.files if written else None)
         report = compare(artifacts, previous, entries, every)
         body = manifest_body(build_manifest(base_url, entries))
         staging = _staging_folder(out_dir)
-        _stage(staging, artifacts, out_dir, body, previous)  # the old stamp read, then gone
+        _stage(staging, artifacts, out_dir, body, previous, written)
         if out_dir.exists():
             _exchange(staging, out_dir)  # the spare now holds the output it replaced
         else:
@@ -241,6 +263,7 @@ def _stage(
     out_dir: Path,
     body: bytes,
     previous: BuildManifest | None,
+    written: _Written | None,
 ) -> None:
     """Bring `staging` to exactly the artifacts and `body` as manifest.json. A file it
     holds is kept only when it is the very file (the same inode) the live output holds
@@ -248,7 +271,6 @@ def _stage(
     other is removed (never written in place: it may share its inode with the live
     output) and replaced by a hard link of the live file when that holds the bytes, else
     written. A build stopped here leaves the live output as it was."""
-    written = _written_before(out_dir, previous)
     keys = [artifact.key for artifact in artifacts]
     spare = _clear_spare(str(staging), {*keys, MANIFEST_NAME})  # the manifest: replaced last
     made: set[str] = set()
@@ -352,25 +374,30 @@ def _clear_spare(root: str, wanted: set[str]) -> _SpareFiles:
     while pending:
         relative, device = pending.pop()
         prefix = f"{relative}/" if relative else ""
-        with os.scandir(f"{root}/{relative}" if relative else root) as listing:
-            items = list(listing)
         spare.devices[relative] = device
         checked = False
-        for item in items:
-            key = prefix + item.name
-            if key in wanted and item.is_file(follow_symlinks=False):  # most are: first
-                if not checked:  # does this folder's listing tell inodes as lstat does?
-                    stat = item.stat(follow_symlinks=False)
-                    if (stat.st_dev, stat.st_ino) != (device, item.inode()):
-                        spare.unlisted.add(relative)
-                    checked = True
-                spare.inodes[key] = item.inode()
-            elif not item.is_dir(follow_symlinks=False):
-                os.unlink(item.path)
-            elif key in folders:
-                pending.append((key, item.stat(follow_symlinks=False).st_dev))
-            else:
+        unwanted: list[os.DirEntry[str]] = []  # removed once the listing is read
+        # Read as it comes, not listed first: a listing of 40,000 entry objects at once
+        # is enough allocations to start a full garbage collection of the build's heap.
+        with os.scandir(f"{root}/{relative}" if relative else root) as listing:
+            for item in listing:
+                key = prefix + item.name
+                if key in wanted and item.is_file(follow_symlinks=False):  # most: first
+                    if not checked:  # does this folder's listing tell inodes as lstat does?
+                        stat = item.stat(follow_symlinks=False)
+                        if (stat.st_dev, stat.st_ino) != (device, item.inode()):
+                            spare.unlisted.add(relative)
+                        checked = True
+                    spare.inodes[key] = item.inode()
+                elif item.is_dir(follow_symlinks=False) and key in folders:
+                    pending.append((key, item.stat(follow_symlinks=False).st_dev))
+                else:
+                    unwanted.append(item)
+        for item in unwanted:
+            if item.is_dir(follow_symlinks=False):
                 shutil.rmtree(item.path)
+            else:
+                os.unlink(item.path)
     return spare
 
 
