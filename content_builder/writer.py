@@ -403,7 +403,7 @@ def _clear_spare(root: str, wanted: set[str]) -> _SpareFiles:
 
 @dataclass(frozen=True)
 class _Written:
-    """What the previous build wrote: each file's sha256 and size by path, and when its
+    """What the previous build wrote: each file's manifest entry by path, and when its
     manifest was written (every file of that build was written before it)."""
 
     files: dict[str, Any]  # path -> the live manifest's entry (ManifestEntry)
