@@ -337,12 +337,12 @@ class _SpareFiles:
     """The files the spare holds once cleared (`_clear_spare`): by key, (device, inode).
 
     From the folder listing, not an lstat per file: a listing names each entry's inode
-    (d_ino), which POSIX makes its file serial number and Linux filesystems report as
-    st_ino for every file that is not a mount point (overlayfs too: its documentation's
-    inode table, "st_ino == d_ino" for non-directories in every configuration). The device
-    is the folder's. Where a listing does not agree with lstat on one file of the folder
-    (a FUSE filesystem without use_ino, a file from another device) the folder's files are
-    asked with lstat each, as if there were no listing."""
+    (d_ino, POSIX's file serial number, st_ino on the usual Linux filesystems for a file
+    that is not a mount point), and the device is the folder's. Where lstat of one file of
+    a folder disagrees with its listing (a FUSE filesystem without use_ino numbers
+    listings its own way; on overlayfs a file may report the st_dev of the layer holding
+    it, not the folder's: Documentation/filesystems/overlayfs.rst, "Overlay objects"),
+    every file of that folder is asked with lstat, as if there were no listing."""
 
     def __init__(self) -> None:
         self.inodes: dict[str, int] = {}  # key -> inode: ints only, nothing for the collector
