@@ -39,7 +39,7 @@ def entry(sha256: str, size: int, media_type: str, cache_control: str) -> Manife
 
 
 def build_manifest(base_url: str, files: Mapping[str, ManifestEntry]) -> BuildManifest:
-    return {"base_url": base_url, "files": dict(sorted(files.items()))}
+    return {"base_url": base_url, "files": dict(_in_path_order(files))}
 
 
 def manifest_body(manifest: BuildManifest) -> bytes:
@@ -64,7 +64,7 @@ def is_build_manifest(data: Any) -> bool:
         return False
     files = data.get("files")
     return isinstance(files, dict) and all(
-        isinstance(entry, dict) and set(entry) >= _FIELDS for entry in files.values()
+        isinstance(entry, dict) and entry.keys() >= _FIELDS for entry in files.values()
     )
 
 

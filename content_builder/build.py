@@ -48,7 +48,7 @@ from content_builder.render.endpoints import (
 )
 from content_builder.render.entries import build_catalog, lock_stamp
 from content_builder.validate import body_links, check_artifacts, check_authored_links
-from content_builder.writer import FileReport, staged_file, write_output
+from content_builder.writer import ChangeReport, staged_file, write_output
 
 
 @dataclass(frozen=True)
@@ -251,8 +251,10 @@ def build(
     base_url: str | None = None,
     frozen: bool = False,
     mcp_endpoint: str | None = None,
-) -> tuple[Plan, list[FileReport]]:
-    """`plan`, then the output and the lock written: both or neither."""
+    every_file: bool = False,
+) -> tuple[Plan, ChangeReport]:
+    """`plan`, then the output and the lock written: both or neither. The report has a
+    row per file only with `every_file` (`writer.compare`)."""
     result = plan(site_dir, base_url, frozen, mcp_endpoint)
     new_lock: Path | None = None
     try:
@@ -262,7 +264,7 @@ def build(
             # and an output that cannot be written leaves the lock as it was.
             body = result.lock_body or lock_body(result.lock, result.history)
             new_lock = staged_file(result.site.root / LOCK_FILE, body)
-        report = write_output(result.artifacts, out_dir, result.site.base_url)
+        report = write_output(result.artifacts, out_dir, result.site.base_url, every_file)
     except BaseException:
         if new_lock is not None:
             new_lock.unlink(missing_ok=True)

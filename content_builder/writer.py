@@ -22,7 +22,7 @@ import shutil
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from stat import S_ISDIR, S_ISREG
@@ -44,23 +44,48 @@ from agent_contract.manifest import (
     manifest_body,
     read_manifest,
 )
-from agent_contract.routes import RouteRule
 from content_builder.errors import SiteDataError
 from content_builder.loader import display_path
 
 
-def _entry(artifact: Artifact) -> ManifestEntry:
-    rule = artifact.rule
-    return entry(artifact.sha256, artifact.size, rule.media_type, _cache_control(rule))
+def _entries(
+    artifacts: Iterable[Artifact], written: Mapping[str, Any] | None = None
+) -> dict[str, ManifestEntry]:
+    """Each artifact's manifest entry, by path, in the order given. Where `written` (the
+    live manifest's entries, when it is the very file the last build wrote:
+    `_written_before`) has the same entry, that dict itself: an edit at 10,000 entries
+    then makes a handful of dicts, not 48,000 (allocations enough to start a full
+    garbage collection of the build's heap)."""
+    # A rule's headers asked once per rule, not per file: a dozen rules, 48,000 files at
+    # 10,000 entries (a frozen dataclass hashes in Python: not a key worth 48,000 calls).
+    headers: dict[int, tuple[str, str]] = {}  # by id: each rule lives in ROUTE_RULES
+    before = written or {}
+    entries = {}
+    for artifact in artifacts:
+        rule = artifact.rule
+        pair = headers.get(id(rule))
+        if pair is None:
+            pair = headers[id(rule)] = (rule.media_type, rule.cache_control)
+        sha256, size, path = artifact.sha256, artifact.size, artifact.path
+        old = before.get(path)
+        if (
+            old is not None
+            and old["sha256"] == sha256
+            and old["size"] == size
+            and (old["media_type"], old["cache_control"]) == pair
+            and tuple(old) == _ENTRY_FIELDS  # its fields and their order: the same bytes
+        ):
+            entries[path] = old
+        else:
+            entries[path] = entry(sha256, size, *pair)
+    return entries
 
 
-@functools.lru_cache(maxsize=64)  # a pure function of a frozen rule; 40,000 calls a build
-def _cache_control(rule: RouteRule) -> str:
-    return rule.cache_control
+_ENTRY_FIELDS = tuple(entry("", 0, "", ""))
 
 
 def manifest(artifacts: list[Artifact], base_url: str) -> BuildManifest:
-    return build_manifest(base_url, {artifact.path: _entry(artifact) for artifact in artifacts})
+    return build_manifest(base_url, _entries(artifacts))
 
 
 @dataclass(frozen=True)
@@ -70,57 +95,81 @@ class FileReport:
     status: str  # new | changed | unchanged | removed
 
 
+@dataclass(frozen=True)
+class ChangeReport:
+    """What a build changed: a row per file written or removed (with `every`, per file
+    published too), and the counts of the whole. Not a row per file by default: after one
+    edit of a 10,000-entry site, 48,000 rows of which a handful say something, and the
+    objects cost the edit a full garbage collection (~0.3 s) for nothing."""
+
+    rows: list[FileReport]  # in path order, then the removed files in path order
+    files: int  # files published (the manifest aside)
+    changed: int  # files new, changed or removed
+
+
 def compare(
     artifacts: list[Artifact],
     previous: dict[str, Any] | None,
     entries: dict[str, ManifestEntry] | None = None,  # each artifact's, when already made
-) -> list[FileReport]:
+    every: bool = False,  # a row for every file, the unchanged ones too
+) -> ChangeReport:
     before: dict[str, Any] = (previous or {}).get("files", {})
     if entries is None or len(entries) != len(artifacts):
-        entries = {artifact.path: _entry(artifact) for artifact in artifacts}
+        entries = _entries(artifacts)
         if len(entries) != len(artifacts):  # the same path twice: one row each, as ever
-            return _compare_each(artifacts, before)
+            return _compare_each(artifacts, before, every)
     rows = []
-    matched = 0
+    unchanged = matched = 0
     # Sorted paths, not artifacts by key: the writer hands them over in order already,
     # and sorting sorted strings is one pass.
     for path in sorted(entries):
         new = entries[path]
         old = before.get(path)
         if old is None:
-            status = "new"
-        elif old == new or entry_signature(old) == entry_signature(new):  # equal dicts: fast
-            status = "unchanged"
-            matched += 1
+            rows.append(FileReport(path, new["size"], "new"))
+            continue
+        matched += 1
+        if old == new or entry_signature(old) == entry_signature(new):  # equal dicts: fast
+            unchanged += 1
+            if every:
+                rows.append(FileReport(path, new["size"], "unchanged"))
         else:
-            status = "changed"
-            matched += 1
-        rows.append(FileReport(path, new["size"], status))
-    if matched < len(before):
-        rows += [FileReport(path, 0, "removed") for path in sorted(before) if path not in entries]
-    return rows
+            rows.append(FileReport(path, new["size"], "changed"))
+    removed = (
+        [FileReport(path, 0, "removed") for path in sorted(before) if path not in entries]
+        if matched < len(before)
+        else []
+    )
+    return ChangeReport(rows + removed, len(entries), len(entries) - unchanged + len(removed))
 
 
-def _compare_each(artifacts: list[Artifact], before: dict[str, Any]) -> list[FileReport]:
+def _compare_each(artifacts: list[Artifact], before: dict[str, Any], every: bool) -> ChangeReport:
     rows = []
+    unchanged = 0
     for artifact in sorted(artifacts, key=_by_path):
         old = before.get(artifact.path)
         if old is None:
             status = "new"
-        elif entry_signature(old) == entry_signature(_entry(artifact)):
+        elif entry_signature(old) == entry_signature(_entries([artifact])[artifact.path]):
             status = "unchanged"
+            unchanged += 1
+            if not every:
+                continue
         else:
             status = "changed"
         rows.append(FileReport(artifact.path, artifact.size, status))
     current = {artifact.path for artifact in artifacts}
-    rows += [FileReport(path, 0, "removed") for path in sorted(before) if path not in current]
-    return rows
+    removed = [FileReport(path, 0, "removed") for path in sorted(before) if path not in current]
+    return ChangeReport(rows + removed, len(artifacts), len(artifacts) - unchanged + len(removed))
 
 
 _by_path = operator.attrgetter("path")
 
 
-def write_output(artifacts: list[Artifact], out_dir: Path, base_url: str) -> list[FileReport]:
+def write_output(
+    artifacts: list[Artifact], out_dir: Path, base_url: str, every: bool = False
+) -> ChangeReport:
+    """Write the output; the report has a row per file only with `every` (`compare`)."""
     out_dir = out_dir.absolute()
     out_dir.parent.mkdir(parents=True, exist_ok=True)
     # One writer at a time per parent folder: two builds staging in one spare would swap
@@ -136,12 +185,13 @@ def write_output(artifacts: list[Artifact], out_dir: Path, base_url: str) -> lis
                 None,
                 f"exists and is not a build output (no {MANIFEST_NAME}); choose another --out",
             )
+        written = _written_before(out_dir, previous)  # the stamp, read before `_stage` clears it
         # In path order: the change report and the manifest then sort what is sorted.
-        entries = {artifact.path: _entry(artifact) for artifact in sorted(artifacts, key=_by_path)}
-        report = compare(artifacts, previous, entries)
+        entries = _entries(sorted(artifacts, key=_by_path), written.files if written else None)
+        report = compare(artifacts, previous, entries, every)
         body = manifest_body(build_manifest(base_url, entries))
         staging = _staging_folder(out_dir)
-        _stage(staging, artifacts, out_dir, body, previous)  # the old stamp read, then gone
+        _stage(staging, artifacts, out_dir, body, previous, written)
         if out_dir.exists():
             _exchange(staging, out_dir)  # the spare now holds the output it replaced
         else:
@@ -213,6 +263,7 @@ def _stage(
     out_dir: Path,
     body: bytes,
     previous: BuildManifest | None,
+    written: _Written | None,
 ) -> None:
     """Bring `staging` to exactly the artifacts and `body` as manifest.json. A file it
     holds is kept only when it is the very file (the same inode) the live output holds
@@ -220,33 +271,34 @@ def _stage(
     other is removed (never written in place: it may share its inode with the live
     output) and replaced by a hard link of the live file when that holds the bytes, else
     written. A build stopped here leaves the live output as it was."""
-    written = _written_before(out_dir, previous)
-    wanted = {artifact.key for artifact in artifacts}
-    _remove_unwanted(str(staging), wanted | {MANIFEST_NAME})  # the manifest: replaced last
+    keys = [artifact.key for artifact in artifacts]
+    spare = _clear_spare(str(staging), {*keys, MANIFEST_NAME})  # the manifest: replaced last
     made: set[str] = set()
     memo: dict[str, bool] = {}
-    # Strings, not Paths, in this loop: it runs once per published file.
+    folders_hold: dict[str, bool] = {}  # by key's folder: `_folder_holds`, asked once each
+    # Strings, not Paths, in this loop: it runs once per published file (48,000 at
+    # 10,000 entries), and so does nothing else it can do once per folder.
     staged, published = str(staging), str(out_dir)
-    for artifact in artifacts:
-        target = os.path.join(staged, artifact.key)
-        live = os.path.join(published, artifact.key)
-        live_stat = (
-            _holds(live, artifact, written)
-            if previous is not None
-            and _folder_holds(published, os.path.dirname(live), written, memo)
-            else None
-        )
-        try:
-            kept = os.lstat(target)
-        except FileNotFoundError:
-            kept = None
+    for artifact, key in zip(artifacts, keys, strict=True):
+        folder = key.rpartition("/")[0]
+        live = f"{published}/{key}"
+        live_stat = None
+        if previous is not None:
+            folder_holds = folders_hold.get(folder)
+            if folder_holds is None:
+                live_folder = f"{published}/{folder}" if folder else published
+                folder_holds = _folder_holds(published, live_folder, written, memo)
+                folders_hold[folder] = folder_holds
+            if folder_holds:
+                live_stat = _holds(live, artifact, written)
+        target = f"{staged}/{key}"
+        kept = spare.file(key, folder, target)
         if kept is not None:
-            if live_stat is not None and _same_file(kept, live_stat):
+            if live_stat is not None and kept == (live_stat.st_dev, live_stat.st_ino):
                 continue
             os.unlink(target)
-        folder = os.path.dirname(target)
         if folder not in made:  # one mkdir per folder, not per file
-            os.makedirs(folder, exist_ok=True)
+            os.makedirs(os.path.dirname(target), exist_ok=True)
             made.add(folder)
         if live_stat is None or not _linked(live, target):
             _write_new_file(target, artifact.body)
@@ -273,10 +325,6 @@ def _stamp_after_now(manifest: Path) -> None:
         time.sleep(0.001)
 
 
-def _same_file(one: os.stat_result, other: os.stat_result) -> bool:
-    return (one.st_dev, one.st_ino) == (other.st_dev, other.st_ino)
-
-
 def _linked(source: str, target: str) -> bool:
     try:
         os.link(source, target)
@@ -285,36 +333,94 @@ def _linked(source: str, target: str) -> bool:
     return True
 
 
-def _remove_unwanted(root: str, wanted: set[str]) -> None:
-    """Remove from the staging folder everything but the files at `wanted` keys and the
-    folders on their way: one scandir per folder."""
+class _SpareFiles:
+    """The files the spare holds once cleared (`_clear_spare`): by key, (device, inode).
+
+    From the folder listing, not an lstat per file: a listing names each entry's inode
+    (d_ino, POSIX's file serial number, st_ino on the usual Linux filesystems for a file
+    that is not a mount point), and the device is the folder's. Where lstat of one file of
+    a folder disagrees with its listing (a FUSE filesystem without use_ino numbers
+    listings its own way; on overlayfs a file may report the st_dev of the layer holding
+    it, not the folder's: Documentation/filesystems/overlayfs.rst, "Overlay objects"),
+    every file of that folder is asked with lstat, as if there were no listing."""
+
+    def __init__(self) -> None:
+        self.inodes: dict[str, int] = {}  # key -> inode: ints only, nothing for the collector
+        self.devices: dict[str, int] = {}  # folder key -> its device, for its listed files
+        self.unlisted: set[str] = set()  # folder keys whose files are asked with lstat
+
+    def file(self, key: str, folder: str, path: str) -> tuple[int, int] | None:
+        """(device, inode) of the spare's file at `key` (at `path`), or None: none there."""
+        if folder in self.unlisted:
+            try:
+                stat = os.lstat(path)
+            except FileNotFoundError:
+                return None
+            return stat.st_dev, stat.st_ino
+        inode = self.inodes.get(key)
+        return None if inode is None else (self.devices[folder], inode)
+
+
+def _clear_spare(root: str, wanted: set[str]) -> _SpareFiles:
+    """Remove from the spare everything but the regular files at `wanted` keys and the
+    folders on their way, one scandir per folder; what stays, by key (`_SpareFiles`)."""
     folders = {""}
     for parent in {key.rpartition("/")[0] for key in wanted}:
         while parent not in folders:
             folders.add(parent)
             parent = parent.rpartition("/")[0]
-    pending = [""]
+    spare = _SpareFiles()
+    pending = [("", os.lstat(root).st_dev)]
     while pending:
-        relative = pending.pop()
-        with os.scandir(os.path.join(root, relative) if relative else root) as listing:
-            items = list(listing)
-        for item in items:
-            key = f"{relative}/{item.name}" if relative else item.name
-            if item.is_dir(follow_symlinks=False) and key in folders:
-                pending.append(key)
-            elif item.is_dir(follow_symlinks=False):
+        relative, device = pending.pop()
+        prefix = f"{relative}/" if relative else ""
+        spare.devices[relative] = device
+        checked = False
+        unwanted: list[os.DirEntry[str]] = []  # removed once the listing is read
+        # Read as it comes, not listed first: a listing of 40,000 entry objects at once
+        # is enough allocations to start a full garbage collection of the build's heap.
+        with os.scandir(f"{root}/{relative}" if relative else root) as listing:
+            for item in listing:
+                key = prefix + item.name
+                if key in wanted and item.is_file(follow_symlinks=False):  # most: first
+                    if not checked:  # does this folder's listing tell inodes as lstat does?
+                        stat = item.stat(follow_symlinks=False)
+                        if (stat.st_dev, stat.st_ino) != (device, item.inode()):
+                            spare.unlisted.add(relative)
+                        checked = True
+                    spare.inodes[key] = item.inode()
+                elif item.is_dir(follow_symlinks=False) and key in folders:
+                    pending.append((key, item.stat(follow_symlinks=False).st_dev))
+                else:
+                    unwanted.append(item)
+        for item in unwanted:
+            if item.is_dir(follow_symlinks=False):
                 shutil.rmtree(item.path)
-            elif key not in wanted or not item.is_file(follow_symlinks=False):
+            else:
                 os.unlink(item.path)
+    return spare
 
 
 @dataclass(frozen=True)
 class _Written:
-    """What the previous build wrote: each file's sha256 and size by path, and when its
+    """What the previous build wrote: each file's manifest entry by path, and when its
     manifest was written (every file of that build was written before it)."""
 
-    files: dict[str, tuple[str, int]]
+    files: dict[str, Any]  # path -> the live manifest's entry (ManifestEntry)
     manifest_mtime_ns: int
+
+    def vouches_for_file(self, artifact: Artifact, stat: os.stat_result) -> bool:
+        """Whether the manifest lists the artifact's path with its sha256 and this file's
+        size, and was written after the file last changed (`vouches_for`)."""
+        listed = self.files.get(artifact.path)
+        written = self.manifest_mtime_ns
+        return (
+            listed is not None
+            and listed["sha256"] == artifact.sha256  # its fields: `is_build_manifest`
+            and listed["size"] == stat.st_size
+            and stat.st_mtime_ns < written
+            and stat.st_ctime_ns < written
+        )
 
     def vouches_for(self, stat: os.stat_result) -> bool:
         """Whether the manifest was written after this file or folder last changed."""
@@ -331,11 +437,9 @@ def _written_before(out_dir: Path, previous: BuildManifest | None) -> _Written |
         return None
     if stamp != f"{stat.st_ino} {stat.st_ctime_ns}":  # touched or edited since: trust nothing
         return None
-    mtime = stat.st_mtime_ns
-    files = {
-        path: (entry.get("sha256"), entry.get("size")) for path, entry in previous["files"].items()
-    }
-    return _Written(files, mtime)  # type: ignore[arg-type]
+    # The entries themselves, not a (sha256, size) tuple of each: 48,000 objects the
+    # collector would walk, for what two lookups answer.
+    return _Written(previous["files"], stat.st_mtime_ns)  # type: ignore[arg-type]
 
 
 def _holds(live: str, artifact: Artifact, written: _Written | None) -> os.stat_result | None:
@@ -351,15 +455,11 @@ def _holds(live: str, artifact: Artifact, written: _Written | None) -> os.stat_r
     ctime); equal times are read, as coarse clocks give a whole tick one time. Any other
     file is compared byte for byte. (The body is asked for only then: an entry's file from
     the build cache is read from it when asked, content_builder.cache.)"""
-    size = artifact.size
     try:
         stat = os.lstat(live)
-        if stat.st_size != size or not S_ISREG(stat.st_mode):  # a symlink is not ours
+        if stat.st_size != artifact.size or not S_ISREG(stat.st_mode):  # a symlink: not ours
             return None
-        listed = written.files.get(artifact.path) if written else None
-        trusted = (
-            written is not None and listed == (artifact.sha256, size) and written.vouches_for(stat)
-        )
+        trusted = written is not None and written.vouches_for_file(artifact, stat)
         if not trusted and Path(live).read_bytes() != artifact.body:
             return None
     except OSError:  # gone or unreadable

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from agent_contract.artifacts import Artifact
 from content_builder import build as pipeline
 from content_builder import writer
 from tests.conftest import REPO, TEST_BASE_URL, run_cli, tree_digest
@@ -517,3 +518,111 @@ def test_the_spare_does_not_show_in_git_status(
         cwd=repository, capture_output=True, text=True, check=True,
     ).stdout  # fmt: skip
     assert status.splitlines() == ["?? .gitignore"]
+
+
+# --- What an edit build costs: per changed file, not per published file ----------------
+
+
+def test_an_edit_reports_a_row_only_for_what_it_wrote_or_removed(
+    site_copy: Path, tmp_path: Path
+) -> None:
+    """The report holds a row per file written or removed, and counts: not a row object
+    per published file (48,000 at 10,000 entries, a full garbage collection's worth, for
+    the handful printed). Asked for every file (--verbose), it has them all."""
+    out = tmp_path / "dist"
+    first = pipeline.plan(site_copy)
+    gone = Artifact("/api/v1/faq/gone.json", b"{}\n")  # a file the next build has not
+    writer.write_output([*first.artifacts, gone], out, first.site.base_url)
+    _edit(site_copy, 1)
+    second = pipeline.plan(site_copy)
+    report = writer.write_output(second.artifacts, out, second.site.base_url)
+    statuses = {row.path: row.status for row in report.rows}
+    assert statuses["/api/v1/faq/q01-difference.json"] == "changed"
+    assert statuses[gone.path] == "removed"
+    assert "unchanged" not in statuses.values()
+    assert 2 < len(report.rows) < len(second.artifacts) / 3
+    assert (report.files, report.changed) == (len(second.artifacts), len(report.rows))
+    again = writer.write_output(second.artifacts, out, second.site.base_url, every=True)
+    assert [row.path for row in again.rows] == sorted(a.path for a in second.artifacts)
+    assert {row.status for row in again.rows} == {"unchanged"} and again.changed == 0
+
+
+def _lstats_in(folder: Path, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The paths under `folder` that os.lstat is asked about from now on."""
+    asked: list[str] = []
+    real = os.lstat
+
+    def counting(path: Any, *args: Any, **kwargs: Any) -> os.stat_result:
+        if str(path).startswith(f"{folder}/"):
+            asked.append(str(path))
+        return real(path, *args, **kwargs)
+
+    monkeypatch.setattr(os, "lstat", counting)
+    return asked
+
+
+def test_an_edit_build_knows_the_spares_files_from_its_folder_listings(
+    site_copy: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Which of the spare's files are the live output's own inodes is read from one
+    listing per folder (its inode numbers), checked against an lstat of one file per
+    folder: not an lstat per file."""
+    out = tmp_path / "dist"
+    for number in range(3):
+        _edit(site_copy, number)
+        _build(site_copy, out)
+    asked = _lstats_in(writer.spare_folder(out), monkeypatch)
+    _edit(site_copy, 3)
+    _build(site_copy, out)
+    monkeypatch.undo()
+    folders = sum(1 for path in out.rglob("*") if path.is_dir())
+    assert len(asked) <= folders + 1, asked
+    assert tree_digest(out) == _clean_build(site_copy, tmp_path / "clean")
+
+
+class _OtherNumbering:
+    """A folder listing entry whose inode is not the one lstat reports (a FUSE filesystem
+    without use_ino numbers its listings its own way): a number that, for one file,
+    happens to be the live output's inode at that path."""
+
+    def __init__(self, entry: os.DirEntry[str], lies: dict[str, int]) -> None:
+        self._entry = entry
+        self._lie = lies.get(entry.path)
+
+    def inode(self) -> int:
+        return self._entry.inode() + 10**9 if self._lie is None else self._lie
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._entry, name)
+
+
+def test_a_folder_listing_whose_inodes_lstat_does_not_confirm_is_not_believed(
+    site_copy: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A spare's file changed by hand, whose listed inode (another numbering) is the live
+    file's: the folder's listing disagrees with lstat, so each of its files is asked with
+    lstat, and the changed file is replaced, not kept."""
+    out = tmp_path / "dist"
+    for number in range(3):
+        _edit(site_copy, number)
+        _build(site_copy, out)
+    key = "api/v1/faq/q02-endpoints.json"
+    spare_file = writer.spare_folder(out) / key
+    _replace_by_hand(spare_file)
+    lies = {str(spare_file): (out / key).stat().st_ino}
+    real_scandir = os.scandir
+
+    class Listing:
+        def __init__(self, path: Any) -> None:
+            self._listing = real_scandir(path)
+
+        def __enter__(self) -> Any:
+            return (_OtherNumbering(entry, lies) for entry in self._listing)
+
+        def __exit__(self, *exc: object) -> None:
+            self._listing.close()
+
+    monkeypatch.setattr(writer.os, "scandir", Listing)
+    _build(site_copy, out)
+    monkeypatch.undo()
+    assert tree_digest(out) == _clean_build(site_copy, tmp_path / "clean")
