@@ -17,10 +17,12 @@ import json
 import os
 import re
 import time
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from json.encoder import encode_basestring_ascii  # type: ignore[attr-defined]
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from agent_contract.artifacts import dumps_indented
 from content_builder.errors import Problem, SiteDataError
@@ -32,24 +34,71 @@ LOCK_FORMAT = 1
 FIRST_VERSION = "1.0.0"
 
 
-@dataclass(frozen=True)
-class LockEntry:
+class LockEntry(NamedTuple):
     source_hash: str
     content_version: str
     updated_at: str
 
 
+#: An entry as a `Lock` holds it: (source_hash, content_version, updated_at), a plain
+#: tuple of text, which the garbage collector stops tracking at its first look (a
+#: LockEntry, a tuple subclass, or a dataclass instance stays tracked: 20,000 of them
+#: were walked by every full collection of the rest of the build).
+Row = tuple[str, str, str]
+
+
+class Lock(Mapping[str, LockEntry]):
+    """The lock: each document's and FAQ entry's LockEntry, by id. Held as plain rows
+    (`Row`), each LockEntry made when asked for (a build asks for each a few times)."""
+
+    __slots__ = ("rows",)
+
+    def __init__(self, rows: dict[str, Row] | None = None) -> None:
+        self.rows: dict[str, Row] = {} if rows is None else rows
+
+    @classmethod
+    def of(cls, lock: Mapping[str, LockEntry]) -> Lock:
+        """`lock` as a Lock (itself if it is one): a caller may hand any mapping."""
+        if isinstance(lock, Lock):
+            return lock
+        return cls(
+            {key: (e.source_hash, e.content_version, e.updated_at) for key, e in lock.items()}
+        )
+
+    def __getitem__(self, entry_id: str) -> LockEntry:
+        return LockEntry._make(self.rows[entry_id])
+
+    def __contains__(self, entry_id: object) -> bool:
+        return entry_id in self.rows
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.rows)
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Lock):
+            return self.rows == other.rows
+        return super().__eq__(other)
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.rows!r})"
+
+
 @dataclass(frozen=True)
 class Tracked:
-    """What the build knows about one document or FAQ entry, before the lock."""
+    """What the build knows about the documents and FAQ entries, before the lock: one
+    column per field, in publication order (columns of text, not an object per entry:
+    see `Row`)."""
 
-    id: str
-    source_hash: str
-    pinned_version: str | None  # the author's `version`, if any
-    file: str
+    ids: tuple[str, ...]
+    source_hashes: tuple[str, ...]
+    pinned_versions: tuple[str | None, ...]  # the author's `version`, if any
+    files: tuple[str, ...]
 
-
-Lock = dict[str, LockEntry]
 
 #: How many generations of removed ids the change feed keeps: a client further behind
 #: starts over (docs/sync.md).
@@ -139,9 +188,11 @@ _STAMP = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z$")
 _RECREATE = "restore it from git (git checkout -- {0}) or fix the field; run build to refresh it"
 
 
-class MergedLock(dict[str, LockEntry]):
+class MergedLock(Lock):
     """A lock read from a file with git conflict markers, both sides merged: the file
     itself must be rewritten, so the build reports it as a change."""
+
+    __slots__ = ()
 
 
 def read_lock(path: Path, display: str, raw: bytes | None = None) -> Lock:
@@ -153,7 +204,7 @@ def read_lock(path: Path, display: str, raw: bytes | None = None) -> Lock:
     file's bytes, already read.
     """
     if raw is None and not path.exists():
-        return {}
+        return Lock()
     try:
         text = path.read_text(encoding="utf-8") if raw is None else _text(raw)
     except (OSError, UnicodeDecodeError) as error:
@@ -162,11 +213,11 @@ def read_lock(path: Path, display: str, raw: bytes | None = None) -> Lock:
     if sides is None:
         return _parse_text(text, display, "")
     ours, theirs = (_parse_text(side, display, "the conflicted ") for side in sides)
-    merged = MergedLock(ours)
-    for entry_id, entry in theirs.items():
-        if entry_id not in merged or _newer(entry, merged[entry_id]):
-            merged[entry_id] = entry
-    return merged
+    merged = dict(ours.rows)
+    for entry_id, row in theirs.rows.items():
+        if entry_id not in merged or _newer(row, merged[entry_id]):
+            merged[entry_id] = row
+    return MergedLock(merged)
 
 
 #: The build cache's name (`put_latest`) for the parsed form of the lock files the last
@@ -207,7 +258,7 @@ class LockFile:
 
     def lock(self) -> Lock:
         if self._hit is not None:
-            return dict(self._hit[0])  # a copy: the caller may change its own
+            return self._hit[0]  # a Lock is not changed in place: no copy needed
         return read_lock(self.path, self.display, self._raw)
 
     def history(self) -> History:
@@ -217,9 +268,9 @@ class LockFile:
 
     def remember(
         self,
-        read: Lock,
+        read: Mapping[str, LockEntry],
         old_history: History,
-        written: Lock | None,
+        written: Mapping[str, LockEntry] | None,
         history: History,
         written_body: bytes | None = None,  # lock_body(written, history), when made already
     ) -> None:
@@ -230,34 +281,38 @@ class LockFile:
         if self.cache is None or (self._hit is not None and written is None):
             return  # nothing the cache does not hold already
         known: dict[str, _Parsed] = {}
-        if self.digest is not None and type(read) is dict:
+        merged = isinstance(read, MergedLock)
+        if self.digest is not None and not merged:
             known[self.digest] = (
-                self.recalled[self.digest] if self._hit is not None else _encode(read, old_history)
+                self.recalled[self.digest]
+                if self._hit is not None
+                else _encode(Lock.of(read).rows, old_history)
             )
         if written is not None:
-            old = read if type(read) is dict else {}
+            old = {} if merged else Lock.of(read).rows
+            rows = Lock.of(written).rows
             # Entries taken over from the lock read were checked when it was parsed; a
             # new or changed one is checked as a read would check it, or nothing of the
             # written lock is remembered (the next build parses it and says what is wrong).
-            if all(
-                old.get(entry_id) is entry or _entry_valid(entry)
-                for entry_id, entry in written.items()
-            ):
-                ordered = dict(sorted(written.items()))  # the order lock_body writes
+            if all(old.get(entry_id) == row or _row_valid(row) for entry_id, row in rows.items()):
                 body = written_body or lock_body(written, history)
                 digest = hashlib.sha256(body).hexdigest()
-                known[digest] = _encode(ordered, history)
+                known[digest] = _encode(rows, history)
         if known != self.recalled:
             self.cache.put_latest(PARSED_LOCKS, known)
 
 
-def _encode(lock: Lock, history: History) -> _Parsed:
-    entries = tuple(lock.values())
+def _encode(rows: dict[str, Row], history: History) -> _Parsed:
+    """The parsed form of a lock: its columns in the order lock_body writes (by id)."""
+    ids = tuple(sorted(rows))
+    hashes, versions, stamps = (
+        tuple(column) for column in zip(*map(rows.__getitem__, ids), strict=True)
+    ) if ids else ((), (), ())  # fmt: skip
     return (
-        tuple(lock),
-        tuple(entry.source_hash for entry in entries),
-        tuple(entry.content_version for entry in entries),
-        tuple(entry.updated_at for entry in entries),
+        ids,
+        hashes,
+        versions,
+        stamps,
         history.generation,
         tuple((generation, tuple(ids)) for generation, ids in history.removed),
     )
@@ -273,10 +328,10 @@ def _decode(parsed: _Parsed) -> tuple[Lock, History] | None:
             return None
         if type(generation) is not int:
             return None
-        if not all(type(value) is str for column in columns for value in column):
+        if not all(set(map(type, column)) <= {str} for column in columns):
             return None
-        lock = dict(zip(ids, map(LockEntry, hashes, versions, stamps), strict=True))
-        if len(lock) != len(ids):
+        rows = dict(zip(ids, zip(hashes, versions, stamps, strict=True), strict=True))
+        if len(rows) != len(ids):
             return None
         history = History(
             generation,
@@ -286,7 +341,7 @@ def _decode(parsed: _Parsed) -> tuple[Lock, History] | None:
             return None
     except (TypeError, ValueError):
         return None
-    return lock, history
+    return Lock(rows), history
 
 
 def _recalled(value: object) -> dict[str, _Parsed]:
@@ -295,9 +350,9 @@ def _recalled(value: object) -> dict[str, _Parsed]:
     return {key: parsed for key, parsed in value.items() if isinstance(key, str)}
 
 
-def _newer(candidate: LockEntry, current: LockEntry) -> bool:
-    def key(entry: LockEntry) -> tuple[tuple[int, ...], str]:
-        return tuple(int(part) for part in entry.content_version.split(".")), entry.updated_at
+def _newer(candidate: Row, current: Row) -> bool:
+    def key(row: Row) -> tuple[tuple[int, ...], str]:
+        return tuple(int(part) for part in row[1].split(".")), row[2]
 
     return key(candidate) > key(current)
 
@@ -343,7 +398,7 @@ def _parse_text(text: str, display: str, which: str) -> Lock:
     if not isinstance(entries, dict):
         raise SiteDataError.single(display, "entries", f"expected an object of entries; {advice}")
     problems: list[Problem] = []
-    lock: Lock = {}
+    rows: dict[str, Row] = {}
     for entry_id, entry in entries.items():
         where = f"entries.{entry_id}"
         if not isinstance(entry, dict):
@@ -385,52 +440,68 @@ def _parse_text(text: str, display: str, which: str) -> Lock:
                 )  # fmt: skip
                 bad = True
         if not bad:
-            lock[entry_id] = LockEntry(**fields)  # type: ignore[arg-type]
+            rows[entry_id] = (
+                fields["source_hash"],
+                fields["content_version"],
+                fields["updated_at"],
+            )  # type: ignore[assignment]
     if problems:
         raise SiteDataError(problems)
-    return lock
+    return Lock(rows)
 
 
 def _real_time(stamp: str) -> None:
     datetime.fromisoformat(stamp[:-1])
 
 
-def _entry_valid(entry: LockEntry) -> bool:
+def _row_valid(row: Row) -> bool:
     """Whether _parse_text would accept this entry as it is, without a problem."""
-    if not all(
-        isinstance(value, str)
-        for value in (entry.source_hash, entry.content_version, entry.updated_at)
-    ):
+    source_hash, version, stamp = row
+    if not all(isinstance(value, str) for value in row):
         return False
     if not (
-        _HASH.fullmatch(entry.source_hash)
-        and _VERSION.fullmatch(entry.content_version)
-        and _STAMP.fullmatch(entry.updated_at)
+        _HASH.fullmatch(source_hash) and _VERSION.fullmatch(version) and _STAMP.fullmatch(stamp)
     ):
         return False
     try:
-        _real_time(entry.updated_at)
+        _real_time(stamp)
     except ValueError:
         return False
     return True
 
 
-def lock_body(lock: Lock, history: History | None = None) -> bytes:
+#: One entry of the lock file as `json.dumps(..., indent=2)` writes it, each text put
+#: through the JSON encoder's own string escaping (`encode_basestring_ascii`: what
+#: json.dumps does with ensure_ascii). Made per entry, not as one dict of 20,000 dicts
+#: for an encoder: those dicts were 20,000 objects more for the garbage collector.
+_ENTRY = (
+    '    {}: {{\n      "source_hash": {},\n      "content_version": {},\n'
+    '      "updated_at": {}\n    }}'
+)
+#: How the lock's head ends as dumps_indented writes it with no entries.
+_NO_ENTRIES = b"{}\n}\n"
+
+
+def lock_body(lock: Mapping[str, LockEntry], history: History | None = None) -> bytes:
+    """The lock file's bytes: `json.dumps(data, indent=2)` and a newline, entries by id."""
     history = history or History()
-    data = {
-        "format": LOCK_FORMAT,
-        "generation": history.generation,
-        "removed": {str(g): list(ids) for g, ids in history.removed},
-        "entries": {
-            entry_id: {
-                "source_hash": entry.source_hash,
-                "content_version": entry.content_version,
-                "updated_at": entry.updated_at,
-            }
-            for entry_id, entry in sorted(lock.items())
-        },
-    }
-    return dumps_indented(data)
+    head = dumps_indented(
+        {
+            "format": LOCK_FORMAT,
+            "generation": history.generation,
+            "removed": {str(g): list(ids) for g, ids in history.removed},
+            "entries": {},
+        }
+    )
+    rows = Lock.of(lock).rows
+    if not rows:
+        return head
+    assert head.endswith(_NO_ENTRIES)
+    entries = ",\n".join(
+        _ENTRY.format(*map(encode_basestring_ascii, (entry_id, *rows[entry_id])))
+        for entry_id in sorted(rows)
+    )
+    return head[: -len(_NO_ENTRIES)] + b"{\n" + entries.encode("ascii") + b"\n  }\n}\n"
 
 
 def lock_timestamp() -> str:
@@ -456,36 +527,38 @@ class LockChange:
     reason: str
 
 
-def resolve(old: Lock, tracked: list[Tracked]) -> tuple[Lock, list[LockChange]]:
+def resolve(old: Mapping[str, LockEntry], tracked: Tracked) -> tuple[Lock, list[LockChange]]:
     """The lock this content needs, and why it differs from `old`.
 
     The clock is read lazily: a lock that needs no refresh never reads it.
     """
-    new: Lock = {}
+    before = Lock.of(old).rows
+    rows: dict[str, Row] = {}
     changes: list[LockChange] = []
     stamp: str | None = None
-    for item in tracked:
-        previous = old.get(item.id)
+    for entry_id, source_hash, pinned, file in zip(
+        tracked.ids, tracked.source_hashes, tracked.pinned_versions, tracked.files, strict=True
+    ):
+        previous = before.get(entry_id)
         if previous is None:
-            version, reason = item.pinned_version or FIRST_VERSION, "new entry"
-        elif previous.source_hash != item.source_hash:
-            version = item.pinned_version or bump_patch(previous.content_version)
+            version, reason = pinned or FIRST_VERSION, "new entry"
+        elif previous[0] != source_hash:
+            version = pinned or bump_patch(previous[1])
             reason = "content changed"
-        elif item.pinned_version and item.pinned_version != previous.content_version:
+        elif pinned and pinned != previous[1]:
             # A version edit alone is not a content change: keep updated_at.
-            new[item.id] = LockEntry(previous.source_hash, item.pinned_version, previous.updated_at)
-            changes.append(LockChange(item.id, item.file, "version changed"))
+            rows[entry_id] = (previous[0], pinned, previous[2])
+            changes.append(LockChange(entry_id, file, "version changed"))
             continue
         else:
-            new[item.id] = previous
+            rows[entry_id] = previous
             continue
         stamp = stamp or lock_timestamp()
-        new[item.id] = LockEntry(item.source_hash, version, stamp)
-        changes.append(LockChange(item.id, item.file, reason))
-    present = {item.id for item in tracked}
+        rows[entry_id] = (source_hash, version, stamp)
+        changes.append(LockChange(entry_id, file, reason))
     changes.extend(
         LockChange(entry_id, None, "entry removed")
-        for entry_id in sorted(old)
-        if entry_id not in present
+        for entry_id in sorted(before)
+        if entry_id not in rows
     )
-    return new, changes
+    return Lock(rows), changes

@@ -107,7 +107,7 @@ class DocumentData:
         self._rendered.pop(document.id, None)
 
 
-def tracked(site: Site, data: DocumentData | None = None) -> list[Tracked]:
+def tracked(site: Site, data: DocumentData | None = None) -> Tracked:
     """Everything the lock records, documents first, in publication order.
 
     The source hashes the build cache does not hold are made here, in order, so the
@@ -125,15 +125,12 @@ def tracked(site: Site, data: DocumentData | None = None) -> list[Tracked]:
             data.content_hash_known(loaded, content)
         if loaded.cache_key:
             site.cache.put(loaded.cache_key, "source_hash", source)
-    return [
-        Tracked(
-            e.id,
-            hash_,  # type: ignore[arg-type]
-            e.version if isinstance(e, LoadedDocument) else None,
-            e.file,
-        )
-        for e, hash_ in zip(entries, hashes, strict=True)
-    ]
+    return Tracked(
+        tuple(e.id for e in entries),
+        tuple(hashes),  # type: ignore[arg-type]
+        tuple(e.version if isinstance(e, LoadedDocument) else None for e in entries),
+        tuple(e.file for e in entries),
+    )
 
 
 def _source_hash(
