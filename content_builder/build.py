@@ -45,7 +45,7 @@ from content_builder.render.endpoints import (
     markdown_mirrors,
     search_shard_files,
 )
-from content_builder.render.entries import build_catalog, lock_stamp
+from content_builder.render.entries import build_catalog, lock_stamp, renders_here
 from content_builder.validate import body_links, check_artifacts, check_authored_links
 from content_builder.writer import FileReport, staged_file, write_output
 
@@ -69,7 +69,8 @@ def plan(
 ) -> Plan:
     """Every file the site publishes, checked, in memory."""
     site = load_site(site_dir, base_url, last.site.cache if last is not None else None)
-    data = DocumentData(site)  # the documents the lock renders, not rendered again
+    # The documents the lock renders, not rendered again when this process renders them.
+    data = DocumentData(site, renders_here)
     lock, changes, history, body = date(site, data, frozen)
     catalog = build_catalog(site, lock, history, data)
     del data
