@@ -305,16 +305,14 @@ class LockFile:
 def _encode(rows: dict[str, Row], history: History) -> _Parsed:
     """The parsed form of a lock: its columns in the order lock_body writes (by id)."""
     ids = tuple(sorted(rows))
-    hashes, versions, stamps = (
-        tuple(column) for column in zip(*map(rows.__getitem__, ids), strict=True)
-    ) if ids else ((), (), ())  # fmt: skip
+    hashes, versions, stamps = tuple(zip(*map(rows.__getitem__, ids), strict=True)) or ((), (), ())
     return (
         ids,
         hashes,
         versions,
         stamps,
         history.generation,
-        tuple((generation, tuple(ids)) for generation, ids in history.removed),
+        tuple((generation, tuple(group)) for generation, group in history.removed),
     )
 
 
@@ -440,11 +438,7 @@ def _parse_text(text: str, display: str, which: str) -> Lock:
                 )  # fmt: skip
                 bad = True
         if not bad:
-            rows[entry_id] = (
-                fields["source_hash"],
-                fields["content_version"],
-                fields["updated_at"],
-            )  # type: ignore[assignment]
+            rows[entry_id] = tuple(fields.values())  # type: ignore[assignment]
     if problems:
         raise SiteDataError(problems)
     return Lock(rows)
