@@ -98,7 +98,7 @@ def date(
         raise stale_lock_error(site, changes)
     old_history = lock_file.history()
     history = advance(old_history, changes)
-    body = lock_body(lock, history) if changes else None
+    body = lock_file.body(lock, history, changes) if changes else None
     lock_file.remember(old_lock, old_history, lock if changes else None, history, body)
     return lock, changes, history, body
 

@@ -12,6 +12,7 @@ and for production sees the same content and never bumps a version.
 
 from __future__ import annotations
 
+import bisect
 import hashlib
 import json
 import os
@@ -223,6 +224,10 @@ def read_lock(path: Path, display: str, raw: bytes | None = None) -> Lock:
 #: The build cache's name (`put_latest`) for the parsed form of the lock files the last
 #: build read and wrote, by the SHA-256 of their exact bytes.
 PARSED_LOCKS = "parsed-lock"
+#: The build cache's name for the digests, among those, of the files that are
+#: lock_body's own bytes (written by a build, or found so when read): the lock after an
+#: edit is written from such a file's bytes, its changed entries alone made anew.
+LOCK_BODIES = "lock-bodies"
 #: (ids, source hashes, versions, stamps, generation, removed): plain tuples of text,
 #: 5x quicker to pickle than 20,000 LockEntry objects.
 _Parsed = tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...], tuple[str, ...], int, Any]
@@ -242,6 +247,7 @@ class LockFile:
         self.digest: str | None = None
         self.recalled: dict[str, _Parsed] = {}
         self._hit: tuple[Lock, History] | None = None
+        self.bodies: frozenset[str] = frozenset()
         # The bytes hashed are the bytes parsed: a lock replaced meanwhile (a checkout, a
         # build beside this one) must not be remembered under the other bytes' digest.
         self._raw: bytes | None = None
@@ -255,6 +261,7 @@ class LockFile:
         self.recalled = _recalled(self.cache.get_latest(PARSED_LOCKS))
         known = self.recalled.get(self.digest)
         self._hit = _decode(known) if known is not None else None
+        self.bodies = _recalled_bodies(self.cache.get_latest(LOCK_BODIES))
 
     def lock(self) -> Lock:
         if self._hit is not None:
@@ -265,6 +272,17 @@ class LockFile:
         if self._hit is not None:
             return self._hit[1]
         return read_history(self.path, self.display, self._raw)
+
+    def body(self, lock: Lock, history: History, changes: list[LockChange]) -> bytes:
+        """lock_body(lock, history), `lock` being the lock read with `changes`: when the
+        file read is lock_body's own bytes (the build cache knows them), made from them
+        with only the changed entries written anew (at 20,000 entries, 5 ms, not 40)."""
+        if self._hit is not None and self._raw is not None and self.digest in self.bodies:
+            old, old_history = self._hit
+            spliced = _spliced_body(self._raw, old, old_history, lock, history, changes)
+            if spliced is not None:
+                return spliced
+        return lock_body(lock, history)
 
     def remember(
         self,
@@ -281,6 +299,7 @@ class LockFile:
         if self.cache is None or (self._hit is not None and written is None):
             return  # nothing the cache does not hold already
         known: dict[str, _Parsed] = {}
+        bodies: set[str] = set()
         merged = isinstance(read, MergedLock)
         if self.digest is not None and not merged:
             known[self.digest] = (
@@ -288,6 +307,10 @@ class LockFile:
                 if self._hit is not None
                 else _encode(Lock.of(read).rows, old_history)
             )
+            if self.digest in self.bodies or (
+                self._hit is None and self._raw == lock_body(read, old_history)
+            ):
+                bodies.add(self.digest)
         if written is not None:
             old = {} if merged else Lock.of(read).rows
             rows = Lock.of(written).rows
@@ -298,8 +321,11 @@ class LockFile:
                 body = written_body or lock_body(written, history)
                 digest = hashlib.sha256(body).hexdigest()
                 known[digest] = _encode(rows, history)
+                bodies.add(digest)
         if known != self.recalled:
             self.cache.put_latest(PARSED_LOCKS, known)
+        if bodies != self.bodies:
+            self.cache.put_latest(LOCK_BODIES, frozenset(bodies))
 
 
 def _encode(rows: dict[str, Row], history: History) -> _Parsed:
@@ -340,6 +366,12 @@ def _decode(parsed: _Parsed) -> tuple[Lock, History] | None:
     except (TypeError, ValueError):
         return None
     return Lock(rows), history
+
+
+def _recalled_bodies(value: object) -> frozenset[str]:
+    if not isinstance(value, frozenset):
+        return frozenset()
+    return frozenset(digest for digest in value if isinstance(digest, str))
 
 
 def _recalled(value: object) -> dict[str, _Parsed]:
@@ -464,21 +496,23 @@ def _row_valid(row: Row) -> bool:
     return True
 
 
-#: One entry of the lock file as `json.dumps(..., indent=2)` writes it, each text put
-#: through the JSON encoder's own string escaping (`encode_basestring_ascii`: what
-#: json.dumps does with ensure_ascii). Made per entry, not as one dict of 20,000 dicts
-#: for an encoder: those dicts were 20,000 objects more for the garbage collector.
+#: One entry of the lock file as `json.dumps(..., indent=2)` writes it, but its closing
+#: brace, each text put through the JSON encoder's own string escaping
+#: (`encode_basestring_ascii`: what json.dumps does with ensure_ascii). Made per entry,
+#: not as one dict of 20,000 dicts for an encoder: those dicts were 20,000 objects more
+#: for the garbage collector.
 _ENTRY = (
-    '    {}: {{\n      "source_hash": {},\n      "content_version": {},\n'
-    '      "updated_at": {}\n    }}'
+    '    {}: {{\n      "source_hash": {},\n      "content_version": {},\n      "updated_at": {}'
 )
+#: What comes between two entries (the first one's closing brace), and after the last.
+_BETWEEN = "\n    },\n"
+_TAIL = b"\n    }\n  }\n}\n"
 #: How the lock's head ends as dumps_indented writes it with no entries.
 _NO_ENTRIES = b"{}\n}\n"
 
 
-def lock_body(lock: Mapping[str, LockEntry], history: History | None = None) -> bytes:
-    """The lock file's bytes: `json.dumps(data, indent=2)` and a newline, entries by id."""
-    history = history or History()
+def _head(history: History) -> bytes:
+    """The lock file's bytes up to its first entry (dumps_indented's, as before)."""
     head = dumps_indented(
         {
             "format": LOCK_FORMAT,
@@ -487,15 +521,55 @@ def lock_body(lock: Mapping[str, LockEntry], history: History | None = None) -> 
             "entries": {},
         }
     )
+    assert head.endswith(_NO_ENTRIES)
+    return head[: -len(_NO_ENTRIES)] + b"{\n"
+
+
+def _entry(entry_id: str, row: Row) -> str:
+    return _ENTRY.format(*map(encode_basestring_ascii, (entry_id, *row)))
+
+
+def lock_body(lock: Mapping[str, LockEntry], history: History | None = None) -> bytes:
+    """The lock file's bytes: `json.dumps(data, indent=2)` and a newline, entries by id."""
+    history = history or History()
     rows = Lock.of(lock).rows
     if not rows:
-        return head
-    assert head.endswith(_NO_ENTRIES)
-    entries = ",\n".join(
-        _ENTRY.format(*map(encode_basestring_ascii, (entry_id, *rows[entry_id])))
-        for entry_id in sorted(rows)
-    )
-    return head[: -len(_NO_ENTRIES)] + b"{\n" + entries.encode("ascii") + b"\n  }\n}\n"
+        return _head(history)[:-2] + _NO_ENTRIES
+    entries = _BETWEEN.join(_entry(entry_id, rows[entry_id]) for entry_id in sorted(rows))
+    return _head(history) + entries.encode("ascii") + _TAIL
+
+
+def _spliced_body(
+    raw: bytes,
+    old: Lock,
+    old_history: History,
+    new: Lock,
+    history: History,
+    changes: list[LockChange],
+) -> bytes | None:
+    """lock_body(new, history), made from `raw` = lock_body(old, old_history) with the
+    rows listed in `changes` written anew and the rest of the bytes copied (old's rows
+    in the file's order: by id); None when entries were added or removed (or `raw` is
+    not of that shape), for lock_body to write the whole."""
+    if any(change.reason not in _SPLICED for change in changes) or len(new) != len(old):
+        return None
+    head = _head(old_history)
+    if not (raw.startswith(head) and raw.endswith(_TAIL)):
+        return None
+    parts = raw[len(head) : -len(_TAIL)].split(_BETWEEN.encode("ascii"))
+    ids = list(old.rows)
+    if len(parts) != len(ids):
+        return None
+    for change in changes:
+        at = bisect.bisect_left(ids, change.id)
+        if at == len(ids) or ids[at] != change.id or change.id not in new.rows:
+            return None
+        parts[at] = _entry(change.id, new.rows[change.id]).encode("ascii")
+    return _head(history) + _BETWEEN.encode("ascii").join(parts) + _TAIL
+
+
+#: The changes that keep every id where it is in the file (no entry added or removed).
+_SPLICED = frozenset({"content changed", "version changed"})
 
 
 def lock_timestamp() -> str:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import gc
 import hashlib
 import json
+import shutil
 from collections.abc import Callable
 from pathlib import Path
 from types import SimpleNamespace
@@ -22,9 +23,21 @@ from hypothesis import strategies as st
 
 from agent_contract.hashing import canonical_json
 from content_builder import cache as build_cache
+from content_builder import lock as lock_module
 from content_builder.loader import BASE_URL_TOKEN, LOCK_FILE, load_site
-from content_builder.lock import History, LockEntry, LockFile, lock_body, read_lock, resolve
+from content_builder.lock import (
+    History,
+    Lock,
+    LockChange,
+    LockEntry,
+    LockFile,
+    _spliced_body,
+    lock_body,
+    read_lock,
+    resolve,
+)
 from content_builder.render.documents import DocumentData, source_hash, tracked
+from tests.conftest import run_cli
 from tests.sites import Shape, make_site
 
 SHAPE = Shape(documents=150, faqs=150)
@@ -129,3 +142,65 @@ def test_the_source_hash_factors_the_base_url_out_as_the_text_replacement_does(
     text = canonical_json(data).decode("utf-8").replace(base_url, BASE_URL_TOKEN)
     expected = "sha256:" + hashlib.sha256(text.encode("utf-8")).hexdigest()
     assert source_hash(SimpleNamespace(base_url=base_url), data) == expected  # type: ignore[arg-type]
+
+
+@given(
+    old=st.dictionaries(_TEXT, st.tuples(_TEXT, _TEXT, _TEXT), min_size=1, max_size=8),
+    edits=st.lists(st.tuples(st.integers(0, 7), st.tuples(_TEXT, _TEXT, _TEXT)), max_size=4),
+    generation=st.integers(0, 99),
+)
+def test_a_lock_spliced_from_the_bytes_read_is_the_lock_written_whole(
+    old: dict[str, tuple[str, str, str]],
+    edits: list[tuple[int, tuple[str, str, str]]],
+    generation: int,
+) -> None:
+    """The lock after an edit, made from the file read (lock_body's own bytes) with the
+    changed entries alone written anew, is byte for byte the lock written whole."""
+    ids = sorted(old)
+    read = Lock({entry_id: old[entry_id] for entry_id in ids})  # as the cache gives it
+    rows = dict(read.rows)
+    for at, row in edits:
+        rows[ids[at % len(ids)]] = row
+    changes = [
+        LockChange(entry_id, None, "content changed")
+        for entry_id in ids
+        if rows[entry_id] != old[entry_id]
+    ]
+    before, after = History(generation), History(generation + 1)
+    raw = lock_body(read, before)
+    spliced = _spliced_body(raw, read, before, Lock(rows), after, changes)
+    assert spliced == lock_body(Lock(rows), after)
+    added = Lock({**rows, "\x00added": ("a", "b", "c")})
+    new_entry = LockChange("\x00added", None, "new entry")
+    assert _spliced_body(raw, read, before, added, after, [new_entry]) is None
+
+
+def test_the_lock_after_an_edit_is_spliced_and_equals_a_cache_off_build(
+    site_copy: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Once a build wrote the lock (lock_body's own bytes), the next edit's lock is written
+    from the bytes read, not whole, and is the lock a build without the cache writes."""
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", "1790000000")
+    twin = tmp_path / "twin" / "site_data"
+    shutil.copytree(site_copy, twin)
+    whole: list[int] = []
+    real = lock_module.lock_body
+
+    def counted(lock: Any, history: Any = None) -> bytes:
+        whole.append(len(lock))
+        return real(lock, history)
+
+    faq = Path("faq") / "q01-difference.yaml"
+    for site, cache in ((site_copy, str(tmp_path / "cache")), (twin, "off")):
+        monkeypatch.setenv(build_cache.CACHE_ENV, cache)
+        for old, new in (("sitemap", "site map"), ("site map", "site-map")):
+            (site / faq).write_text((site / faq).read_text().replace(old, new))
+            whole.clear()
+            with monkeypatch.context() as patch:
+                patch.setattr(lock_module, "lock_body", counted)
+                result = run_cli("build", "--site", site, "--out", site.parent / "out")
+            assert result.code == 0, result.err
+        # The fixture's lock predates the change feed's fields: the first edit writes
+        # it whole; the second reads a lock a build wrote.
+        assert (whole == []) is (cache != "off"), whole
+    assert (site_copy / LOCK_FILE).read_bytes() == (twin / LOCK_FILE).read_bytes()
