@@ -46,7 +46,7 @@ from content_builder.render.endpoints import (
     markdown_mirrors,
     search_shard_files,
 )
-from content_builder.render.entries import build_catalog, lock_stamp
+from content_builder.render.entries import build_catalog, lock_stamp, renders_here
 from content_builder.validate import body_links, check_artifacts, check_authored_links
 from content_builder.writer import ChangeReport, staged_file, write_output
 
@@ -70,7 +70,8 @@ def plan(
 ) -> Plan:
     """Every file the site publishes, checked, in memory."""
     site = load_site(site_dir, base_url, last.site.cache if last is not None else None)
-    data = DocumentData(site)  # the documents the lock renders, not rendered again
+    # The documents the lock renders, not rendered again when this process renders them.
+    data = DocumentData(site, renders_here)
     lock, changes, history, body = date(site, data, frozen)
     catalog = build_catalog(site, lock, history, data)
     del data
@@ -100,7 +101,7 @@ def date(
         raise stale_lock_error(site, changes)
     old_history = lock_file.history()
     history = advance(old_history, changes)
-    body = lock_body(lock, history) if changes else None
+    body = lock_file.body(lock, history, changes) if changes else None
     lock_file.remember(old_lock, old_history, lock if changes else None, history, body)
     return lock, changes, history, body
 

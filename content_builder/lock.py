@@ -12,15 +12,18 @@ and for production sees the same content and never bumps a version.
 
 from __future__ import annotations
 
+import bisect
 import hashlib
 import json
 import os
 import re
 import time
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from json.encoder import encode_basestring_ascii  # type: ignore[attr-defined]
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from agent_contract.artifacts import dumps_indented
 from content_builder.errors import Problem, SiteDataError
@@ -32,24 +35,71 @@ LOCK_FORMAT = 1
 FIRST_VERSION = "1.0.0"
 
 
-@dataclass(frozen=True)
-class LockEntry:
+class LockEntry(NamedTuple):
     source_hash: str
     content_version: str
     updated_at: str
 
 
+#: An entry as a `Lock` holds it: (source_hash, content_version, updated_at), a plain
+#: tuple of text, which the garbage collector stops tracking at its first look (a
+#: LockEntry, a tuple subclass, or a dataclass instance stays tracked: 20,000 of them
+#: were walked by every full collection of the rest of the build).
+Row = tuple[str, str, str]
+
+
+class Lock(Mapping[str, LockEntry]):
+    """The lock: each document's and FAQ entry's LockEntry, by id. Held as plain rows
+    (`Row`), each LockEntry made when asked for (a build asks for each a few times)."""
+
+    __slots__ = ("rows",)
+
+    def __init__(self, rows: dict[str, Row] | None = None) -> None:
+        self.rows: dict[str, Row] = {} if rows is None else rows
+
+    @classmethod
+    def of(cls, lock: Mapping[str, LockEntry]) -> Lock:
+        """`lock` as a Lock (itself if it is one): a caller may hand any mapping."""
+        if isinstance(lock, Lock):
+            return lock
+        return cls(
+            {key: (e.source_hash, e.content_version, e.updated_at) for key, e in lock.items()}
+        )
+
+    def __getitem__(self, entry_id: str) -> LockEntry:
+        return LockEntry._make(self.rows[entry_id])
+
+    def __contains__(self, entry_id: object) -> bool:
+        return entry_id in self.rows
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.rows)
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Lock):
+            return self.rows == other.rows
+        return super().__eq__(other)
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.rows!r})"
+
+
 @dataclass(frozen=True)
 class Tracked:
-    """What the build knows about one document or FAQ entry, before the lock."""
+    """What the build knows about the documents and FAQ entries, before the lock: one
+    column per field, in publication order (columns of text, not an object per entry:
+    see `Row`)."""
 
-    id: str
-    source_hash: str
-    pinned_version: str | None  # the author's `version`, if any
-    file: str
+    ids: tuple[str, ...]
+    source_hashes: tuple[str, ...]
+    pinned_versions: tuple[str | None, ...]  # the author's `version`, if any
+    files: tuple[str, ...]
 
-
-Lock = dict[str, LockEntry]
 
 #: How many generations of removed ids the change feed keeps: a client further behind
 #: starts over (docs/sync.md).
@@ -139,9 +189,11 @@ _STAMP = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z$")
 _RECREATE = "restore it from git (git checkout -- {0}) or fix the field; run build to refresh it"
 
 
-class MergedLock(dict[str, LockEntry]):
+class MergedLock(Lock):
     """A lock read from a file with git conflict markers, both sides merged: the file
     itself must be rewritten, so the build reports it as a change."""
+
+    __slots__ = ()
 
 
 def read_lock(path: Path, display: str, raw: bytes | None = None) -> Lock:
@@ -153,7 +205,7 @@ def read_lock(path: Path, display: str, raw: bytes | None = None) -> Lock:
     file's bytes, already read.
     """
     if raw is None and not path.exists():
-        return {}
+        return Lock()
     try:
         text = path.read_text(encoding="utf-8") if raw is None else _text(raw)
     except (OSError, UnicodeDecodeError) as error:
@@ -162,16 +214,20 @@ def read_lock(path: Path, display: str, raw: bytes | None = None) -> Lock:
     if sides is None:
         return _parse_text(text, display, "")
     ours, theirs = (_parse_text(side, display, "the conflicted ") for side in sides)
-    merged = MergedLock(ours)
-    for entry_id, entry in theirs.items():
-        if entry_id not in merged or _newer(entry, merged[entry_id]):
-            merged[entry_id] = entry
-    return merged
+    merged = dict(ours.rows)
+    for entry_id, row in theirs.rows.items():
+        if entry_id not in merged or _newer(row, merged[entry_id]):
+            merged[entry_id] = row
+    return MergedLock(merged)
 
 
 #: The build cache's name (`put_latest`) for the parsed form of the lock files the last
 #: build read and wrote, by the SHA-256 of their exact bytes.
 PARSED_LOCKS = "parsed-lock"
+#: The build cache's name for the digests, among those, of the files that are
+#: lock_body's own bytes (written by a build, or found so when read): the lock after an
+#: edit is written from such a file's bytes, its changed entries alone made anew.
+LOCK_BODIES = "lock-bodies"
 #: (ids, source hashes, versions, stamps, generation, removed): plain tuples of text,
 #: 5x quicker to pickle than 20,000 LockEntry objects.
 _Parsed = tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...], tuple[str, ...], int, Any]
@@ -191,6 +247,7 @@ class LockFile:
         self.digest: str | None = None
         self.recalled: dict[str, _Parsed] = {}
         self._hit: tuple[Lock, History] | None = None
+        self.bodies: frozenset[str] = frozenset()
         # The bytes hashed are the bytes parsed: a lock replaced meanwhile (a checkout, a
         # build beside this one) must not be remembered under the other bytes' digest.
         self._raw: bytes | None = None
@@ -204,10 +261,11 @@ class LockFile:
         self.recalled = _recalled(self.cache.get_latest(PARSED_LOCKS))
         known = self.recalled.get(self.digest)
         self._hit = _decode(known) if known is not None else None
+        self.bodies = _recalled_bodies(self.cache.get_latest(LOCK_BODIES))
 
     def lock(self) -> Lock:
         if self._hit is not None:
-            return dict(self._hit[0])  # a copy: the caller may change its own
+            return self._hit[0]  # a Lock is not changed in place: no copy needed
         return read_lock(self.path, self.display, self._raw)
 
     def history(self) -> History:
@@ -215,11 +273,22 @@ class LockFile:
             return self._hit[1]
         return read_history(self.path, self.display, self._raw)
 
+    def body(self, lock: Lock, history: History, changes: list[LockChange]) -> bytes:
+        """lock_body(lock, history), `lock` being the lock read with `changes`: when the
+        file read is lock_body's own bytes (the build cache knows them), made from them
+        with only the changed entries written anew (at 20,000 entries, 5 ms, not 40)."""
+        if self._hit is not None and self._raw is not None and self.digest in self.bodies:
+            old, old_history = self._hit
+            spliced = _spliced_body(self._raw, old, old_history, lock, history, changes)
+            if spliced is not None:
+                return spliced
+        return lock_body(lock, history)
+
     def remember(
         self,
-        read: Lock,
+        read: Mapping[str, LockEntry],
         old_history: History,
-        written: Lock | None,
+        written: Mapping[str, LockEntry] | None,
         history: History,
         written_body: bytes | None = None,  # lock_body(written, history), when made already
     ) -> None:
@@ -230,36 +299,46 @@ class LockFile:
         if self.cache is None or (self._hit is not None and written is None):
             return  # nothing the cache does not hold already
         known: dict[str, _Parsed] = {}
-        if self.digest is not None and type(read) is dict:
+        bodies: set[str] = set()
+        merged = isinstance(read, MergedLock)
+        if self.digest is not None and not merged:
             known[self.digest] = (
-                self.recalled[self.digest] if self._hit is not None else _encode(read, old_history)
+                self.recalled[self.digest]
+                if self._hit is not None
+                else _encode(Lock.of(read).rows, old_history)
             )
+            if self.digest in self.bodies or (
+                self._hit is None and self._raw == lock_body(read, old_history)
+            ):
+                bodies.add(self.digest)
         if written is not None:
-            old = read if type(read) is dict else {}
+            old = {} if merged else Lock.of(read).rows
+            rows = Lock.of(written).rows
             # Entries taken over from the lock read were checked when it was parsed; a
             # new or changed one is checked as a read would check it, or nothing of the
             # written lock is remembered (the next build parses it and says what is wrong).
-            if all(
-                old.get(entry_id) is entry or _entry_valid(entry)
-                for entry_id, entry in written.items()
-            ):
-                ordered = dict(sorted(written.items()))  # the order lock_body writes
+            if all(old.get(entry_id) == row or _row_valid(row) for entry_id, row in rows.items()):
                 body = written_body or lock_body(written, history)
                 digest = hashlib.sha256(body).hexdigest()
-                known[digest] = _encode(ordered, history)
+                known[digest] = _encode(rows, history)
+                bodies.add(digest)
         if known != self.recalled:
             self.cache.put_latest(PARSED_LOCKS, known)
+        if bodies != self.bodies:
+            self.cache.put_latest(LOCK_BODIES, frozenset(bodies))
 
 
-def _encode(lock: Lock, history: History) -> _Parsed:
-    entries = tuple(lock.values())
+def _encode(rows: dict[str, Row], history: History) -> _Parsed:
+    """The parsed form of a lock: its columns in the order lock_body writes (by id)."""
+    ids = tuple(sorted(rows))
+    hashes, versions, stamps = tuple(zip(*map(rows.__getitem__, ids), strict=True)) or ((), (), ())
     return (
-        tuple(lock),
-        tuple(entry.source_hash for entry in entries),
-        tuple(entry.content_version for entry in entries),
-        tuple(entry.updated_at for entry in entries),
+        ids,
+        hashes,
+        versions,
+        stamps,
         history.generation,
-        tuple((generation, tuple(ids)) for generation, ids in history.removed),
+        tuple((generation, tuple(group)) for generation, group in history.removed),
     )
 
 
@@ -273,10 +352,10 @@ def _decode(parsed: _Parsed) -> tuple[Lock, History] | None:
             return None
         if type(generation) is not int:
             return None
-        if not all(type(value) is str for column in columns for value in column):
+        if not all(set(map(type, column)) <= {str} for column in columns):
             return None
-        lock = dict(zip(ids, map(LockEntry, hashes, versions, stamps), strict=True))
-        if len(lock) != len(ids):
+        rows = dict(zip(ids, zip(hashes, versions, stamps, strict=True), strict=True))
+        if len(rows) != len(ids):
             return None
         history = History(
             generation,
@@ -286,7 +365,13 @@ def _decode(parsed: _Parsed) -> tuple[Lock, History] | None:
             return None
     except (TypeError, ValueError):
         return None
-    return lock, history
+    return Lock(rows), history
+
+
+def _recalled_bodies(value: object) -> frozenset[str]:
+    if not isinstance(value, frozenset):
+        return frozenset()
+    return frozenset(digest for digest in value if isinstance(digest, str))
 
 
 def _recalled(value: object) -> dict[str, _Parsed]:
@@ -295,9 +380,9 @@ def _recalled(value: object) -> dict[str, _Parsed]:
     return {key: parsed for key, parsed in value.items() if isinstance(key, str)}
 
 
-def _newer(candidate: LockEntry, current: LockEntry) -> bool:
-    def key(entry: LockEntry) -> tuple[tuple[int, ...], str]:
-        return tuple(int(part) for part in entry.content_version.split(".")), entry.updated_at
+def _newer(candidate: Row, current: Row) -> bool:
+    def key(row: Row) -> tuple[tuple[int, ...], str]:
+        return tuple(int(part) for part in row[1].split(".")), row[2]
 
     return key(candidate) > key(current)
 
@@ -343,7 +428,7 @@ def _parse_text(text: str, display: str, which: str) -> Lock:
     if not isinstance(entries, dict):
         raise SiteDataError.single(display, "entries", f"expected an object of entries; {advice}")
     problems: list[Problem] = []
-    lock: Lock = {}
+    rows: dict[str, Row] = {}
     for entry_id, entry in entries.items():
         where = f"entries.{entry_id}"
         if not isinstance(entry, dict):
@@ -385,52 +470,106 @@ def _parse_text(text: str, display: str, which: str) -> Lock:
                 )  # fmt: skip
                 bad = True
         if not bad:
-            lock[entry_id] = LockEntry(**fields)  # type: ignore[arg-type]
+            rows[entry_id] = tuple(fields.values())  # type: ignore[assignment]
     if problems:
         raise SiteDataError(problems)
-    return lock
+    return Lock(rows)
 
 
 def _real_time(stamp: str) -> None:
     datetime.fromisoformat(stamp[:-1])
 
 
-def _entry_valid(entry: LockEntry) -> bool:
+def _row_valid(row: Row) -> bool:
     """Whether _parse_text would accept this entry as it is, without a problem."""
-    if not all(
-        isinstance(value, str)
-        for value in (entry.source_hash, entry.content_version, entry.updated_at)
-    ):
+    source_hash, version, stamp = row
+    if not all(isinstance(value, str) for value in row):
         return False
     if not (
-        _HASH.fullmatch(entry.source_hash)
-        and _VERSION.fullmatch(entry.content_version)
-        and _STAMP.fullmatch(entry.updated_at)
+        _HASH.fullmatch(source_hash) and _VERSION.fullmatch(version) and _STAMP.fullmatch(stamp)
     ):
         return False
     try:
-        _real_time(entry.updated_at)
+        _real_time(stamp)
     except ValueError:
         return False
     return True
 
 
-def lock_body(lock: Lock, history: History | None = None) -> bytes:
+#: One entry of the lock file as `json.dumps(..., indent=2)` writes it, but its closing
+#: brace, each text put through the JSON encoder's own string escaping
+#: (`encode_basestring_ascii`: what json.dumps does with ensure_ascii). Made per entry,
+#: not as one dict of 20,000 dicts for an encoder: those dicts were 20,000 objects more
+#: for the garbage collector.
+_ENTRY = (
+    '    {}: {{\n      "source_hash": {},\n      "content_version": {},\n      "updated_at": {}'
+)
+#: What comes between two entries (the first one's closing brace), and after the last.
+_BETWEEN = "\n    },\n"
+_TAIL = b"\n    }\n  }\n}\n"
+#: How the lock's head ends as dumps_indented writes it with no entries.
+_NO_ENTRIES = b"{}\n}\n"
+
+
+def _head(history: History) -> bytes:
+    """The lock file's bytes up to its first entry (dumps_indented's, as before)."""
+    head = dumps_indented(
+        {
+            "format": LOCK_FORMAT,
+            "generation": history.generation,
+            "removed": {str(g): list(ids) for g, ids in history.removed},
+            "entries": {},
+        }
+    )
+    assert head.endswith(_NO_ENTRIES)
+    return head[: -len(_NO_ENTRIES)] + b"{\n"
+
+
+def _entry(entry_id: str, row: Row) -> str:
+    return _ENTRY.format(*map(encode_basestring_ascii, (entry_id, *row)))
+
+
+def lock_body(lock: Mapping[str, LockEntry], history: History | None = None) -> bytes:
+    """The lock file's bytes: `json.dumps(data, indent=2)` and a newline, entries by id."""
     history = history or History()
-    data = {
-        "format": LOCK_FORMAT,
-        "generation": history.generation,
-        "removed": {str(g): list(ids) for g, ids in history.removed},
-        "entries": {
-            entry_id: {
-                "source_hash": entry.source_hash,
-                "content_version": entry.content_version,
-                "updated_at": entry.updated_at,
-            }
-            for entry_id, entry in sorted(lock.items())
-        },
-    }
-    return dumps_indented(data)
+    rows = Lock.of(lock).rows
+    if not rows:
+        return _head(history)[:-2] + _NO_ENTRIES
+    entries = _BETWEEN.join(_entry(entry_id, rows[entry_id]) for entry_id in sorted(rows))
+    return _head(history) + entries.encode("ascii") + _TAIL
+
+
+def _spliced_body(
+    raw: bytes,
+    old: Lock,
+    old_history: History,
+    new: Lock,
+    history: History,
+    changes: list[LockChange],
+) -> bytes | None:
+    """lock_body(new, history), made from `raw` = lock_body(old, old_history) with the
+    rows listed in `changes` written anew and the rest of the bytes copied (old's rows
+    in the file's order: by id); None when entries were added or removed (or `raw` is
+    not of that shape), for lock_body to write the whole."""
+    if any(change.reason not in _SPLICED for change in changes) or len(new) != len(old):
+        return None
+    head = _head(old_history)
+    if not (raw.startswith(head) and raw.endswith(_TAIL)):
+        return None
+    parts = raw[len(head) : -len(_TAIL)].split(_BETWEEN.encode("ascii"))
+    ids = list(old.rows)
+    if len(parts) != len(ids):
+        return None
+    for change in changes:
+        at = bisect.bisect_left(ids, change.id)
+        if at == len(ids) or ids[at] != change.id or change.id not in new.rows:
+            return None
+        parts[at] = _entry(change.id, new.rows[change.id]).encode("ascii")
+    return _head(history) + _BETWEEN.encode("ascii").join(parts) + _TAIL
+
+
+#: The changes that keep every id where it is in the file (no entry added or removed).
+_SPLICED = frozenset({"content changed", "version changed"})
 
 
 def lock_timestamp() -> str:
@@ -456,36 +595,38 @@ class LockChange:
     reason: str
 
 
-def resolve(old: Lock, tracked: list[Tracked]) -> tuple[Lock, list[LockChange]]:
+def resolve(old: Mapping[str, LockEntry], tracked: Tracked) -> tuple[Lock, list[LockChange]]:
     """The lock this content needs, and why it differs from `old`.
 
     The clock is read lazily: a lock that needs no refresh never reads it.
     """
-    new: Lock = {}
+    before = Lock.of(old).rows
+    rows: dict[str, Row] = {}
     changes: list[LockChange] = []
     stamp: str | None = None
-    for item in tracked:
-        previous = old.get(item.id)
+    for entry_id, source_hash, pinned, file in zip(
+        tracked.ids, tracked.source_hashes, tracked.pinned_versions, tracked.files, strict=True
+    ):
+        previous = before.get(entry_id)
         if previous is None:
-            version, reason = item.pinned_version or FIRST_VERSION, "new entry"
-        elif previous.source_hash != item.source_hash:
-            version = item.pinned_version or bump_patch(previous.content_version)
+            version, reason = pinned or FIRST_VERSION, "new entry"
+        elif previous[0] != source_hash:
+            version = pinned or bump_patch(previous[1])
             reason = "content changed"
-        elif item.pinned_version and item.pinned_version != previous.content_version:
+        elif pinned and pinned != previous[1]:
             # A version edit alone is not a content change: keep updated_at.
-            new[item.id] = LockEntry(previous.source_hash, item.pinned_version, previous.updated_at)
-            changes.append(LockChange(item.id, item.file, "version changed"))
+            rows[entry_id] = (previous[0], pinned, previous[2])
+            changes.append(LockChange(entry_id, file, "version changed"))
             continue
         else:
-            new[item.id] = previous
+            rows[entry_id] = previous
             continue
         stamp = stamp or lock_timestamp()
-        new[item.id] = LockEntry(item.source_hash, version, stamp)
-        changes.append(LockChange(item.id, item.file, reason))
-    present = {item.id for item in tracked}
+        rows[entry_id] = (source_hash, version, stamp)
+        changes.append(LockChange(entry_id, file, reason))
     changes.extend(
         LockChange(entry_id, None, "entry removed")
-        for entry_id in sorted(old)
-        if entry_id not in present
+        for entry_id in sorted(before)
+        if entry_id not in rows
     )
-    return new, changes
+    return Lock(rows), changes

@@ -80,19 +80,32 @@ class DocumentData:
     once per build, for the lock's source hash and the document itself, and only for the
     entries the build cache does not already answer for."""
 
-    def __init__(self, site: Site) -> None:
+    def __init__(self, site: Site, renders_here: Callable[[int], bool] | None = None) -> None:
+        """`renders_here(n)`: whether n entries to render are rendered in this process
+        (render/entries.py), when the data made for the lock is worth keeping."""
         self.site = site
         self._rendered: dict[str, _Unversioned] = {}
         # Content hashes made with the source hashes, also of the documents whose data
         # was made in another process (the child of `tracked`): a document's data, made
         # again from the same file and settings, has the same bytes.
         self._content_hashes: dict[str, str] = {}
+        self._renders_here = renders_here
+        self._keep = True
+
+    def expect(self, count: int) -> None:
+        """`count` entries are about to be rendered for their source hashes. Their data is
+        kept for rendering them only if this process renders them: a pool's workers make
+        their own, and 10,000 documents' data held meanwhile (~36,000 containers) cost the
+        cold build a full garbage collection."""
+        self._keep = self._renders_here is None or self._renders_here(count)
 
     def __call__(self, document: LoadedDocument) -> dict[str, Any]:
         found = self._rendered.get(document.id)
         if found is None:
-            found = self._rendered[document.id] = _Unversioned(_unversioned(self.site, document))
+            found = _Unversioned(_unversioned(self.site, document))
             found.content_hash = self._content_hashes.get(document.id)
+            if self._keep:
+                self._rendered[document.id] = found
         return found
 
     def content_hash_known(self, document: LoadedDocument, content_hash: str) -> None:
@@ -107,7 +120,7 @@ class DocumentData:
         self._rendered.pop(document.id, None)
 
 
-def tracked(site: Site, data: DocumentData | None = None) -> list[Tracked]:
+def tracked(site: Site, data: DocumentData | None = None) -> Tracked:
     """Everything the lock records, documents first, in publication order.
 
     The source hashes the build cache does not hold are made here, in order, so the
@@ -116,7 +129,7 @@ def tracked(site: Site, data: DocumentData | None = None) -> list[Tracked]:
     entries: list[LoadedDocument | LoadedFaq] = [*site.documents, *site.faqs]
     hashes = [site.cache.get(e.cache_key, "source_hash") if e.cache_key else None for e in entries]
     missing = [index for index, found in enumerate(hashes) if found is None]
-
+    data.expect(len(missing))
     for index in missing:
         loaded = entries[index]
         source, content = _source_hash(site, data, loaded)
@@ -125,15 +138,12 @@ def tracked(site: Site, data: DocumentData | None = None) -> list[Tracked]:
             data.content_hash_known(loaded, content)
         if loaded.cache_key:
             site.cache.put(loaded.cache_key, "source_hash", source)
-    return [
-        Tracked(
-            e.id,
-            hash_,  # type: ignore[arg-type]
-            e.version if isinstance(e, LoadedDocument) else None,
-            e.file,
-        )
-        for e, hash_ in zip(entries, hashes, strict=True)
-    ]
+    return Tracked(
+        tuple(e.id for e in entries),
+        tuple(hashes),  # type: ignore[arg-type]
+        tuple(e.version if isinstance(e, LoadedDocument) else None for e in entries),
+        tuple(e.file for e in entries),
+    )
 
 
 def _source_hash(
@@ -157,8 +167,14 @@ def source_hash(site: Site, data: dict[str, Any]) -> str:
 
 
 def _token_hash(site: Site, canonical: bytes) -> str:
-    text = canonical.decode("utf-8").replace(site.base_url, BASE_URL_TOKEN)
-    return "sha256:" + hashlib.sha256(text.encode("utf-8")).hexdigest()
+    # Replaced in the UTF-8 bytes, not decoded and encoded again: UTF-8 is
+    # self-synchronizing, so the encoded base URL occurs in the bytes exactly where it
+    # occurs in the text, and the result is the same bytes.
+    token = canonical.replace(site.base_url.encode("utf-8"), _TOKEN)
+    return "sha256:" + hashlib.sha256(token).hexdigest()
+
+
+_TOKEN = BASE_URL_TOKEN.encode("utf-8")
 
 
 def cached_content_hash(

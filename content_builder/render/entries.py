@@ -115,7 +115,7 @@ def _render_all(
     the workers finish theirs and exit before the interrupt goes on; a build ended
     otherwise (SIGTERM) takes its workers with it (`_end_with`)."""
     workers = _cores()
-    if len(todo) < POOL_THRESHOLD or workers < 2:
+    if renders_here(len(todo)):
         tokenizer = search_tokenizer()
         yield from (_render(site, loaded, lock, data, tokenizer) for loaded in todo)
         return
@@ -155,6 +155,11 @@ def _render_all(
         except BaseException:
             pool.shutdown(cancel_futures=True)
             raise
+
+
+def renders_here(count: int) -> bool:
+    """Whether `count` entries to render are rendered in this process, not by a pool."""
+    return count < POOL_THRESHOLD or _cores() < 2
 
 
 @contextlib.contextmanager
