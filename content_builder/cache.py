@@ -139,6 +139,7 @@ class EntryCache:
         appendable: bool,
         latest: dict[str, Any] | None = None,
         blobs: BlobFile | None = None,
+        latest_seen: tuple[int, ...] | None = None,
     ):
         self.file = file
         self.header = header
@@ -149,6 +150,7 @@ class EntryCache:
         self.signature = _signature(file) if file is not None else (-1, -1)
         self.blobs = blobs  # the file the records' BlobRefs are read from
         self._latest = latest  # the values `put_latest` kept, read when first asked
+        self._latest_seen = latest_seen  # the side file they were read from (`_file_id`)
         self._latest_put: dict[str, Any] = {}  # put_latest, written by save
 
     @classmethod
@@ -185,7 +187,9 @@ class EntryCache:
             assert last is not None
             # Records are keyed by content: one another build added meanwhile is only
             # missing here, never wrong.
-            return cls(file, header, last.records, True, last._latest, last.blobs)
+            return cls(
+                file, header, last.records, True, last._latest, last.blobs, last._latest_seen
+            )
         records, whole, blobs = _read_records(file, header)
         return cls(file, header, records, whole and bool(records), blobs=blobs)
 
@@ -285,7 +289,11 @@ class EntryCache:
         if self.file is None:
             return None
         if self._latest is None:
-            self._latest = _read_latest(_latest_file(self.file), self.header)
+            side = _latest_file(self.file)
+            # Which file was read: taken before reading, so a file replaced meanwhile
+            # is read again by `_save_latest`, never taken for the one read.
+            self._latest_seen = _file_id(side)
+            self._latest = _read_latest(side, self.header)
         return self._latest.get(name)
 
     def put_latest(self, name: str, value: Any) -> None:
@@ -297,10 +305,15 @@ class EntryCache:
         if self.file is None or not self._latest_put:
             return
         side = _latest_file(self.file)
-        # Read again under the lock: another build may have saved its values meanwhile.
-        values = {**_read_latest(side, self.header), **self._latest_put}
+        # Read again under the lock if another build saved its values meanwhile (the file
+        # is always replaced, never written in place: a new inode). Not read again when it
+        # is the very file this cache read (14 MB at 10,000 entries: ~0.3 s an edit).
+        known = self._latest is not None and _file_id(side) == self._latest_seen
+        before = self._latest if known else _read_latest(side, self.header)
+        values = {**before, **self._latest_put}  # type: ignore[dict-item]
         _write_new(side, _MAGIC + self.header, values)
         self._latest = values
+        self._latest_seen = _file_id(side)
         self._latest_put = {}
 
     # What the last build that passed every check proved (`Proven`).
@@ -466,6 +479,15 @@ def _starts_with(file: Path, head: bytes) -> bool:
             return stream.read(len(head)) == head
     except OSError:
         return False
+
+
+def _file_id(file: Path) -> tuple[int, ...] | None:
+    """Which file is at `file` now: a replaced file has another inode (and times)."""
+    try:
+        stat = file.stat()
+    except OSError:
+        return None
+    return (stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns)
 
 
 def _signature(file: Path) -> tuple[int, int]:

@@ -335,3 +335,46 @@ def test_a_site_keeps_at_most_two_cache_files(
     assert beside and beside <= {file.name for file in files}, "values go with their file"
     assert not orphan.exists()
     assert not (cache_dir / "build-0123456789abcdef01234567.pickle").exists()
+
+
+def test_latest_values_of_two_builds_saving_one_after_the_other_are_both_kept(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The side file of `put_latest` values is read again before a save only when another
+    build replaced it since this one read it: a build's values never erase another's, and
+    an edit does not read the (at 10,000 entries 14 MB) file twice."""
+    monkeypatch.setenv(build_cache.CACHE_ENV, str(tmp_path / "cache"))
+    site = tmp_path / "site"
+    site.mkdir()
+    reads: list[Path] = []
+    read = build_cache._read_latest
+
+    def counted(side: Path, header: bytes) -> dict[str, object]:
+        reads.append(side)
+        return read(side, header)
+
+    monkeypatch.setattr(build_cache, "_read_latest", counted)
+    first = build_cache.EntryCache.open(site, b"settings")
+    first.put("a", "body", b"x")
+    first.put_latest("one", 1)
+    first.save()
+    assert len(reads) == 1, "never read before: read under the lock before the save"
+    alone = build_cache.EntryCache.open(site, b"settings")
+    assert alone.get_latest("one") == 1 and len(reads) == 2
+    alone.put_latest("one", 2)
+    alone.save()
+    assert len(reads) == 2, "the file it read is the file there: not read again"
+    # Two builds at once: the second saves between the first's read and its save.
+    slow = build_cache.EntryCache.open(site, b"settings")
+    assert slow.get_latest("one") == 2
+    quick = build_cache.EntryCache.open(site, b"settings")
+    quick.put_latest("two", "quick's")
+    quick.save()
+    slow.put_latest("three", "slow's")
+    slow.save()
+    values = build_cache.EntryCache.open(site, b"settings")
+    assert (values.get_latest("one"), values.get_latest("two"), values.get_latest("three")) == (
+        2,
+        "quick's",
+        "slow's",
+    )
