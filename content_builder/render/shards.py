@@ -30,7 +30,7 @@ import hashlib
 import json
 from bisect import insort
 from collections import defaultdict
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -245,14 +245,13 @@ def _postings(keyed: list[tuple[str, Any]]) -> dict[str, list[Group]]:
     return merged
 
 
-def _body_weights(terms: Any) -> bytes | Iterator[int]:
+def _body_weights(terms: Any) -> bytes:
     """Each body term's weight: as rendered with the entry, or worked out (terms made by
     hand, as tests do)."""
     weights: bytes = getattr(terms, "body_weights", b"")
     if len(weights) == len(terms.body):
         return weights
-    length = sum(terms.body_counts)
-    return (search_shards.body_weight(count, length) for count in terms.body_counts)
+    return search_shards.body_weights(terms.body_counts, sum(terms.body_counts))
 
 
 def _entry_postings(terms: Any) -> dict[str, int]:
