@@ -202,9 +202,15 @@ _NEW_FILE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
 
 
 def _write_new_file(path: str, body: bytes) -> None:
+    # os.write, not a file object: no buffered stream made and closed per file (there
+    # are a thousand at 100 entries, issue 22).
     handle = os.open(path, _NEW_FILE, 0o644)
-    with os.fdopen(handle, "wb") as stream:
-        stream.write(body)
+    try:
+        left = memoryview(body)
+        while left:  # a regular file takes it whole, unless a signal or a full disk cuts in
+            left = left[os.write(handle, left) :]
+    finally:
+        os.close(handle)
 
 
 def _stage(
@@ -222,7 +228,8 @@ def _stage(
     written. A build stopped here leaves the live output as it was."""
     written = _written_before(out_dir, previous)
     wanted = {artifact.key for artifact in artifacts}
-    _remove_unwanted(str(staging), wanted | {MANIFEST_NAME})  # the manifest: replaced last
+    # The manifest too: it is replaced last.
+    present = _remove_unwanted(str(staging), wanted | {MANIFEST_NAME})
     made: set[str] = set()
     memo: dict[str, bool] = {}
     # Strings, not Paths, in this loop: it runs once per published file.
@@ -236,10 +243,7 @@ def _stage(
             and _folder_holds(published, os.path.dirname(live), written, memo)
             else None
         )
-        try:
-            kept = os.lstat(target)
-        except FileNotFoundError:
-            kept = None
+        kept = os.lstat(target) if artifact.key in present else None  # no lstat that fails
         if kept is not None:
             if live_stat is not None and _same_file(kept, live_stat):
                 continue
@@ -285,9 +289,10 @@ def _linked(source: str, target: str) -> bool:
     return True
 
 
-def _remove_unwanted(root: str, wanted: set[str]) -> None:
+def _remove_unwanted(root: str, wanted: set[str]) -> set[str]:
     """Remove from the staging folder everything but the files at `wanted` keys and the
-    folders on their way: one scandir per folder."""
+    folders on their way: one scandir per folder. The keys of the files left."""
+    present: set[str] = set()
     folders = {""}
     for parent in {key.rpartition("/")[0] for key in wanted}:
         while parent not in folders:
@@ -306,6 +311,9 @@ def _remove_unwanted(root: str, wanted: set[str]) -> None:
                 shutil.rmtree(item.path)
             elif key not in wanted or not item.is_file(follow_symlinks=False):
                 os.unlink(item.path)
+            else:
+                present.add(key)
+    return present
 
 
 @dataclass(frozen=True)
