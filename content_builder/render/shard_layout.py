@@ -327,4 +327,4 @@ def _dumps_str(text: str) -> bytes:
 
 def _dumps_term(term: str, entry: dict[str, Any]) -> bytes:
     """`"term":{...}`, as json.dumps writes it inside the shard's `terms`."""
-    return _dumps_str(term) + b":" + compact_json(entry)
+    return compact_json({term: entry})[1:-1]  # one encoder call, not two
