@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -87,9 +87,9 @@ class Layout:
 
 @dataclass(frozen=True)
 class Change:
-    """A term's postings before and after (an empty list: it had none, or has none now)."""
+    """A term's postings before and after (empty: it had none, or has none now)."""
 
-    old: list[Group]
+    old: Sequence[Group]
     new: list[Group]
 
 
@@ -268,7 +268,7 @@ def _tail_cost(term: str, group: bytes) -> int:
     return len(group) + len(term) + 24  # its group, and its share of the term's wrapping
 
 
-def _df(groups: list[Group]) -> int:
+def _df(groups: Sequence[Group]) -> int:
     """How many keys the groups hold."""
     return sum(map(len, groups)) - len(groups)
 
@@ -287,7 +287,7 @@ def _head(groups: list[Group], df: int) -> list[Group]:
     return head
 
 
-def _tail(groups: list[Group], df: int) -> list[Group]:
+def _tail(groups: Sequence[Group], df: int) -> list[Group]:
     """The postings after the head, in their groups (`df`: how many they hold)."""
     if df <= search_shards.HEAD_POSTINGS:
         return []

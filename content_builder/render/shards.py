@@ -213,7 +213,9 @@ def _from_nothing(
 ) -> tuple[Laid, dict[str, str]]:
     keyed = sorted(zip(keys, (entry.terms for entry in entries), strict=True))
     postings = _postings(keyed)
-    changes = {term: Change([], groups) for term, groups in postings.items()}
+    # (): one empty tuple for every term, not a list each (fewer objects for the
+    # collector to count and walk, issue 22).
+    changes = {term: Change((), groups) for term, groups in postings.items()}
     laid = lay_out(Layout(spread_for(len(postings))), changes, _nothing)
     store.made.update(laid.bodies)
     by_prefix: dict[str, list[tuple[str, EntryRender]]] = defaultdict(list)
@@ -241,7 +243,8 @@ def _postings(keyed: list[tuple[str, Any]]) -> dict[str, list[Group]]:
     merged: dict[str, list[Group]] = {}
     for weight in sorted(by_weight, reverse=True):
         for term, keys in by_weight[weight].items():
-            merged.setdefault(term, []).append([weight, *keys])
+            keys.insert(0, weight)  # the list made a group in place, not copied into one
+            merged.setdefault(term, []).append(keys)
     return merged
 
 
