@@ -151,6 +151,7 @@ _NOT_ASCII_AT_ALL = re.compile(r"[^\x00-\x7f]")
 _ASCII_BYTES = bytes(range(128))
 _FEW_CHARACTERS = 8  # more distinct ones (a text in Greek, say): one regex scan instead
 _NON_SPACE_RUN = re.compile(r"\S*")
+_TOKEN = re.compile(r"\S+")
 # _SPLIT as a translation, for ASCII text: str.translate + str.split beat a regex split 2x.
 _NON_TERM_TO_SPACE = str.maketrans({chr(c): " " for c in range(128) if _SPLIT.match(chr(c))})
 
@@ -342,18 +343,18 @@ class Tokenizer:
     def acronym_terms(self, found: AbstractSet[str], groups: Sequence[Tokens]) -> set[str]:
         """`acronym_terms(found, words)` where `words` is each group's `ordered` words, one
         group after another. The phrases are looked for in the groups' term texts and
-        compounds (a regex scan in C), not in a list of every word."""
+        compounds (`phrase_in_term_text`), not in a list of every word."""
         if any(not _is_term(joined) for group in groups for joined in group.compounds):
             # A compound such as "a.m" -> "am" would pass for a stop word: the long way.
             return acronym_terms(found, lambda: [w for g in groups for w in self.ordered(g)])
         text: str | None = None
 
-        def has_phrase(phrase: str, pattern: str) -> bool:
+        def has_phrase(_: str, in_order: tuple[str, ...]) -> bool:
             nonlocal text
             if text is None:
                 pieces = [part for g in groups for part in (g.text, *sorted(g.compounds))]
                 text = " " + " ".join(pieces) + " "
-            return re.search(pattern, text) is not None  # compiled once, in re's cache
+            return phrase_in_term_text(text, in_order)
 
         return _acronym_terms(found, has_phrase)
 
@@ -472,27 +473,50 @@ ACRONYMS: dict[str, tuple[str, ...]] = {
 }
 
 
-# A token that `words` drops (see `_is_term`), in the term text of `Tokenizer` (ASCII
-# letters and digits, anything else a space), where it does not break a phrase.
-_NOISE_TOKEN = (
-    "(?:[0-9a-z]|[0-9][0-9]|"
-    + "|".join(sorted(STOP_WORDS | GENERIC_WORDS, key=lambda word: (-len(word), word)))
-    + ")(?![0-9a-z])"
-)
+#: Words that `words` drops for what they are, not for their shape (`_is_term`).
+_NOISE_WORDS = STOP_WORDS | GENERIC_WORDS
+
+
+def is_phrase_noise(token: str) -> bool:
+    """Whether a token of term text (ASCII letters and digits) is one that `words` drops
+    and that does not break a phrase: one character, two digits, a stop or generic word.
+    (A token dropped for its shape, a hash say, does break it.)"""
+    return len(token) == 1 or (len(token) == 2 and token.isdigit()) or token in _NOISE_WORDS
+
+
+def phrase_in_term_text(text: str, phrase: tuple[str, ...]) -> bool:
+    """Whether the words of `phrase` follow one another in `text` (term text: tokens of
+    ASCII letters and digits between spaces, a space first and last), with nothing but
+    phrase noise between them. Each occurrence of the first word is found in C, then
+    the tokens after it read one by one; the first match of each next word is the one
+    to take (a later one could only follow noise the earlier one is part of). (A regex,
+    the noise an alternation of 200 words repeated between each two words, took 4 ms to
+    compile per acronym: ~2% of a small site's build.)"""
+    first = " " + phrase[0] + " "
+    at = text.find(first)
+    while at >= 0:
+        following = _TOKEN.finditer(text, at + len(first) - 1)
+        for word in phrase[1:]:
+            token = next(following, None)
+            while token is not None and token[0] != word and is_phrase_noise(token[0]):
+                token = next(following, None)
+            if token is None or token[0] != word:
+                break
+        else:
+            return True
+        at = text.find(first, at + 1)
+    return False
+
+
 # Per acronym: its two forms, the words of its expansion, the expansion as a phrase of
-# words, and as a pattern over term text (led by a literal: a fast scan). The patterns
-# stay text until a phrase is looked for: compiling them all (each repeats the noise
-# alternation) was 30-40 ms of every command's start-up, `build` after an edit included.
+# words (text, and the words in order).
 _ACRONYM_FORMS = [
     (
         acronym,
         acronym + "s",
         frozenset(expansion),
         " " + " ".join(expansion) + " ",
-        " "
-        + expansion[0]
-        + "".join(f"(?: +{_NOISE_TOKEN})* +{word}" for word in expansion[1:])
-        + "(?![0-9a-z])",
+        tuple(expansion),
     )
     for acronym, expansion in ACRONYMS.items()
 ]
@@ -504,7 +528,7 @@ def acronym_terms(found: set[str], text_words: list[str] | Callable[[], list[str
     `text_words` (which may be given as a function, called only when a phrase is possible)."""
     joined: str | None = None
 
-    def has_phrase(phrase: str, pattern: str) -> bool:
+    def has_phrase(phrase: str, _: tuple[str, ...]) -> bool:
         nonlocal joined
         if joined is None:
             in_order = text_words() if callable(text_words) else text_words
@@ -514,12 +538,14 @@ def acronym_terms(found: set[str], text_words: list[str] | Callable[[], list[str
     return _acronym_terms(found, has_phrase)
 
 
-def _acronym_terms(found: AbstractSet[str], has_phrase: Callable[[str, str], bool]) -> set[str]:
+def _acronym_terms(
+    found: AbstractSet[str], has_phrase: Callable[[str, tuple[str, ...]], bool]
+) -> set[str]:
     extra: set[str] = set()
-    for acronym, plural, expansion, phrase, pattern in _ACRONYM_FORMS:
+    for acronym, plural, expansion, phrase, in_order in _ACRONYM_FORMS:
         if acronym in found or plural in found:
             extra |= expansion
         # The phrase test only where every word of it is there (`found` holds them all).
-        if expansion.issubset(found) and has_phrase(phrase, pattern):
+        if expansion.issubset(found) and has_phrase(phrase, in_order):
             extra |= {acronym, plural}
     return extra

@@ -21,10 +21,7 @@ from urllib.parse import unquote, urljoin
 from agent_contract import paths
 from content_builder.errors import Problem, SiteDataError
 from content_builder.markdown_page import PAGE_RELATIVE, Context, forbidden_lines
-from content_builder.site_files import read_site_file
-
-#: What a page's file name ends with (Docusaurus writes .mdx as well).
-MARKDOWN_SUFFIXES = (".md", ".mdx")
+from content_builder.site_files import MARKDOWN_SUFFIXES, read_site_file
 
 
 def stem(rel: str) -> str:

@@ -17,7 +17,7 @@ import os
 import posixpath
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -26,9 +26,9 @@ import yaml
 from content_builder import markdown_docusaurus as docusaurus
 from content_builder.cache import EntryCache, entry_key
 from content_builder.errors import Problem, SiteDataError
+from content_builder.loader import MarkdownPages, validate_model
 from content_builder.markdown_links import (
     INDEX_NAMES,
-    MARKDOWN_SUFFIXES,
     SCHEME,
     Tree,
     page_context,
@@ -41,7 +41,7 @@ from content_builder.markdown_page import (
     forbidden_lines,
     split_front_matter,
 )
-from content_builder.site_files import kind, read_site_file
+from content_builder.site_files import MARKDOWN_SUFFIXES, has_markdown, kind, read_site_file
 from content_builder.source import DocumentSource, MarkdownPageSource, SiteSource
 from content_builder.yaml_io import read_yaml_mapping
 
@@ -72,17 +72,6 @@ class _Page:
     order: int = 0
     group: str = DEFAULT_GROUP
     canonical: str = ""
-
-
-@dataclass
-class MarkdownPages:
-    """What the Markdown trees add to a site."""
-
-    documents: list[Any] = field(default_factory=list)  # LoadedDocument
-    groups: dict[str, str] = field(default_factory=dict)  # document id -> llms.txt group
-    group_order: list[str] = field(default_factory=list)
-    warnings: list[Problem] = field(default_factory=list)
-    roots: list[Path] = field(default_factory=list)  # folders to watch
 
 
 def page_id(rel: str) -> str:
@@ -179,7 +168,7 @@ def _trees(
     trees = []
     docs_url = (config.docs_url or config.website).rstrip("/")
     content = site_root / "content"
-    if content.is_dir() and any(name.endswith(MARKDOWN_SUFFIXES) for name in os.listdir(content)):
+    if has_markdown(content):
         style = config.docs_url_style or "clean"
         trees.append(Tree(content, content, style, docs_url, None, recursive=False))
     if config.docs_dir is not None:
@@ -591,8 +580,6 @@ def _recording(context: Context, names: list[str], links: list[str]) -> Context:
 
 
 def _models(page: _Page, context: Context, problems: list[Problem]) -> tuple[Any, ...] | None:
-    from content_builder.loader import validate_model  # the loader imports this module
-
     converted: Converted = convert(page.text, page.body_start, context, page.rel.endswith(".mdx"))
     found = [Problem(page.display, None, f"line {line}: {message}")
              for line, message in converted.problems]  # fmt: skip

@@ -83,6 +83,15 @@ def irregular(
     return found
 
 
+#: What a Markdown page's file name ends with (Docusaurus writes .mdx as well).
+MARKDOWN_SUFFIXES = (".md", ".mdx")
+
+
+def has_markdown(folder: Path) -> bool:
+    """Whether `folder` (a site's content/) holds a Markdown page."""
+    return folder.is_dir() and any(name.endswith(MARKDOWN_SUFFIXES) for name in os.listdir(folder))
+
+
 def yaml_names(folder: Path, display: str, problems: list[Problem]) -> list[str]:
     """The names of the folder's .yaml files, sorted, that are regular files; any other
     `.yaml` or `.yml` entry (a link, a FIFO, a folder) is a problem. Other names are not

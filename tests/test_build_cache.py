@@ -123,6 +123,29 @@ def test_an_unchanged_entry_is_not_parsed_again(
     ]
 
 
+def test_a_rebuild_takes_the_openapi_schemas_from_the_cache(
+    site_copy: Path, tmp_path: Path, cache_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The component schemas depend on the code alone (which keys the cache): a rebuild
+    does not walk the models again, and publishes the same OpenAPI bytes."""
+    first = _build(site_copy, tmp_path / "out")
+    _edit(site_copy)
+
+    def refused() -> None:
+        raise AssertionError("the schemas were generated again")
+
+    monkeypatch.setattr("content_builder.render.openapi.component_schemas", refused)
+    warm = _build(site_copy, tmp_path / "out")
+    assert warm["api/v1/openapi.json"] == first["api/v1/openapi.json"]
+    assert warm == _cold_with(site_copy, tmp_path, monkeypatch)
+
+
+def _cold_with(site: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
+    """`_cold`, with the schema generator back (a cold build must generate them)."""
+    monkeypatch.undo()
+    return _cold(site, tmp_path, monkeypatch)
+
+
 @pytest.mark.parametrize(
     "content",
     [

@@ -271,3 +271,10 @@ def test_prose_weights_saturate_and_fall_with_length() -> None:
     assert weight(20, reference) <= search_shards.BODY_TOP < search_shards.TITLE_WEIGHT
     assert weight(3, reference // 4) > weight(3, reference * 4) >= 1
     assert weight(1, 10 * reference) == 1  # never 0: every word stays findable
+
+
+@pytest.mark.parametrize("length", [1, 17, search_shards.BODY_REFERENCE_LENGTH, 5_000])
+def test_an_entry_s_prose_weights_are_each_word_s_weight(length: int) -> None:
+    counts = [1, 2, 1, 7, 40, 2, 1, 300, 3]
+    weights = search_shards.body_weights(iter(counts), length)  # a view: read once
+    assert list(weights) == [search_shards.body_weight(count, length) for count in counts]

@@ -16,6 +16,7 @@ from collections import Counter
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
+from agent_contract import search_terms
 from agent_contract.search_terms import Tokenizer, acronym_terms, compounds, stem, words
 from content_builder.render import indexes
 
@@ -95,6 +96,45 @@ def test_the_tokenizer_finds_acronym_phrases_as_acronym_terms_does(
     in_order = [word for group in found for word in tokenizer.ordered(group)]
     every_word = set(in_order)
     assert tokenizer.acronym_terms(every_word, found) == acronym_terms(every_word, in_order)
+
+
+def _phrase_pattern(phrase: tuple[str, ...]) -> re.Pattern[str]:
+    """What the tokenizer looked phrases up with before issue 22: a regex over the term
+    text, the noise tokens (one character, two digits, a stop or generic word) an
+    alternation between each two words."""
+    noise_words = search_terms.STOP_WORDS | search_terms.GENERIC_WORDS
+    noise = (
+        "(?:[0-9a-z]|[0-9][0-9]|"
+        + "|".join(sorted(noise_words, key=lambda word: (-len(word), word)))
+        + ")(?![0-9a-z])"
+    )
+    return re.compile(
+        " " + phrase[0] + "".join(f"(?: +{noise})* +{word}" for word in phrase[1:]) + "(?![0-9a-z])"
+    )
+
+
+_PHRASES = [tuple(words) for words in search_terms.ACRONYMS.values()] + [
+    ("model", "the", "context"),  # a phrase word that is noise itself
+    ("a", "model"),
+    ("model",),
+]
+_OTHER_TOKENS = ["the", "of", "a", "7", "42", "404", "x", "models", "an", "1a", "d00d0001"]
+_TERM_TOKENS = st.sampled_from(
+    [*sorted({word for phrase in _PHRASES for word in phrase}), *_OTHER_TOKENS]
+)
+
+
+@settings(max_examples=500, deadline=None)
+@given(tokens=st.lists(_TERM_TOKENS, max_size=14), phrase=st.sampled_from(_PHRASES),
+       spaces=st.sampled_from([" ", "  "]))  # fmt: skip
+@example(tokens=["model", "the", "a", "context", "42", "protocol"], phrase=_PHRASES[0], spaces=" ")
+@example(tokens=["model", "the", "context"], phrase=("model", "the", "context"), spaces=" ")
+def test_a_phrase_is_found_in_term_text_as_the_regex_found_it(
+    tokens: list[str], phrase: tuple[str, ...], spaces: str
+) -> None:
+    text = " " + spaces.join(tokens) + " "
+    expected = _phrase_pattern(phrase).search(text) is not None
+    assert search_terms.phrase_in_term_text(text, phrase) == expected
 
 
 @given(text=st.text(alphabet=_TRICKY, max_size=40))

@@ -20,7 +20,6 @@ from content_builder.cache import EntryCache
 from content_builder.errors import SiteDataError
 from content_builder.loader import LoadedDocument, LoadedFaq, Site
 from content_builder.lock import History, Lock, LockEntry
-from content_builder.markdown_links import MARKDOWN_SUFFIXES
 from content_builder.render.catalog import (
     JOINED,
     Catalog,
@@ -46,6 +45,7 @@ from content_builder.render.indexes import (
 )
 from content_builder.render.llms import document_block, document_link, faq_block, faq_link
 from content_builder.render.markdown import document_markdown, faq_markdown
+from content_builder.site_files import MARKDOWN_SUFFIXES
 from content_builder.validate import authored_links, body_links
 
 if TYPE_CHECKING:

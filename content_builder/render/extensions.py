@@ -3,8 +3,6 @@ API catalog, the sitemap and robots.txt. The spec's own files are not touched.""
 
 from __future__ import annotations
 
-from xml.sax.saxutils import escape
-
 from agent_contract import paths
 from agent_contract.endpoints import JSON_MEDIA
 from agent_contract.models import (
@@ -77,8 +75,16 @@ def sitemap_url(site: Site, api_path: str, updated_at: str) -> str:
     """The entry's <url> element of sitemap.xml: its JSON URL, lastmod = updated_at (W3C
     datetime, which the sitemap schema's `tLastmod` accepts)."""
     return (
-        f"<url><loc>{escape(site.base_url + api_path)}</loc><lastmod>{updated_at}</lastmod></url>"
+        f"<url><loc>{_xml_text(site.base_url + api_path)}</loc>"
+        f"<lastmod>{updated_at}</lastmod></url>"
     )
+
+
+def _xml_text(text: str) -> str:
+    """`text` as XML character data: the three escapes of xml.sax.saxutils.escape, whose
+    import pulls urllib.request, http.client and email into every build (~8 ms of a
+    0.3 s build, issue 22)."""
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
 def sitemap_xml(site: Site, catalog: Catalog) -> str:

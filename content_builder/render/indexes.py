@@ -218,9 +218,7 @@ def _entry_terms(
         body_counts=tuple(body_counts.values()),
         inflections=tuple(inflections),
         code=tuple(code_words),
-        body_weights=bytes(
-            search_shards.body_weight(count, length) for count in body_counts.values()
-        ),
+        body_weights=search_shards.body_weights(body_counts.values(), length),
     )
 
 

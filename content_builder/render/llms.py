@@ -15,7 +15,6 @@ from agent_contract.directives import TOKEN_METHOD
 from agent_contract.endpoints import Endpoint, llms_section
 from agent_contract.models import ContentDocument, EntrySize, FAQEntry, FeatureContent
 from content_builder.loader import LoadedDocument, LoadedFaq, Site
-from content_builder.markdown_links import MARKDOWN_SUFFIXES
 from content_builder.render.catalog import Catalog
 from content_builder.render.documents import summarize
 from content_builder.render.escape import (
@@ -28,6 +27,7 @@ from content_builder.render.escape import (
 )
 from content_builder.render.indexes import faq_canonical_url
 from content_builder.render.markdown import twin_links
+from content_builder.site_files import MARKDOWN_SUFFIXES
 
 
 def _link(title: str, url: str, note: str | None = None) -> str:

@@ -30,7 +30,7 @@ import hashlib
 import json
 from bisect import insort
 from collections import defaultdict
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -221,7 +221,9 @@ def _from_nothing(
 ) -> tuple[Laid, dict[str, str]]:
     keyed = sorted(zip(keys, (entry.terms for entry in entries), strict=True))
     postings = _postings(keyed)
-    changes = {term: Change([], groups) for term, groups in postings.items()}
+    # (): one empty tuple for every term, not a list each (fewer objects for the
+    # collector to count and walk, issue 22).
+    changes = {term: Change((), groups) for term, groups in postings.items()}
     laid = lay_out(Layout(spread_for(len(postings))), changes, _nothing)
     store.made.update(laid.bodies)
     by_prefix: dict[str, list[tuple[str, EntryRender]]] = defaultdict(list)
@@ -249,18 +251,18 @@ def _postings(keyed: list[tuple[str, Any]]) -> dict[str, list[Group]]:
     merged: dict[str, list[Group]] = {}
     for weight in sorted(by_weight, reverse=True):
         for term, keys in by_weight[weight].items():
-            merged.setdefault(term, []).append([weight, *keys])
+            keys.insert(0, weight)  # the list made a group in place, not copied into one
+            merged.setdefault(term, []).append(keys)
     return merged
 
 
-def _body_weights(terms: Any) -> bytes | Iterator[int]:
+def _body_weights(terms: Any) -> bytes:
     """Each body term's weight: as rendered with the entry, or worked out (terms made by
     hand, as tests do)."""
     weights: bytes = getattr(terms, "body_weights", b"")
     if len(weights) == len(terms.body):
         return weights
-    length = sum(terms.body_counts)
-    return (search_shards.body_weight(count, length) for count in terms.body_counts)
+    return search_shards.body_weights(terms.body_counts, sum(terms.body_counts))
 
 
 def _entry_postings(terms: Any) -> dict[str, int]:
