@@ -21,8 +21,8 @@ from agent_contract import paths
 from agent_contract.artifacts import Artifact
 from agent_contract.endpoints import ENDPOINT
 from content_builder.errors import Problem, SiteDataError
-from content_builder.markdown_links import MARKDOWN_SUFFIXES
 from content_builder.render.llms import LLMS_TXT_BUDGET
+from content_builder.site_files import MARKDOWN_SUFFIXES
 
 ENTRY_BUDGET = 100_000
 #: The windows of the fetch tools named above, smallest first.
