@@ -164,7 +164,7 @@ def check(site: Site, catalog: Catalog, artifacts: list[Artifact]) -> None:
         by_path[paths.OPENAPI].sha256,
     )
     # Unpacked once each (EntryLinks), only those of entries whose links are not proven.
-    links = unproven_links(catalog, settled)
+    links = catalog.links(settled)
     check_authored_links(site, catalog, published, links)
     found = known_links(site, catalog, artifacts, links, before.files if before else frozenset())
     check_artifacts(
@@ -178,19 +178,11 @@ def check(site: Site, catalog: Catalog, artifacts: list[Artifact]) -> None:
     site.cache.record_proof(proof_paths, identities, others, coverage)
 
 
-def unproven_links(catalog: Catalog, settled: list[bool]) -> list[EntryLinks | None]:
-    """Each entry's links, None where the last passing build proved them."""
-    return [
-        None if done else entry.entry_links()
-        for entry, done in zip(catalog.entries, settled, strict=True)
-    ]
-
-
 def known_links(
     site: Site,
     catalog: Catalog,
     artifacts: list[Artifact],
-    links: list[EntryLinks | None] | None = None,  # per entry (`unproven_links`; none: all)
+    links: list[EntryLinks | None] | None = None,  # per entry (`Catalog.links`; none: all)
     proven_files: frozenset[str] = frozenset(),
 ) -> dict[str, Sequence[tuple[str, str]]]:
     """The links still to check, by published path: those of every entry's own files and
@@ -199,7 +191,7 @@ def known_links(
     10,000 entries; none for a settled entry or a file whose sha256 is in `proven_files`.
     Files not named here are scanned."""
     if links is None:
-        links = unproven_links(catalog, [False] * len(catalog.entries))
+        links = catalog.links()
     unsettled = [found for found in links if found is not None]
     found: dict[str, Sequence[tuple[str, str]]] = (
         {artifact.path: () for artifact in artifacts if artifact.sha256 in proven_files}

@@ -80,7 +80,7 @@ def check_authored_links(
 ) -> None:
     problems: list[Problem] = []
     if entry_links is None:
-        entry_links = [entry.entry_links() for entry in catalog.entries]
+        entry_links = catalog.links()
     sources: list[tuple[str, Sequence[ApiLink]]] = [
         (loaded.file, found.authored)
         for loaded, found in zip([*site.documents, *site.faqs], entry_links, strict=True)

@@ -234,6 +234,16 @@ class Catalog:
     def entries(self) -> tuple[EntryRender, ...]:
         return self.documents + self.faqs
 
+    def links(self, settled: Sequence[bool] | None = None) -> list[EntryLinks | None]:
+        """Each entry's links, unpacked once; None where `settled` says the last passing
+        build proved them (cache.py `Proven`)."""
+        if settled is None:
+            return [entry.entry_links() for entry in self.entries]
+        return [
+            None if done else entry.entry_links()
+            for entry, done in zip(self.entries, settled, strict=True)
+        ]
+
 
 def searchable(site: Site, catalog: Catalog) -> tuple[Site, Catalog]:
     """The site and catalog the search indexes are made of: without the documents whose
