@@ -1,7 +1,11 @@
-"""The build, top to bottom: load -> date -> render -> check -> write.
+"""The build, top to bottom: list -> (prime) -> load -> date -> render -> check -> write.
 
-    load    site_data/ -> Site (loader.py), each entry's file read once and parsed
-            only when the build cache does not know its bytes
+    list    site.yaml read, the build cache opened, each YAML file read once and keyed
+            by its bytes, or known to the cache by its stat (loader.py `list_site`)
+    prime   only when thousands of entries are new (a cold build of a large site): a
+            process pool parses, dates and renders them into the cache (prime.py)
+    load    the files -> Site (loader.py `load_files`), each parsed only when the build
+            cache does not know its bytes
     date    the lock: which entries changed, their updated_at and version (lock.py)
     render  each entry taken from the cache or rendered into its pieces, then the
             aggregates joined from the pieces (render/)
@@ -27,8 +31,16 @@ from agent_contract.routes import rule_for
 from content_builder.budgets import check_budgets
 from content_builder.cache import entry_identity
 from content_builder.errors import Problem, SiteDataError
-from content_builder.loader import LOCK_FILE, Site, display_path, load_site, load_site_config
+from content_builder.loader import (
+    LOCK_FILE,
+    Site,
+    display_path,
+    list_site,
+    load_files,
+    load_site_config,
+)
 from content_builder.lock import (
+    ChangeStamp,
     History,
     Lock,
     LockChange,
@@ -38,6 +50,7 @@ from content_builder.lock import (
     lock_body,
     resolve,
 )
+from content_builder.prime import prime
 from content_builder.render.catalog import JOINED, Catalog, EntryLinks, entry_file
 from content_builder.render.documents import DocumentData, tracked
 from content_builder.render.endpoints import (
@@ -46,7 +59,7 @@ from content_builder.render.endpoints import (
     markdown_mirrors,
     search_shard_files,
 )
-from content_builder.render.entries import build_catalog, lock_stamp, renders_here
+from content_builder.render.entries import build_catalog, lock_stamp
 from content_builder.validate import body_links, check_artifacts, check_authored_links
 from content_builder.writer import ChangeReport, staged_file, write_output
 
@@ -69,10 +82,14 @@ def plan(
     last: Plan | None = None,  # the previous build of a series (`serve --watch`)
 ) -> Plan:
     """Every file the site publishes, checked, in memory."""
-    site = load_site(site_dir, base_url, last.site.cache if last is not None else None)
-    # The documents the lock renders, not rendered again when this process renders them.
-    data = DocumentData(site, renders_here)
-    lock, changes, history, body = date(site, data, frozen)
+    files = list_site(site_dir, base_url, last.site.cache if last is not None else None)
+    lock_file = LockFile(site_dir / LOCK_FILE, display_path(site_dir / LOCK_FILE), files.cache)
+    stamp = ChangeStamp()  # the time of every change this build dates
+    prime(files, lock_file, stamp)
+    site = load_files(files)
+    del files  # the bytes of the files it listed, parsed now
+    data = DocumentData(site)  # the documents the lock renders, not rendered again
+    lock, changes, history, body = date(site, data, frozen, lock_file, stamp)
     catalog = build_catalog(site, lock, history, data)
     del data
     artifacts = render(site, catalog, mcp_endpoint)
@@ -85,18 +102,16 @@ def plan(
 
 
 def date(
-    site: Site, data: DocumentData, frozen: bool
+    site: Site, data: DocumentData, frozen: bool, lock_file: LockFile, stamp: ChangeStamp
 ) -> tuple[Lock, list[LockChange], History, bytes | None]:
     """The lock this build publishes by: each entry's updated_at and content_version moved
     forward only where its content changed (`--frozen`: a change is an error), and the
     lock file's new bytes when it changed."""
-    lock_display = display_path(site.root / LOCK_FILE)
-    lock_file = LockFile(site.root / LOCK_FILE, lock_display, site.cache)
     old_lock = lock_file.lock()
-    lock, changes = resolve(old_lock, tracked(site, data))
+    lock, changes = resolve(old_lock, tracked(site, data), stamp)
     if isinstance(old_lock, MergedLock):
         reason = "merge conflict in the lock merged (the newest version of each entry kept)"
-        changes = [LockChange("*", lock_display, reason), *changes]
+        changes = [LockChange("*", lock_file.display, reason), *changes]
     if frozen and changes:
         raise stale_lock_error(site, changes)
     old_history = lock_file.history()

@@ -155,6 +155,7 @@ class EntryCache:
         self._latest = latest  # the values `put_latest` kept, read when first asked
         self._latest_seen = latest_seen  # the side file they were read from (`_signature`)
         self._latest_put: dict[str, Any] = {}  # put_latest, written by save
+        self._holds = False  # off, but holding records for this build (`hold_for_this_build`)
 
     @classmethod
     def disabled(cls) -> EntryCache:
@@ -211,12 +212,17 @@ class EntryCache:
         return self.blobs.read(value)  # type: ignore[arg-type]
 
     def put(self, key: str, field: str, value: Any) -> None:
-        if self.file is None:  # off: hold nothing (the build's peak memory)
+        if self.file is None and not self._holds:  # off: hold nothing (peak memory)
             return
         record = self.records.setdefault(key, {})
         record[field] = value
         self.used.add(key)
         self.added[key] = record
+
+    def hold_for_this_build(self) -> None:
+        """A cache that is off holds what is put from now on, for this build only (never
+        saved): the entries rendered ahead by prime.py, which the build takes from it."""
+        self._holds = True
 
     @property
     def enabled(self) -> bool:

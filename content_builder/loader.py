@@ -13,9 +13,9 @@ import re
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import lru_cache, partial
 from pathlib import Path
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal, NamedTuple, TypeVar
 from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ValidationError
@@ -128,16 +128,6 @@ class _Lazy:
     def release(self) -> None:
         """Drop the models once rendered (the build's peak memory); they reload on use."""
         self._models = None
-
-    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
-        # Sent to a worker process to render (render/entries.py) as its models, without
-        # its parser (a closure over this build's loader): the copy renders, never reloads.
-        return (_Lazy, (self.models(), str(self._named), self._key, _unparsable))
-
-
-def _unparsable(*_: Any) -> None:
-    """The parser of a loaded entry sent to another process, which has its models."""
-    return None
 
 
 class _MarkdownLazy(_Lazy):
@@ -329,8 +319,64 @@ def load_site_config(root: Path) -> SiteSource:
     return config
 
 
+@dataclass(frozen=True)
+class Authoring:
+    """What an author's strings are read with: the tokens they may write and the base URLs
+    their links are checked against (docs/site-data-format.md, Tokens)."""
+
+    tokens: dict[str, str]
+    bases: tuple[str, ...]  # site.yaml's base URL and the one this build publishes at
+    base_url: str  # site.yaml's
+
+    def prepare(self, path: Path, raw: dict[str, Any]) -> Prepared:
+        """The tokens substituted in a file's data, and the problems of its links."""
+        checked: list[str] = []
+        substituted = _substitute(raw, self.tokens, checked)
+        found: list[Problem] = []
+        if any(_has_link_problem(text, self.bases, self.base_url) for text in checked):
+            found = [
+                Problem(display_path(path), location or None, message)
+                for location, text in located_strings(raw)
+                for message in link_problems(text, set(self.bases), self.base_url)
+            ]
+            found = with_lines(found, path)
+        return Prepared(substituted, found)
+
+
+class Listed(NamedTuple):
+    """One YAML file of content/ or faq/ as the listing found it."""
+
+    path: Path | str  # a string when the cache answered for the file by its stat
+    display: str
+    key: str  # the build cache's key for its bytes; "" when it could not be read
+    data: bytes | None  # its bytes, when read and not known to the cache
+    hit: Any  # the cache's record of a clean file with these bytes, if any
+    problems: tuple[Problem, ...] = ()  # why it could not be read
+
+
+@dataclass(frozen=True)
+class SiteFiles:
+    """site.yaml read and validated, the build cache opened, and every YAML file of
+    content/ and faq/ listed: read and keyed, or answered for by the cache. Nothing
+    parsed yet (`load_files`), so that many new files can be parsed elsewhere first
+    (prime.py)."""
+
+    root: Path
+    base_url: str  # the one this build publishes at
+    config: SiteSource
+    authoring: Authoring
+    cache: EntryCache
+    content: Folder
+    faqs: Folder
+
+
 def load_site(root: Path, base_url: str | None = None, last: EntryCache | None = None) -> Site:
     """site_data/ validated; `last`: the build cache the previous build of a series used."""
+    return load_files(list_site(root, base_url, last))
+
+
+def list_site(root: Path, base_url: str | None = None, last: EntryCache | None = None) -> SiteFiles:
+    """site.yaml validated and the site's YAML files listed (`SiteFiles`)."""
     problems: list[Problem] = []
     site_display = display_path(root / SITE_FILE)
     if not root.is_dir():
@@ -346,40 +392,34 @@ def load_site(root: Path, base_url: str | None = None, last: EntryCache | None =
     if site_config is None:
         raise SiteDataError(problems)
     effective_base = normalize_base_url(base_url) if base_url else site_config.base_url
-
-    literal_bases = {site_config.base_url, effective_base}
-    bases = tuple(sorted(literal_bases))
-    tokens = token_values(site_config, effective_base)
+    authoring = Authoring(
+        token_values(site_config, effective_base),
+        tuple(sorted({site_config.base_url, effective_base})),
+        site_config.base_url,
+    )
     settings = b"\0".join(
         [_bytes_or_empty(root / SITE_FILE), effective_base.encode(), os.getcwd().encode()]
     )
     cache = EntryCache.open(root, settings, last)
+    # content/ is optional (a site's pages may come from elsewhere); no document at all
+    # is one error, NO_CONTENT, raised by load_files. A site may have no FAQ (yet).
+    content = _listed(root / CONTENT_DIR, cache)
+    faqs = _listed(root / FAQ_DIR, cache)
+    return SiteFiles(root, effective_base, site_config, authoring, cache, content, faqs)
 
-    def prepare(path: Path, raw: dict[str, Any]) -> Prepared:
-        """The tokens substituted in a file's data, and the problems of its links."""
-        checked: list[str] = []
-        substituted = _substitute(raw, tokens, checked)
-        found: list[Problem] = []
-        if any(_has_link_problem(text, bases, site_config.base_url) for text in checked):
-            found = [
-                Problem(display_path(path), location or None, message)
-                for location, text in located_strings(raw)
-                for message in link_problems(text, literal_bases, site_config.base_url)
-            ]
-            found = with_lines(found, path)
-        return Prepared(substituted, found)
 
-    def read(path: Path, data: bytes | None = None, parsed: Parsed = None) -> dict[str, Any] | None:
-        if not isinstance(parsed, Prepared):
-            raw = _read(path, problems, data, parsed)
-            if raw is None:
-                return None
-            parsed = prepare(path, raw)
-        problems.extend(parsed.problems)
-        return parsed.data
+def load_files(files: SiteFiles) -> Site:
+    """The listed files parsed (those the cache does not know), validated, and joined
+    with the Markdown pages and the site's optional files into one Site."""
+    root, site_config, cache, authoring = files.root, files.config, files.cache, files.authoring
+    effective_base, tokens = files.base_url, authoring.tokens
+    problems: list[Problem] = []
 
-    documents = _load_documents(root, read, problems, cache, prepare)
-    faqs = _load_faqs(root, read, problems, cache, prepare)
+    def read(path: Path) -> dict[str, Any] | None:
+        return _prepared(authoring, path, problems)
+
+    documents = _load_documents(files.content, authoring, problems, cache)
+    faqs = _load_faqs(files.faqs, authoring, problems, cache)
     markdown = MarkdownPages()
     if site_config.docs_dir is not None or has_markdown(root / CONTENT_DIR):
         # Imported here: a site without Markdown pages never loads the Markdown modules
@@ -459,13 +499,6 @@ class Prepared:
     problems: list[Problem]
 
 
-#: A file's YAML parsed ahead: its data, tokens substituted and
-#: links checked (`Prepared`), or the problems that refused it.
-Parsed = Prepared | list[Problem] | None
-Reader = Callable[[Path, bytes | None, Parsed], dict[str, Any] | None]
-Preparer = Callable[[Path, dict[str, Any]], Prepared]
-
-
 #: A file changed this close to the moment the build read it could change again within
 #: the same tick of the filesystem's clock and keep its stat: such a read is never trusted
 #: by stat later (git's "racily clean" rule, with a margin for clocks of 1 s ticks).
@@ -479,23 +512,15 @@ def _stat_signature(stat: os.stat_result) -> tuple[int, int, int, int]:
     return (stat.st_ino, stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns)
 
 
-def _cached_entries(
-    folder: Path, problems: list[Problem], cache: EntryCache, required: bool, prepare: Preparer
-) -> Iterator[tuple[Path | str, str, str, bytes | None, Any, Parsed]]:
-    """(path, display path, cache key, bytes, cached entry or None, its YAML parsed
-    ahead or None) of each YAML file in `folder`; the path a string where the cache
-    answered for the file by its stat. A file that cannot be read has no key
-    and no bytes: the reader reports why.
+def _listed(folder: Path, cache: EntryCache) -> Folder:
+    """Each YAML file in `folder`, sorted by name (`Listed`).
 
     A file whose inode, size, mtime and ctime are what they were when an earlier build
     read it (longer than RACY_NS before that build started) is not read again: its key
-    and cached entry are taken from the cache (bytes None). Any other file is read and
-    hashed, and its key is the truth.
-
-    Those files are read, hashed and, unless the cache knows their key, parsed, their
-    tokens substituted and their links checked (`prepare`). Bytes come back only for a
-    file not parsed."""
-    names = _yaml_files(folder, problems, required)
+    and cached entry are taken from the cache. Any other file is read and hashed, and its
+    key is the truth; its bytes are kept for parsing unless the cache knows the key."""
+    problems: list[Problem] = []
+    names = _yaml_files(folder, problems, required=False)
     started = time.time_ns()
     # Every file is `folder / name` (_yaml_files): its display path is the folder's, once,
     # joined with its name, as _display_of_file would find it file by file.
@@ -503,54 +528,41 @@ def _cached_entries(
     # A file the cache knows by its stat is named by a string: a Path is made only for a
     # file that is read (20,000 Paths were 0.05-0.1 s of a cached 10,000-entry build).
     at = os.path.join(str(folder), "")
-    # (path, display, its stat if it is to be read, key, cached entry)
-    listed: list[tuple[Path | str, str, os.stat_result | None, str, Any]] = []
+    listed: list[Listed] = []
     for name in names:
         display = name if where == os.curdir else os.path.join(where, name)
         try:
             stat = os.stat(at + name)
         except OSError:
-            listed.append((folder / name, display, None, "", None))
-            continue
-        seen = cache.get("stat\0" + display, "read")
-        if seen is not None and seen[0] == _stat_signature(stat):
-            hit = cache.get(seen[1], "loaded")
-            if hit is not None:
-                listed.append((at + name, display, None, seen[1], hit))
-                continue
-        listed.append((folder / name, display, stat, "", None))
-    unread = [entry for entry in listed if entry[2] is not None]
-
-    def read_ahead(
-        entry: tuple[Path | str, str, Any, str, Any],
-    ) -> tuple[str, bytes | None, Parsed]:
-        path, display = entry[0], entry[1]
+            stat = None
+        if stat is not None:
+            seen = cache.get("stat\0" + display, "read")
+            if seen is not None and seen[0] == _stat_signature(stat):
+                hit = cache.get(seen[1], "loaded")
+                if hit is not None:
+                    listed.append(Listed(at + name, display, seen[1], None, hit))
+                    continue
+        path = folder / name
         try:
             # A regular file by now (the listing refused anything else), read within its
             # size limit without following a link swapped in since (site_files.py).
             data = read_site_file(path, display)
         except SiteDataError as error:
-            return "", None, error.problems
-        key = entry_key(display, data)
-        if cache.get(key, "loaded") is not None:  # asked again here, where it is recorded
-            return key, data, None
-        try:
-            raw = read_yaml_mapping(path, display, data)
-        except SiteDataError as error:
-            return key, None, error.problems
-        return key, None, prepare(path, raw)
-
-    read = {entry[0]: read_ahead(entry) for entry in unread}
-    for path, display, stat, _, _ in unread:
-        key = read[path][0]
-        if key and max(stat.st_mtime_ns, stat.st_ctime_ns) < started - RACY_NS:  # type: ignore[union-attr]
-            cache.put("stat\0" + display, "read", (_stat_signature(stat), key))  # type: ignore[arg-type]
-    for path, display, stat, key, hit in listed:
-        if stat is None:
-            yield path, display, key, None, hit, None
+            listed.append(Listed(path, display, "", None, None, tuple(error.problems)))
             continue
-        key, data, parsed = read[path]
-        yield path, display, key, data, cache.get(key, "loaded") if key else None, parsed
+        key = entry_key(display, data)
+        if stat is not None and max(stat.st_mtime_ns, stat.st_ctime_ns) < started - RACY_NS:
+            cache.put("stat\0" + display, "read", (_stat_signature(stat), key))
+        hit = cache.get(key, "loaded")
+        listed.append(Listed(path, display, key, None if hit is not None else data, hit))
+    return Folder(listed, problems)
+
+
+class Folder(NamedTuple):
+    """content/ or faq/ as listed: its YAML files, and what is wrong with the folder."""
+
+    files: list[Listed]
+    problems: list[Problem]
 
 
 def token_values(config: SiteSource, base_url: str) -> dict[str, str]:
@@ -667,77 +679,115 @@ def _snippet(text: str, match: re.Match[str]) -> str:
     return text[match.start() : end]
 
 
-def _load_documents(
-    root: Path, read: Reader, problems: list[Problem], cache: EntryCache, prepare: Preparer
-) -> list[LoadedDocument]:
-    def parse(
-        path: Path, data: bytes | None, problems: list[Problem], parsed: Parsed = None
-    ) -> tuple[Any, ...] | None:
-        display = _display_of_file(path)  # display_path(path), at a fraction of the cost
-        raw = read(path, data, parsed)
-        document = validate_model(DocumentSource, raw, display, problems, path=path)
-        if document is None:
-            return None
-        shape = CONTENT_SHAPES[document.content_type]
-        content = validate_model(
-            shape, document.content, display, problems, prefix="content", path=path
-        )
-        return None if content is None else (document, content)
+def parse_document(
+    authoring: Authoring, path: Path, data: bytes | None, problems: list[Problem]
+) -> tuple[DocumentSource, PageContentSource | FeatureContentSource] | None:
+    """A content file's models, or None with its problems added to `problems`."""
+    display = _display_of_file(path)  # display_path(path), at a fraction of the cost
+    raw = _prepared(authoring, path, problems, data)
+    document = validate_model(DocumentSource, raw, display, problems, path=path)
+    if document is None:
+        return None
+    shape = CONTENT_SHAPES[document.content_type]
+    content = validate_model(
+        shape, document.content, display, problems, prefix="content", path=path
+    )
+    return None if content is None else (document, content)
 
+
+def parse_faq(
+    authoring: Authoring, path: Path, data: bytes | None, problems: list[Problem]
+) -> tuple[FaqSource] | None:
+    """An FAQ file's model, or None with its problems added to `problems`."""
+    raw = _prepared(authoring, path, problems, data)
+    faq = validate_model(FaqSource, raw, _display_of_file(path), problems, path=path)
+    return None if faq is None else (faq,)
+
+
+def document_record(models: tuple[DocumentSource, Any]) -> tuple[str, int, str | None]:
+    """What the build cache keeps of a clean content file: (id, order, version)."""
+    return (models[0].id, models[0].order, models[0].version)
+
+
+def faq_record(models: tuple[FaqSource]) -> tuple[str]:
+    """What the build cache keeps of a clean FAQ file: (id,)."""
+    return (models[0].id,)
+
+
+def loaded_document(
+    authoring: Authoring, listed: Listed, models: tuple[Any, ...] | None, record: tuple[Any, ...]
+) -> LoadedDocument:
+    """A content file as loaded: its record (`document_record`) and its models, held or
+    (None) parsed again from its file when asked for."""
+    entry_id, order, version = record
+    lazy = _Lazy(models, listed.path, listed.key, partial(parse_document, authoring))
+    return LoadedDocument(entry_id, listed.display, listed.key, order, version, lazy)
+
+
+def loaded_faq(
+    authoring: Authoring, listed: Listed, models: tuple[Any, ...] | None, record: tuple[Any, ...]
+) -> LoadedFaq:
+    """An FAQ file as loaded (`loaded_document`)."""
+    lazy = _Lazy(models, listed.path, listed.key, partial(parse_faq, authoring))
+    return LoadedFaq(record[0], listed.display, listed.key, lazy)
+
+
+def _load_documents(
+    folder: Folder, authoring: Authoring, problems: list[Problem], cache: EntryCache
+) -> list[LoadedDocument]:
+    parse = partial(parse_document, authoring)
     loaded = []
-    # content/ is optional (a site's pages may come from elsewhere); no document at all
-    # is one error, NO_CONTENT, raised by load_site.
-    for path, display, key, data, hit, parsed in _cached_entries(
-        root / CONTENT_DIR, problems, cache, False, prepare
-    ):
+    problems.extend(folder.problems)
+    for listed in folder.files:
+        hit = _known(listed, cache)
         if isinstance(hit, tuple) and len(hit) == 3:  # (id, order, version) of a clean file
-            entry_id, order, version = hit
-            lazy = _Lazy(None, path, key, parse)
-            loaded.append(LoadedDocument(entry_id, display, key, order, version, lazy))
+            loaded.append(loaded_document(authoring, listed, None, hit))
             continue
-        path = Path(path)
         before = len(problems)
-        models = parse(path, data, problems, parsed)
+        models = _parsed(listed, parse, problems)
         if models is None:
             continue
-        document = models[0]
-        lazy = _Lazy(models, path, key, parse)
-        loaded.append(
-            LoadedDocument(document.id, display, key, document.order, document.version, lazy)
-        )
-        if key and len(problems) == before:  # only a clean entry is remembered
-            cache.put(key, "loaded", (document.id, document.order, document.version))
+        record = document_record(models)  # type: ignore[arg-type]
+        loaded.append(loaded_document(authoring, listed, models, record))
+        if listed.key and len(problems) == before:  # only a clean entry is remembered
+            cache.put(listed.key, "loaded", record)
     return loaded
 
 
 def _load_faqs(
-    root: Path, read: Reader, problems: list[Problem], cache: EntryCache, prepare: Preparer
+    folder: Folder, authoring: Authoring, problems: list[Problem], cache: EntryCache
 ) -> list[LoadedFaq]:
-    def parse(
-        path: Path, data: bytes | None, problems: list[Problem], parsed: Parsed = None
-    ) -> tuple[Any, ...] | None:
-        raw = read(path, data, parsed)
-        faq = validate_model(FaqSource, raw, _display_of_file(path), problems, path=path)
-        return None if faq is None else (faq,)
-
+    parse = partial(parse_faq, authoring)
     loaded = []
-    # A site may have no FAQ (yet): an empty or missing faq/ folder is allowed.
-    for path, display, key, data, hit, parsed in _cached_entries(
-        root / FAQ_DIR, problems, cache, False, prepare
-    ):
+    problems.extend(folder.problems)
+    for listed in folder.files:
+        hit = _known(listed, cache)
         if isinstance(hit, tuple) and len(hit) == 1:  # (id,) of a clean file
-            lazy = _Lazy(None, path, key, parse)
-            loaded.append(LoadedFaq(hit[0], display, key, lazy))
+            loaded.append(loaded_faq(authoring, listed, None, hit))
             continue
-        path = Path(path)
         before = len(problems)
-        models = parse(path, data, problems, parsed)
+        models = _parsed(listed, parse, problems)
         if models is None:
             continue
-        loaded.append(LoadedFaq(models[0].id, display, key, _Lazy(models, path, key, parse)))
-        if key and len(problems) == before:
-            cache.put(key, "loaded", (models[0].id,))
+        record = faq_record(models)  # type: ignore[arg-type]
+        loaded.append(loaded_faq(authoring, listed, models, record))
+        if listed.key and len(problems) == before:
+            cache.put(listed.key, "loaded", record)
     return loaded
+
+
+def _known(listed: Listed, cache: EntryCache) -> Any:
+    """The cache's record of a listed file: found by the listing, or put since (prime.py)."""
+    if listed.hit is not None or not listed.key:
+        return listed.hit
+    return cache.get(listed.key, "loaded")
+
+
+def _parsed(listed: Listed, parse: Parse, problems: list[Problem]) -> tuple[Any, ...] | None:
+    if listed.problems:  # it could not be read
+        problems.extend(listed.problems)
+        return None
+    return parse(Path(listed.path), listed.data, problems)
 
 
 def _yaml_files(folder: Path, problems: list[Problem], required: bool = True) -> list[str]:
@@ -789,14 +839,7 @@ def _check_unique_ids(
             first_seen[folded] = item.file
 
 
-def _read(
-    path: Path, problems: list[Problem], data: bytes | None = None, parsed: Parsed = None
-) -> dict[str, Any] | None:
-    if isinstance(parsed, list):  # parsed ahead, and refused
-        problems.extend(parsed)
-        return None
-    if parsed is not None:
-        return parsed
+def _read(path: Path, problems: list[Problem], data: bytes | None = None) -> dict[str, Any] | None:
     if data is None and not path.is_file():
         problems.append(Problem(display_path(path), None, "file is missing"))
         return None
@@ -805,6 +848,18 @@ def _read(
     except SiteDataError as error:
         problems.extend(error.problems)
         return None
+
+
+def _prepared(
+    authoring: Authoring, path: Path, problems: list[Problem], data: bytes | None = None
+) -> dict[str, Any] | None:
+    """A file's YAML data with the tokens substituted, its link problems added."""
+    raw = _read(path, problems, data)
+    if raw is None:
+        return None
+    prepared = authoring.prepare(path, raw)
+    problems.extend(prepared.problems)
+    return prepared.data
 
 
 def _display_of_file(path: Path) -> str:

@@ -247,6 +247,7 @@ class LockFile:
         self.digest: str | None = None
         self.recalled: dict[str, _Parsed] = {}
         self._hit: tuple[Lock, History] | None = None
+        self._read: Lock | None = None
         self.bodies: frozenset[str] = frozenset()
         # The bytes hashed are the bytes parsed: a lock replaced meanwhile (a checkout, a
         # build beside this one) must not be remembered under the other bytes' digest.
@@ -266,7 +267,9 @@ class LockFile:
     def lock(self) -> Lock:
         if self._hit is not None:
             return self._hit[0]  # a Lock is not changed in place: no copy needed
-        return read_lock(self.path, self.display, self._raw)
+        if self._read is None:  # read once a build (prime.py reads it, then the build)
+            self._read = read_lock(self.path, self.display, self._raw)
+        return self._read
 
     def history(self) -> History:
         if self._hit is not None:
@@ -595,38 +598,53 @@ class LockChange:
     reason: str
 
 
-def resolve(old: Mapping[str, LockEntry], tracked: Tracked) -> tuple[Lock, list[LockChange]]:
-    """The lock this content needs, and why it differs from `old`.
+class ChangeStamp:
+    """The time this build records for every entry it finds changed: read from the clock
+    (lock_timestamp) at the first change, then the same for the rest of the build, also
+    for entries dated ahead in other processes (prime.py, which reads it before it knows
+    of any change). A build that changes nothing and primes nothing never reads it."""
 
-    The clock is read lazily: a lock that needs no refresh never reads it.
-    """
+    def __init__(self, value: str | None = None) -> None:
+        self._value = value
+
+    def __call__(self) -> str:
+        if self._value is None:
+            self._value = lock_timestamp()
+        return self._value
+
+
+def resolve(
+    old: Mapping[str, LockEntry], tracked: Tracked, stamp: ChangeStamp | None = None
+) -> tuple[Lock, list[LockChange]]:
+    """The lock this content needs, and why it differs from `old`."""
     before = Lock.of(old).rows
+    stamp = stamp or ChangeStamp()
     rows: dict[str, Row] = {}
     changes: list[LockChange] = []
-    stamp: str | None = None
     for entry_id, source_hash, pinned, file in zip(
         tracked.ids, tracked.source_hashes, tracked.pinned_versions, tracked.files, strict=True
     ):
-        previous = before.get(entry_id)
-        if previous is None:
-            version, reason = pinned or FIRST_VERSION, "new entry"
-        elif previous[0] != source_hash:
-            version = pinned or bump_patch(previous[1])
-            reason = "content changed"
-        elif pinned and pinned != previous[1]:
-            # A version edit alone is not a content change: keep updated_at.
-            rows[entry_id] = (previous[0], pinned, previous[2])
-            changes.append(LockChange(entry_id, file, "version changed"))
-            continue
-        else:
-            rows[entry_id] = previous
-            continue
-        stamp = stamp or lock_timestamp()
-        rows[entry_id] = (source_hash, version, stamp)
-        changes.append(LockChange(entry_id, file, reason))
+        rows[entry_id], reason = dated_row(before.get(entry_id), source_hash, pinned, stamp)
+        if reason is not None:
+            changes.append(LockChange(entry_id, file, reason))
     changes.extend(
         LockChange(entry_id, None, "entry removed")
         for entry_id in sorted(before)
         if entry_id not in rows
     )
     return Lock(rows), changes
+
+
+def dated_row(
+    previous: Row | None, source_hash: str, pinned: str | None, stamp: ChangeStamp
+) -> tuple[Row, str | None]:
+    """One entry's lock row, given its row in the lock read, and why it changed (None:
+    it did not)."""
+    if previous is None:
+        return (source_hash, pinned or FIRST_VERSION, stamp()), "new entry"
+    if previous[0] != source_hash:
+        return (source_hash, pinned or bump_patch(previous[1]), stamp()), "content changed"
+    if pinned and pinned != previous[1]:
+        # A version edit alone is not a content change: keep updated_at.
+        return (previous[0], pinned, previous[2]), "version changed"
+    return previous, None

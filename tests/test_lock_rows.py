@@ -36,7 +36,7 @@ from content_builder.lock import (
     read_lock,
     resolve,
 )
-from content_builder.render.documents import DocumentData, source_hash, tracked
+from content_builder.render.documents import source_hash, tracked
 from tests.conftest import run_cli
 from tests.sites import Shape, make_site
 
@@ -86,21 +86,6 @@ def test_the_lock_recalled_from_the_build_cache_holds_no_object_per_entry(
     recalled = load_site(site_dir).cache
     assert LockFile(site_dir / LOCK_FILE, LOCK_FILE, recalled)._hit is not None
     assert _held(lambda: LockFile(site_dir / LOCK_FILE, LOCK_FILE, recalled)) < FEW
-
-
-def test_the_documents_hashed_for_the_lock_are_kept_only_if_this_process_renders_them(
-    site_dir: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setenv(build_cache.CACHE_ENV, "off")
-    site = load_site(site_dir)
-
-    def hashed(renders_here: Callable[[int], bool]) -> DocumentData:
-        data = DocumentData(site, renders_here)
-        tracked(site, data)
-        return data
-
-    assert _held(lambda: hashed(lambda count: count == ENTRIES)) > SHAPE.documents
-    assert _held(lambda: hashed(lambda count: False)) < FEW
 
 
 _TEXT = st.text(st.characters(blacklist_categories=("Cs",)), max_size=12)

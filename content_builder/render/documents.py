@@ -80,41 +80,25 @@ class DocumentData:
     once per build, for the lock's source hash and the document itself, and only for the
     entries the build cache does not already answer for."""
 
-    def __init__(self, site: Site, renders_here: Callable[[int], bool] | None = None) -> None:
-        """`renders_here(n)`: whether n entries to render are rendered in this process
-        (render/entries.py), when the data made for the lock is worth keeping."""
+    def __init__(self, site: Site) -> None:
         self.site = site
         self._rendered: dict[str, _Unversioned] = {}
-        # Content hashes made with the source hashes, also of the documents whose data
-        # was made in another process (the child of `tracked`): a document's data, made
-        # again from the same file and settings, has the same bytes.
+        # Content hashes made with the source hashes: a document's data, made again from
+        # the same file and settings, has the same bytes.
         self._content_hashes: dict[str, str] = {}
-        self._renders_here = renders_here
-        self._keep = True
-
-    def expect(self, count: int) -> None:
-        """`count` entries are about to be rendered for their source hashes. Their data is
-        kept for rendering them only if this process renders them: a pool's workers make
-        their own, and 10,000 documents' data held meanwhile (~36,000 containers) cost the
-        cold build a full garbage collection."""
-        self._keep = self._renders_here is None or self._renders_here(count)
 
     def __call__(self, document: LoadedDocument) -> dict[str, Any]:
         found = self._rendered.get(document.id)
         if found is None:
             found = _Unversioned(_unversioned(self.site, document))
             found.content_hash = self._content_hashes.get(document.id)
-            if self._keep:
-                self._rendered[document.id] = found
+            self._rendered[document.id] = found
         return found
 
     def content_hash_known(self, document: LoadedDocument, content_hash: str) -> None:
         self._content_hashes[document.id] = content_hash
         if document.id in self._rendered:
             self._rendered[document.id].content_hash = content_hash
-
-    def known_content_hash(self, document: LoadedDocument) -> str | None:
-        return self._content_hashes.get(document.id)
 
     def forget(self, document: LoadedDocument | LoadedFaq) -> None:
         self._rendered.pop(document.id, None)
@@ -129,7 +113,6 @@ def tracked(site: Site, data: DocumentData | None = None) -> Tracked:
     entries: list[LoadedDocument | LoadedFaq] = [*site.documents, *site.faqs]
     hashes = [site.cache.get(e.cache_key, "source_hash") if e.cache_key else None for e in entries]
     missing = [index for index, found in enumerate(hashes) if found is None]
-    data.expect(len(missing))
     for index in missing:
         loaded = entries[index]
         source, content = _source_hash(site, data, loaded)

@@ -1,0 +1,230 @@
+"""Many new YAML entries parsed, hashed, dated and rendered by a pool of worker processes
+into the build cache, before the build loads them: it then finds each where it finds an
+unchanged entry's, and parses and renders none of them itself. This is the cold build
+of a large site; an edit, or a site under POOL_THRESHOLD new entries, never starts it.
+
+A worker does for one entry what the build does for it, with the same functions: parse
+and validate it (loader.py), make its source hash (render/documents.py `tracked`), date
+it against the lock the build read (lock.py `dated_row`, with the build's one change
+stamp) and render its pieces (render/entries.py). The pieces are kept only under the
+stamp they were dated with, so if the build dates an entry otherwise after all, it
+renders it again itself. An entry a worker cannot parse cleanly is left to the build,
+which reports its problems in its own order: the errors are the build's, the output the
+same bytes either way.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from agent_contract.search_terms import Tokenizer
+from content_builder.cache import EntryCache
+from content_builder.errors import Problem, SiteDataError
+from content_builder.loader import (
+    Authoring,
+    Listed,
+    LoadedDocument,
+    LoadedFaq,
+    Site,
+    SiteFiles,
+    document_record,
+    faq_record,
+    loaded_document,
+    loaded_faq,
+    parse_document,
+    parse_faq,
+)
+from content_builder.lock import ChangeStamp, Lock, LockFile, Row, dated_row
+from content_builder.render.catalog import TERMS_AT, EntryTerms
+from content_builder.render.documents import DocumentData, tracked
+from content_builder.render.entries import lock_stamp, render_entry
+from content_builder.render.indexes import interned, search_tokenizer
+
+if TYPE_CHECKING:
+    from multiprocessing.process import BaseProcess
+
+#: Below this many new files, the build parses and renders them itself (~0.95 ms an
+#: entry): two spawned workers cost ~0.8 s to start, and the results ~0.15 ms an entry
+#: to take back. Measured on 2 shared cores (docs/decisions.md, issue 22, session 25).
+POOL_THRESHOLD = 8000
+#: Files sent to a worker at a time: few enough that Ctrl-C waits for little (each
+#: worker finishes the chunk it holds), many enough that the pipes' overhead is small.
+_CHUNK = 100
+
+
+def prime(files: SiteFiles, lock_file: LockFile, stamp: ChangeStamp) -> int:
+    """The new YAML entries of `files` rendered into its cache by a pool, when there are
+    POOL_THRESHOLD of them or more and more than one core; how many were."""
+    todo = [
+        (kind, str(listed.path), listed.display, listed.key, listed.data)
+        for kind, folder in (("document", files.content), ("faq", files.faqs))
+        for listed in folder.files
+        if listed.data is not None
+    ]
+    if len(todo) < POOL_THRESHOLD or _cores() < 2:
+        return 0
+    try:
+        old = Lock.of(lock_file.lock()).rows
+    except SiteDataError:
+        return 0  # the build reports the lock's problem where it reads it
+    files.cache.hold_for_this_build()  # a cache that is off holds these until the build ends
+    alone = Site(
+        files.root, files.base_url, files.config, (), (), None, None, None, None,
+    )  # fmt: skip
+    context = _Context(alone, files.authoring, old, stamp())
+    chunks = [todo[at : at + _CHUNK] for at in range(0, len(todo), _CHUNK)]
+    primed = 0
+    for records in _in_pool(context, chunks):
+        for record in records:
+            if record is not None:
+                _keep(files.cache, record)
+                primed += 1
+    return primed
+
+
+@dataclass(frozen=True)
+class _Context:
+    """What a worker renders with: the site without its entries (settings, config), the
+    authoring rules, the lock's rows as read, and this build's change stamp."""
+
+    site: Site
+    authoring: Authoring
+    old: dict[str, Row]
+    stamp: str
+
+
+#: What a worker sends back for a clean entry: (cache key, its loader record, its
+#: source hash, the lock stamp its pieces were rendered under, the pieces to keep).
+_Record = tuple[str, tuple[Any, ...], str, tuple[str, str], tuple[Any, ...]]
+
+
+def _keep(cache: EntryCache, record: _Record) -> None:
+    key, loaded, source_hash, dated, rendered = record
+    # Each word made this process's one string of it: a worker's arrive as new strings,
+    # chunk by chunk, which the cache's pickle would store once per chunk, not once.
+    terms = tuple(interned(EntryTerms._make(rendered[TERMS_AT])))
+    rendered = (*rendered[:TERMS_AT], terms, *rendered[TERMS_AT + 1 :])
+    cache.put(key, "loaded", loaded)
+    cache.put(key, "source_hash", source_hash)
+    cache.put(key, "stamp", dated)
+    cache.put(key, "rendered", rendered)
+
+
+def _in_pool(context: _Context, chunks: list[list[Any]]) -> Iterator[list[_Record | None]]:
+    """Each chunk's records, in order, from one spawned worker per core. A worker is
+    spawned (a fresh interpreter), not forked: it holds no copy of this process's heap.
+    Ctrl-C interrupts this process only (workers ignore SIGINT): the chunks not started
+    are cancelled and the workers finish theirs and exit before the interrupt goes on; a
+    build ended otherwise (SIGTERM) takes its workers with it (`_end_with`). A worker
+    that dies (killed, out of memory) leaves the chunks not answered to the build."""
+    # Imported here: ~20 ms of start-up that a small site or an edit never uses.
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+    from concurrent.futures.process import BrokenProcessPool
+
+    spawn = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(
+        _cores(), spawn, initializer=_start_worker, initargs=(context,)
+    ) as pool:
+        try:
+            # Submitting starts the workers, which would take Ctrl-C while they import
+            # the builder (before `_start_worker` ignores it): they start with SIGINT
+            # blocked, as multiprocessing's resource tracker does.
+            with _interrupts_held():
+                results = pool.map(_prime_chunk, chunks)
+            with contextlib.suppress(BrokenProcessPool):
+                yield from results
+        except BaseException:
+            pool.shutdown(cancel_futures=True)
+            raise
+
+
+@contextlib.contextmanager
+def _interrupts_held() -> Iterator[None]:
+    """SIGINT held back from this thread, and from the processes it starts, meanwhile
+    (a Ctrl-C then is delivered here at the end)."""
+    if not hasattr(signal, "pthread_sigmask"):  # not on POSIX: `_start_worker` alone
+        yield
+        return
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+
+
+def _cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))  # the cores this process may run on
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
+#: A worker process's context and tokenizer (`_start_worker`): the process lives for one
+#: build's pool, and so do they.
+_worker: tuple[_Context, Tokenizer] | None = None
+
+
+def _start_worker(context: _Context) -> None:
+    global _worker
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
+    # A build ended without shutting its pool down (SIGTERM, a crash) would leave its
+    # workers waiting for work forever: each ends when its parent does.
+    import multiprocessing
+
+    parent = multiprocessing.parent_process()
+    if parent is not None:
+        threading.Thread(target=_end_with, args=(parent,), daemon=True).start()
+    _worker = (context, search_tokenizer())
+
+
+def _end_with(parent: BaseProcess) -> None:
+    parent.join()  # returns once the parent process is gone
+    os._exit(1)
+
+
+def _prime_chunk(chunk: list[tuple[str, str, str, str, bytes]]) -> list[_Record | None]:
+    assert _worker is not None
+    context, tokenizer = _worker
+    return [_prime_one(context, tokenizer, *item) for item in chunk]
+
+
+def _prime_one(
+    context: _Context, tokenizer: Tokenizer, kind: str, named: str, display: str, key: str,
+    data: bytes,
+) -> _Record | None:  # fmt: skip
+    problems: list[Problem] = []
+    listed = Listed(named, display, key, None, None)
+    loaded: LoadedDocument | LoadedFaq
+    if kind == "document":
+        document = parse_document(context.authoring, Path(named), data, problems)
+        if document is None or problems:
+            return None
+        record: tuple[Any, ...] = document_record(document)
+        loaded = loaded_document(context.authoring, listed, document, record)
+        site = replace(context.site, documents=(loaded,))
+    else:
+        faq = parse_faq(context.authoring, Path(named), data, problems)
+        if faq is None or problems:
+            return None
+        record = faq_record(faq)
+        loaded = loaded_faq(context.authoring, listed, faq, record)
+        site = replace(context.site, faqs=(loaded,))
+    documents = DocumentData(site)
+    try:
+        source_hash = tracked(site, documents).source_hashes[0]
+        pinned = loaded.version if isinstance(loaded, LoadedDocument) else None
+        stamp = ChangeStamp(context.stamp)
+        row, _ = dated_row(context.old.get(loaded.id), source_hash, pinned, stamp)
+        lock = Lock({loaded.id: row})
+        rendered = render_entry(site, loaded, lock, documents, tokenizer)
+    except SiteDataError:
+        return None  # the build renders it again, and reports the same problem there
+    return (key, record, source_hash, lock_stamp(lock[loaded.id]), rendered.to_keep())

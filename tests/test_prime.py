@@ -1,0 +1,274 @@
+"""The process pool that parses, dates and renders many new entries into the build
+cache before the build loads them (prime.py): the same bytes as one process, the same
+error for an entry that fails, the same lock dates, and an interrupt that leaves no worker
+behind."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+from content_builder import prime as prime_module
+from content_builder.build import build, plan
+from content_builder.errors import SiteDataError
+from content_builder.loader import LOCK_FILE
+from content_builder.render import entries
+from tests.conftest import tree_digest
+from tests.sites import Shape, make_site
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(autouse=True)
+def two_cores(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The pool runs only with two cores or more: these tests must not pass without one
+    on a one-core runner."""
+    monkeypatch.setattr(prime_module, "_cores", lambda: 2)
+
+
+@pytest.fixture
+def site(tmp_path: Path) -> Path:
+    return make_site(tmp_path / "site_data", Shape(documents=40, faqs=60, unicode=True))
+
+
+def _pool(monkeypatch: pytest.MonkeyPatch, on: bool) -> None:
+    monkeypatch.setattr(prime_module, "POOL_THRESHOLD", 0 if on else 10**9)
+
+
+def _build(site: Path, out: Path, pooled: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    _pool(monkeypatch, pooled)
+    monkeypatch.setenv("AGENT_ACCESS_CACHE_DIR", "off")  # every entry parsed and rendered
+    build(site, out)
+
+
+def _counting_renders(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """How many entries each build then renders in this process (Catalog.rendered_now)."""
+    counts: list[int] = []
+    real = entries.build_catalog
+
+    def counted(*args: object, **kwargs: object) -> object:
+        catalog = real(*args, **kwargs)  # type: ignore[arg-type]
+        counts.append(catalog.rendered_now)
+        return catalog
+
+    import content_builder.build as build_module
+
+    monkeypatch.setattr(build_module, "build_catalog", counted)
+    return counts
+
+
+@pytest.mark.parametrize("with_lock", [True, False])
+def test_the_pool_publishes_the_bytes_one_process_does(
+    site: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, with_lock: bool
+) -> None:
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", "1767225600")  # a first build dates every entry
+    if with_lock:
+        _build(site, tmp_path / "first", False, monkeypatch)
+    copies = {name: tmp_path / name for name in ("alone", "pooled")}
+    for copy in copies.values():
+        shutil.copytree(site, copy)
+    renders = _counting_renders(monkeypatch)
+    _build(copies["alone"], tmp_path / "alone-out", False, monkeypatch)
+    _build(copies["pooled"], tmp_path / "pooled-out", True, monkeypatch)
+    assert tree_digest(tmp_path / "pooled-out") == tree_digest(tmp_path / "alone-out")
+    assert (copies["pooled"] / LOCK_FILE).read_bytes() == (copies["alone"] / LOCK_FILE).read_bytes()
+    assert renders == [100, 0]  # the pool rendered every entry: none again here
+
+
+def test_the_sample_site_pooled_is_the_same_bytes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A site with its own architecture and on-site agent files, synonyms, pinned
+    versions: what a worker renders with (the site without its entries) must be enough."""
+    sample = tmp_path / "site_data"
+    shutil.copytree(REPO / "site_data", sample)
+    _build(sample, tmp_path / "alone", False, monkeypatch)
+    _build(sample, tmp_path / "pooled", True, monkeypatch)
+    assert tree_digest(tmp_path / "pooled") == tree_digest(tmp_path / "alone")
+
+
+def test_entries_changed_since_the_lock_are_dated_once_by_the_pool(
+    site: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Without SOURCE_DATE_EPOCH the clock is read once a build: the pool's workers date
+    a changed entry with the stamp the build's lock then records, so none is rendered
+    twice, and the lock and the output agree."""
+    monkeypatch.delenv("SOURCE_DATE_EPOCH", raising=False)
+    _build(site, tmp_path / "first", False, monkeypatch)
+    for faq in sorted((site / "faq").glob("*.yaml"))[:5]:
+        data = yaml.safe_load(faq.read_text(encoding="utf-8"))
+        data["answer"] = "Edited. " + data["answer"]
+        faq.write_text(yaml.safe_dump(data, allow_unicode=True), encoding="utf-8")
+    renders = _counting_renders(monkeypatch)
+    _pool(monkeypatch, True)
+    result = plan(site)
+    assert renders == [0]
+    assert len(result.lock_changes) == 5
+    stamps = {result.lock[change.id].updated_at for change in result.lock_changes}
+    assert len(stamps) == 1
+    # Each changed entry's pieces were rendered under that stamp: its sitemap URL, its
+    # change feed entry and its index entry carry it (and nothing else does).
+    stamp = stamps.pop().encode()
+    assert sum(artifact.body.count(stamp) for artifact in result.artifacts) >= 3 * 5
+
+
+def test_an_edit_built_from_a_pooled_build_s_cache_is_a_clean_build(
+    site: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The cache then holds what the workers sent (their links packed, their terms
+    # interned here): read back, it must give what rendering from scratch gives.
+    _pool(monkeypatch, True)
+    monkeypatch.setenv("AGENT_ACCESS_CACHE_DIR", str(tmp_path / "cache"))
+    build(site, tmp_path / "out")
+    faq = sorted((site / "faq").glob("*.yaml"))[3]
+    data = yaml.safe_load(faq.read_text(encoding="utf-8"))
+    data["answer"] = "Edited. " + data["answer"]
+    faq.write_text(yaml.safe_dump(data, allow_unicode=True), encoding="utf-8")
+    build(site, tmp_path / "out")  # one entry rendered, here; the rest from the cache
+    monkeypatch.setenv("AGENT_ACCESS_CACHE_DIR", "off")
+    build(site, tmp_path / "clean")
+    assert tree_digest(tmp_path / "out") == tree_digest(tmp_path / "clean")
+
+
+def test_an_entry_a_worker_cannot_parse_is_the_build_s_own_error(
+    site: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("AGENT_ACCESS_CACHE_DIR", "off")
+    faq = sorted((site / "faq").glob("*.yaml"))[37]
+    faq.write_text(faq.read_text(encoding="utf-8") + "unknown_field: 1\n", encoding="utf-8")
+    (site / "content" / "broken.yaml").write_text("id: [unclosed\n", encoding="utf-8")
+
+    def failure(pooled: bool) -> str:
+        _pool(monkeypatch, pooled)
+        with pytest.raises(SiteDataError) as raised:
+            plan(site)
+        return str(raised.value)
+
+    alone, pooled = failure(False), failure(True)
+    assert pooled == alone
+    assert faq.name in pooled and "unknown_field" in pooled and "broken.yaml" in pooled
+
+
+class _EndsTheWorker:
+    """Unpickled in a worker, ends it at once (as the kernel's OOM killer would)."""
+
+    def __reduce__(self) -> tuple[object, tuple[int]]:
+        return os._exit, (3,)
+
+
+def test_a_worker_that_dies_leaves_its_entries_to_this_process(
+    site: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _build(site, tmp_path / "alone", False, monkeypatch)
+    real = prime_module._in_pool
+
+    def poisoned(context: object, chunks: list[list[object]]) -> object:
+        chunks[0][0] = _EndsTheWorker()  # type: ignore[call-overload]
+        return real(context, chunks)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(prime_module, "_CHUNK", 10)
+    monkeypatch.setattr(prime_module, "_in_pool", poisoned)
+    _build(site, tmp_path / "pooled", True, monkeypatch)  # no BrokenProcessPool traceback
+    assert tree_digest(tmp_path / "pooled") == tree_digest(tmp_path / "alone")
+
+
+def test_pooled_entries_keep_every_field_of_their_terms(
+    site: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A worker's terms are re-interned here: nothing else of them may be lost (the body
+    weights were, and every later build worked them out again)."""
+    monkeypatch.setenv("AGENT_ACCESS_CACHE_DIR", "off")
+    seen: list[list[object]] = []
+    real = entries.build_catalog
+
+    def kept(*args: object, **kwargs: object) -> object:
+        catalog = real(*args, **kwargs)  # type: ignore[arg-type]
+        seen.append(
+            [
+                (e.terms.body, e.terms.body_counts, e.terms.body_weights)  # type: ignore[attr-defined]
+                for e in catalog.entries
+            ]
+        )
+        return catalog
+
+    import content_builder.build as build_module
+
+    monkeypatch.setattr(build_module, "build_catalog", kept)
+    for pooled in (True, False):
+        _pool(monkeypatch, pooled)
+        plan(site)
+    assert seen[0] == seen[1]
+    assert all(len(weights) == len(body) > 0 for body, _, weights in seen[0])
+
+
+def _children(pid: int) -> list[int]:
+    found = []
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        children = (task / "children").read_text().split()
+        found += map(int, children)
+    return found
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").exists(), reason="reads /proc (Linux)")
+@pytest.mark.parametrize("ending", ["ctrl-c", "sigterm"])
+def test_a_build_ended_during_the_pool_leaves_no_worker(tmp_path: Path, ending: str) -> None:
+    big = make_site(tmp_path / "site_data", Shape(documents=150, faqs=250))
+    script = (
+        "from pathlib import Path\n"
+        "from content_builder import prime\n"
+        "from content_builder.build import build\n"
+        "prime.POOL_THRESHOLD = 0\n"
+        f"build(Path({str(big)!r}), Path({str(tmp_path / 'dist')!r}))\n"
+    )
+    env = {**os.environ, "AGENT_ACCESS_CACHE_DIR": "off"}
+    # In a session of its own, as a terminal's foreground job: Ctrl-C signals the group.
+    process = subprocess.Popen(
+        [sys.executable, "-c", script],
+        cwd=REPO,
+        env=env,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+    )
+    workers: list[int] = []
+    deadline = time.monotonic() + 60
+    while len(workers) < 2 and process.poll() is None and time.monotonic() < deadline:
+        # The pool's workers: the build's children that run multiprocessing's spawn_main
+        # (not its resource tracker).
+        workers = [
+            child
+            for child in _children(process.pid)
+            if b"spawn_main" in Path(f"/proc/{child}/cmdline").read_bytes()
+        ]
+        time.sleep(0.005)
+    assert len(workers) >= 2, "the pool never started"
+    time.sleep(0.3)  # the workers import the builder, then render
+    if ending == "ctrl-c":
+        os.killpg(process.pid, signal.SIGINT)  # every process of the group, as Ctrl-C does
+    else:
+        process.terminate()  # the build alone, which ends without any cleanup
+    _, err = process.communicate(timeout=60)
+    assert process.returncode != 0
+    if ending == "ctrl-c":
+        # The build's own interrupt, once: no worker's traceback, no broken pool.
+        assert err.count(b"Traceback") == 1 and b"KeyboardInterrupt" in err, err.decode()
+    assert not (tmp_path / "dist").exists()
+    deadline = time.monotonic() + 10
+    while any(map(_alive, workers)) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert [pid for pid in workers if _alive(pid)] == []
