@@ -45,7 +45,7 @@ from content_builder.lock import ChangeStamp, Lock, LockFile, Row, dated_row
 from content_builder.render.catalog import TERMS_AT, EntryTerms
 from content_builder.render.documents import DocumentData, tracked
 from content_builder.render.entries import lock_stamp, render_entry
-from content_builder.render.indexes import interned, search_tokenizer
+from content_builder.render.indexes import search_tokenizer, with_words_of
 
 if TYPE_CHECKING:
     from multiprocessing.process import BaseProcess
@@ -81,10 +81,11 @@ def prime(files: SiteFiles, lock_file: LockFile, stamp: ChangeStamp) -> int:
     context = _Context(alone, files.authoring, old, stamp())
     chunks = [todo[at : at + _CHUNK] for at in range(0, len(todo), _CHUNK)]
     primed = 0
+    words: dict[str, str] = {}  # one string per word, for all the workers' entries
     for records in _in_pool(context, chunks):
         for record in records:
             if record is not None:
-                _keep(files.cache, record)
+                _keep(files.cache, record, words)
                 primed += 1
     return primed
 
@@ -105,11 +106,9 @@ class _Context:
 _Record = tuple[str, tuple[Any, ...], str, tuple[str, str], tuple[Any, ...]]
 
 
-def _keep(cache: EntryCache, record: _Record) -> None:
+def _keep(cache: EntryCache, record: _Record, words: dict[str, str]) -> None:
     key, loaded, source_hash, dated, rendered = record
-    # Each word made this process's one string of it: a worker's arrive as new strings,
-    # chunk by chunk, which the cache's pickle would store once per chunk, not once.
-    terms = tuple(interned(EntryTerms._make(rendered[TERMS_AT])))
+    terms = tuple(with_words_of(words, EntryTerms._make(rendered[TERMS_AT])))
     rendered = (*rendered[:TERMS_AT], terms, *rendered[TERMS_AT + 1 :])
     cache.put(key, "loaded", loaded)
     cache.put(key, "source_hash", source_hash)

@@ -272,3 +272,32 @@ def test_a_build_ended_during_the_pool_leaves_no_worker(tmp_path: Path, ending: 
     while any(map(_alive, workers)) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert [pid for pid in workers if _alive(pid)] == []
+
+
+def test_a_word_rendered_by_the_workers_is_one_string_in_the_build(
+    site: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each chunk's words arrive as new strings: without one string per word, the cache's
+    pickle and the build's memory would hold a copy per chunk."""
+    monkeypatch.setenv("AGENT_ACCESS_CACHE_DIR", "off")
+    monkeypatch.setattr(prime_module, "_CHUNK", 10)
+    _pool(monkeypatch, True)
+    strings: dict[str, set[int]] = {}
+    entries_of: dict[str, int] = {}
+    real = entries.build_catalog
+
+    def seen(*args: object, **kwargs: object) -> object:
+        catalog = real(*args, **kwargs)  # type: ignore[arg-type]
+        for entry in catalog.entries:
+            for word in entry.terms.body:  # type: ignore[attr-defined]
+                strings.setdefault(word, set()).add(id(word))
+                entries_of[word] = entries_of.get(word, 0) + 1
+        return catalog
+
+    import content_builder.build as build_module
+
+    monkeypatch.setattr(build_module, "build_catalog", seen)
+    plan(site)
+    shared = [ids for word, ids in strings.items() if entries_of[word] > 10]
+    assert len(shared) >= 10
+    assert all(len(ids) == 1 for ids in shared)
