@@ -63,7 +63,7 @@ def prime(files: SiteFiles, lock_file: LockFile, stamp: ChangeStamp) -> int:
     """The new YAML entries of `files` rendered into its cache by a pool, when there are
     POOL_THRESHOLD of them or more and more than one core; how many were."""
     todo = [
-        (kind, str(listed.path), listed.display, listed.key, listed.data)
+        (kind, listed.path, listed.display, listed.key, listed.data)
         for kind, folder in (("document", files.content), ("faq", files.faqs))
         for listed in folder.files
         if listed.data is not None

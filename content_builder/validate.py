@@ -109,6 +109,8 @@ def check_authored_links(
 
 def body_links(site: Site, body: bytes) -> list[tuple[str, str]]:
     """(URL, path) of every link into the API in a published file."""
+    if b"://" not in body:  # no URL (links.urls finds none without it): most search shards
+        return []
     # Interned: an entry names the same URLs in its JSON, its Markdown, its source and its
     # aggregate pieces, and its links are kept pickled (render/catalog.py `EntryLinks`),
     # which stores one string object once: half the links' share of the build cache.
