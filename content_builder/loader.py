@@ -82,8 +82,8 @@ SITE_FOLDERS = (CONTENT_DIR, FAQ_DIR)
 M = TypeVar("M", bound=BaseModel)
 
 
-#: How a loader parses one entry's file: (path, bytes, problems found) -> its models.
-Parse = Callable[[Path, bytes, list[Problem]], tuple[Any, ...] | None]
+#: How a loader parses one entry's file: (path, bytes, problems found[, display]) -> its models.
+Parse = Callable[..., tuple[Any, ...] | None]
 
 
 class _Lazy:
@@ -680,11 +680,15 @@ def _snippet(text: str, match: re.Match[str]) -> str:
 
 
 def parse_document(
-    authoring: Authoring, path: Path, data: bytes | None, problems: list[Problem]
+    authoring: Authoring,
+    path: Path,
+    data: bytes | None,
+    problems: list[Problem],
+    display: str | None = None,  # display_path(path), when the caller knows it
 ) -> tuple[DocumentSource, PageContentSource | FeatureContentSource] | None:
     """A content file's models, or None with its problems added to `problems`."""
-    display = _display_of_file(path)  # display_path(path), at a fraction of the cost
-    raw = _prepared(authoring, path, problems, data)
+    display = display or _display_of_file(path)
+    raw = _prepared(authoring, path, problems, data, display)
     document = validate_model(DocumentSource, raw, display, problems, path=path)
     if document is None:
         return None
@@ -696,11 +700,16 @@ def parse_document(
 
 
 def parse_faq(
-    authoring: Authoring, path: Path, data: bytes | None, problems: list[Problem]
+    authoring: Authoring,
+    path: Path,
+    data: bytes | None,
+    problems: list[Problem],
+    display: str | None = None,  # display_path(path), when the caller knows it
 ) -> tuple[FaqSource] | None:
     """An FAQ file's model, or None with its problems added to `problems`."""
-    raw = _prepared(authoring, path, problems, data)
-    faq = validate_model(FaqSource, raw, _display_of_file(path), problems, path=path)
+    display = display or _display_of_file(path)
+    raw = _prepared(authoring, path, problems, data, display)
+    faq = validate_model(FaqSource, raw, display, problems, path=path)
     return None if faq is None else (faq,)
 
 
@@ -787,7 +796,7 @@ def _parsed(listed: Listed, parse: Parse, problems: list[Problem]) -> tuple[Any,
     if listed.problems:  # it could not be read
         problems.extend(listed.problems)
         return None
-    return parse(Path(listed.path), listed.data, problems)
+    return parse(Path(listed.path), listed.data, problems, listed.display)
 
 
 def _yaml_files(folder: Path, problems: list[Problem], required: bool = True) -> list[str]:
@@ -839,22 +848,28 @@ def _check_unique_ids(
             first_seen[folded] = item.file
 
 
-def _read(path: Path, problems: list[Problem], data: bytes | None = None) -> dict[str, Any] | None:
+def _read(
+    path: Path, problems: list[Problem], data: bytes | None = None, display: str | None = None
+) -> dict[str, Any] | None:
     if data is None and not path.is_file():
         problems.append(Problem(display_path(path), None, "file is missing"))
         return None
     try:
-        return read_yaml_mapping(path, _display_of_file(path), data)
+        return read_yaml_mapping(path, display or _display_of_file(path), data)
     except SiteDataError as error:
         problems.extend(error.problems)
         return None
 
 
 def _prepared(
-    authoring: Authoring, path: Path, problems: list[Problem], data: bytes | None = None
+    authoring: Authoring,
+    path: Path,
+    problems: list[Problem],
+    data: bytes | None = None,
+    display: str | None = None,
 ) -> dict[str, Any] | None:
     """A file's YAML data with the tokens substituted, its link problems added."""
-    raw = _read(path, problems, data)
+    raw = _read(path, problems, data, display)
     if raw is None:
         return None
     prepared = authoring.prepare(path, raw)

@@ -203,14 +203,14 @@ def _prime_one(
     listed = Listed(named, display, key, None, None)
     loaded: LoadedDocument | LoadedFaq
     if kind == "document":
-        document = parse_document(context.authoring, Path(named), data, problems)
+        document = parse_document(context.authoring, Path(named), data, problems, display)
         if document is None or problems:
             return None
         record: tuple[Any, ...] = document_record(document)
         loaded = loaded_document(context.authoring, listed, document, record)
         site = replace(context.site, documents=(loaded,))
     else:
-        faq = parse_faq(context.authoring, Path(named), data, problems)
+        faq = parse_faq(context.authoring, Path(named), data, problems, display)
         if faq is None or problems:
             return None
         record = faq_record(faq)
