@@ -75,9 +75,18 @@ def prime(files: SiteFiles, lock_file: LockFile, stamp: ChangeStamp) -> int:
     except SiteDataError:
         return 0  # the build reports the lock's problem where it reads it
     files.cache.hold_for_this_build()  # a cache that is off holds these until the build ends
+    # What rendering one YAML entry reads of its site: the settings, not the other files.
     alone = Site(
-        files.root, files.base_url, files.config, (), (), None, None, None, None,
-    )  # fmt: skip
+        root=files.root,
+        base_url=files.base_url,
+        config=files.config,
+        documents=(),
+        faqs=(),
+        architecture=None,
+        on_site_agent=None,
+        architecture_file=None,
+        on_site_agent_file=None,
+    )
     context = _Context(alone, files.authoring, old, stamp())
     chunks = [todo[at : at + _CHUNK] for at in range(0, len(todo), _CHUNK)]
     primed = 0
