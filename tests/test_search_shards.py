@@ -13,10 +13,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from agent_client.client import AgentClient
 from agent_contract import paths, search_query, search_shards
 from benchmarks import shard_bench, sitegen
+from content_builder.render import shard_layout
 from tests.conftest import SITE_DATA, running_server
 
 N = 40  # 91 entries: a few seconds to generate and build twice
@@ -278,3 +281,24 @@ def test_an_entry_s_prose_weights_are_each_word_s_weight(length: int) -> None:
     counts = [1, 2, 1, 7, 40, 2, 1, 300, 3]
     weights = search_shards.body_weights(iter(counts), length)  # a view: read once
     assert list(weights) == [search_shards.body_weight(count, length) for count in counts]
+
+
+# The index's values: strings of any character a site can hold (controls, U+2028, astral
+# ones), ints, and lists and objects of them.
+_JSON_VALUES = st.recursive(
+    st.one_of(st.text(), st.integers(min_value=-(2**63), max_value=2**63 - 1), st.booleans()),
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=4), st.dictionaries(st.text(), inner, max_size=4)
+    ),
+    max_leaves=12,
+)
+
+
+@settings(max_examples=500, deadline=None)
+@given(_JSON_VALUES)
+def test_the_shards_json_is_json_dumps_compact(value: Any) -> None:
+    """shard_layout.compact_json (pydantic's serializer, for speed) writes the bytes
+    `json.dumps(ensure_ascii=False, separators=(",", ":"))` writes: the shards' names are
+    their bytes' digest, so any other spelling would rename every shard."""
+    expected = json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    assert shard_layout.compact_json(value) == expected
