@@ -26,7 +26,7 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel
 
-from agent_contract import paths, search_shards, search_terms
+from agent_contract import paths, search_query, search_terms
 from agent_contract.hashing import content_hash
 from agent_contract.models import (
     ChangeFeed,
@@ -294,9 +294,7 @@ class AgentClient:
             lambda body, at: RankedIndex(SearchIndex.model_validate(self._json(body, at))),
         )
 
-    def search(
-        self, query: str, limit: int | None = 10, offset: int = 0
-    ) -> list[search_shards.Hit]:
+    def search(self, query: str, limit: int | None = 10, offset: int = 0) -> list[search_query.Hit]:
         """The best `limit` entries for `query` from `offset` (None: every match), through
         the sharded search index: the term map, a shard per query word and the entry files
         of the hits, each a conditional GET (agent_contract/search_shards.py)."""
@@ -304,9 +302,9 @@ class AgentClient:
 
     def search_page(
         self, query: str, limit: int | None = 10, offset: int = 0
-    ) -> search_shards.Results:
+    ) -> search_query.Results:
         """`search`, with whether more hits follow and the files read."""
-        return search_shards.query(self._fetch_path, query, limit, offset)
+        return search_query.query(self._fetch_path, query, limit, offset)
 
     def _fetch_path(self, path: str) -> bytes:
         try:
@@ -314,7 +312,7 @@ class AgentClient:
         except ClientError as error:
             if error.status == 404:
                 # A shard replaced by a publish: the query reads the term map again.
-                raise search_shards.MissingFile(path) from error
+                raise search_query.MissingFile(path) from error
             raise
 
     def keyword_search(self, query: str, limit: int | None = None) -> list[SearchHit]:

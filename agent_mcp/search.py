@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from agent_contract import search_shards
+from agent_contract import search_query
 from agent_mcp.sources import FileSource, SourceError
 
 #: Hits per page unless `limit` says otherwise, and the most a page may hold: enough to
@@ -96,10 +96,10 @@ class ShardSearch:
     def __init__(self, source: FileSource) -> None:
         self._source = source
 
-    def query(self, text: str, limit: int | None, offset: int = 0) -> search_shards.Results:
+    def query(self, text: str, limit: int | None, offset: int = 0) -> search_query.Results:
         try:
-            return search_shards.query(self._source.read, text, limit, offset)
-        except (search_shards.SearchFormatError, LookupError) as error:
+            return search_query.query(self._source.read, text, limit, offset)
+        except (search_query.SearchFormatError, LookupError) as error:
             # The deployment's files, not the caller's arguments: an internal error.
             raise SourceError(f"the sharded search index: {error}") from None
 

@@ -28,7 +28,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from agent_contract import search_shards
+from agent_contract import search_query, search_shards
 
 PAGE = 10
 SEARCH_PREFIX = "/api/v1/search/"
@@ -114,7 +114,7 @@ def measure(site: Path, edit: str | None = None) -> SiteResult:
             continue
 
         def ranked(query: str) -> list[str]:
-            found = search_shards.query(files.__getitem__, query, limit=PAGE)
+            found = search_query.query(files.__getitem__, query, limit=PAGE)
             raw.append(sum(size(path)[0] for path in found.files))
             zipped.append(sum(size(path)[1] for path in found.files))
             counts.append(len(found.files))

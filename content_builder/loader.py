@@ -6,7 +6,6 @@ expected. Problems of every file are collected, so one run reports them all.
 
 from __future__ import annotations
 
-import difflib
 import ipaddress
 import os
 import re
@@ -585,6 +584,8 @@ def link_problems(text: str, literal_bases: set[str], base_url: str) -> Iterator
         token = match.group(0)
         if token in TOKENS:
             continue
+        import difflib  # only for a token that is not one: not at every build's start-up
+
         close = difflib.get_close_matches(token, TOKENS, n=1, cutoff=0.75)
         glued_to_path = text[match.end() : match.end() + 1] == "/"
         if close or glued_to_path:

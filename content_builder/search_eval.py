@@ -29,7 +29,7 @@ from typing import Annotated
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
 from agent_client.client import rank as client_rank
-from agent_contract import paths, search_shards
+from agent_contract import paths, search_query
 from agent_contract.models import SearchIndex
 from content_builder.errors import Problem, SiteDataError
 from content_builder.loader import Site, validate_model
@@ -156,7 +156,7 @@ def shard_ranker(files: dict[str, bytes]) -> Callable[[str], list[str]]:
     """The agent client's own search (issue 25): the sharded index of the built `files`."""
 
     def ranked_ids(query: str) -> list[str]:
-        return [hit.id for hit in search_shards.query(files.__getitem__, query, limit=3).hits]
+        return [hit.id for hit in search_query.query(files.__getitem__, query, limit=3).hits]
 
     return ranked_ids
 

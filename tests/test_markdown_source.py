@@ -378,7 +378,7 @@ def test_a_page_past_the_entry_budget_is_published_whole_with_a_warning(
 def test_a_page_its_front_matter_keeps_out_of_search_is_published_but_not_found(
     front: str, tmp_path: Path
 ) -> None:
-    from agent_contract import search_shards
+    from agent_contract import search_query
 
     site = _site(
         tmp_path,
@@ -393,8 +393,8 @@ def test_a_page_its_front_matter_keeps_out_of_search_is_published_but_not_found(
     assert "hidden" in {entry["id"] for entry in index["documents"]}
     searched = {entry["id"] for entry in json.loads(files[paths.SEARCH_INDEX])["entries"]}
     assert "shown" in searched and "hidden" not in searched
-    assert not search_shards.query(files.__getitem__, "quokkaflange", limit=3).hits
-    found = search_shards.query(files.__getitem__, "wombatgrommet", limit=3)
+    assert not search_query.query(files.__getitem__, "quokkaflange", limit=3).hits
+    found = search_query.query(files.__getitem__, "wombatgrommet", limit=3)
     assert [hit.id for hit in found.hits] == ["shown"]
 
 

@@ -1,6 +1,6 @@
 """One slow tool call must not stall the MCP server (issue 24, item 7).
 
-The slowness is injected: `search_shards.query` (what a search spends its time in)
+The slowness is injected: `search_query.query` (what a search spends its time in)
 is wrapped to sleep first, standing for a search of a large site's index. The old server
 ran it on the event loop, so a ping waited for it, and a dozen searches at once left
 every client without an answer. Now tool work runs on a bounded set of threads
@@ -22,7 +22,7 @@ import pytest
 from mcp import Client
 from mcp.shared.exceptions import MCPError
 
-from agent_contract import search_shards
+from agent_contract import search_query
 from agent_mcp import http as mcp_http
 from agent_mcp import server as mcp_server
 from agent_mcp.catalog import Catalog
@@ -50,14 +50,14 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> sitegen.GeneratedSite:
 def slow_search(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """Every search sleeps SLOW seconds first; returns the queries that started."""
     started: list[str] = []
-    real = search_shards.query
+    real = search_query.query
 
     def slow_query(fetch: Any, query: str, *args: Any) -> Any:
         started.append(query)  # list.append is atomic: called from worker threads
         time.sleep(SLOW)
         return real(fetch, query, *args)
 
-    monkeypatch.setattr(search_shards, "query", slow_query)
+    monkeypatch.setattr(search_query, "query", slow_query)
     return started
 
 

@@ -27,7 +27,7 @@ import yaml
 from mcp import Client, StdioServerParameters
 from mcp.shared.exceptions import MCPError
 
-from agent_contract import paths, search_shards
+from agent_contract import paths, search_query
 from agent_contract.models import SearchIndex
 from agent_mcp.catalog import SEARCH_LIMIT
 from agent_mcp.sources import DirectoryFiles, MissingFile
@@ -154,7 +154,7 @@ async def exercise(server: Any, mode: str, files: dict[str, bytes], question: st
         search_index = SearchIndex.model_validate_json(files[paths.SEARCH_INDEX])
         result = await client.call_tool("search_content", {"query": question})
         found = json.loads(result.content[0].text)
-        sharded = search_shards.query(files.__getitem__, question, limit=SEARCH_LIMIT)
+        sharded = search_query.query(files.__getitem__, question, limit=SEARCH_LIMIT)
         assert found["entries"] and [e["id"] for e in found["entries"]] == [
             hit.id for hit in sharded.hits
         ]
@@ -429,7 +429,7 @@ def test_search_ranks_as_the_client_does_on_the_search_evaluation(site: Path) ->
                 result = await client.call_tool("search", {"query": item["q"]})
                 ids = [hit["id"] for hit in result.structured_content["results"]]
                 # The sharded index's query procedure, as the client runs it.
-                found = search_shards.query(files.__getitem__, item["q"], limit=SEARCH_LIMIT)
+                found = search_query.query(files.__getitem__, item["q"], limit=SEARCH_LIMIT)
                 assert ids == [hit.id for hit in found.hits], item["q"]
                 assert all(
                     hit["snippet"] is not None for hit in result.structured_content["results"]

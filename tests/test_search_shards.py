@@ -13,10 +13,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from agent_client.client import AgentClient
-from agent_contract import paths, search_shards
+from agent_contract import paths, search_query, search_shards
 from benchmarks import shard_bench, sitegen
+from content_builder.render import shard_layout
 from tests.conftest import SITE_DATA, running_server
 
 N = 40  # 91 entries: a few seconds to generate and build twice
@@ -79,7 +82,7 @@ def test_every_term_of_an_entry_is_posted(mixed: sitegen.GeneratedSite) -> None:
 
     files = {artifact.path: artifact.body for artifact in plan(mixed.root).artifacts}
     for word, expected in (("zyzzyva", None), ("scrapers", "q01-difference")):
-        found = search_shards.query(files.__getitem__, word, limit=3)
+        found = search_query.query(files.__getitem__, word, limit=3)
         if expected is None:
             assert not found.hits
         else:
@@ -107,10 +110,10 @@ def test_the_client_searches_through_the_shards(site_copy: Path) -> None:
         def fetch(path: str) -> bytes:
             fetched.append(path)
             if path.startswith("/api/v1/search/shards/") and fetched.count(paths.SEARCH_TERMS) < 2:
-                raise search_shards.MissingFile(path)
+                raise search_query.MissingFile(path)
             return stale.get(path) or client.fetch(client.url(path)).body
 
-        again = search_shards.query(fetch, "how do agents check if a document changed", 3)
+        again = search_query.query(fetch, "how do agents check if a document changed", 3)
         assert [hit.id for hit in again.hits] == [hit.id for hit in page.hits]
         assert fetched.count(paths.SEARCH_TERMS) == 2
 
@@ -190,8 +193,8 @@ def test_a_damaged_shard_is_a_clear_error_never_a_traceback(damage: Any) -> None
         else body
         for path, body in files.items()
     }
-    with pytest.raises(search_shards.SearchFormatError):
-        search_shards.query(damaged.__getitem__, "cache headers for agents", limit=3)
+    with pytest.raises(search_query.SearchFormatError):
+        search_query.query(damaged.__getitem__, "cache headers for agents", limit=3)
 
 
 def test_a_page_is_the_exact_ranking_in_its_order(mixed: sitegen.GeneratedSite) -> None:
@@ -205,12 +208,12 @@ def test_a_page_is_the_exact_ranking_in_its_order(mixed: sitegen.GeneratedSite) 
     sets = search_eval.load_question_sets(mixed.root / "search-questions.yaml")
     stopped_early = 0
     for question in [q for questions in sets.values() for q in questions]:
-        exact = [hit.id for hit in search_shards.query(files.__getitem__, question.q, None).hits]
+        exact = [hit.id for hit in search_query.query(files.__getitem__, question.q, None).hits]
         for offset in (0, 3):
-            page = search_shards.query(files.__getitem__, question.q, 10, offset)
+            page = search_query.query(files.__getitem__, question.q, 10, offset)
             assert [hit.id for hit in page.hits] == exact[offset : offset + 10], question.q
             stopped_early += len(page.files) < len(
-                search_shards.query(files.__getitem__, question.q, None).files
+                search_query.query(files.__getitem__, question.q, None).files
             )
     assert stopped_early > 50  # the early stop is exercised, not bypassed
 
@@ -254,13 +257,13 @@ def test_an_entry_holding_every_word_beats_one_holding_a_rare_word_strongly() ->
     """Coordination: "rare" in a title (weight 10) alone does not beat "rare" and
     "common" in prose, though its sum of weight * idf is the higher."""
     files = _index({"rare": {"a1": 10, "b2": 4}, "common": {"b2": 4, "c3": 4}}, 100)
-    found = search_shards.query(files.__getitem__, "rare common", limit=3)
+    found = search_query.query(files.__getitem__, "rare common", limit=3)
     assert [hit.id for hit in found.hits][:2] == ["b2", "a1"]
     rare, common = search_shards.idf(2, 100), search_shards.idf(2, 100)
     assert 10 * rare > 4 * rare + 4 * common  # what a plain sum would have ranked first
     assert found.hits[1].score == round(10 * rare * (1 / 2) ** search_shards.COORDINATION, 4)
     # One word: no coordination, the heavier weight first.
-    single = search_shards.query(files.__getitem__, "rare", limit=3)
+    single = search_query.query(files.__getitem__, "rare", limit=3)
     assert [hit.id for hit in single.hits] == ["a1", "b2"]
 
 
@@ -278,3 +281,24 @@ def test_an_entry_s_prose_weights_are_each_word_s_weight(length: int) -> None:
     counts = [1, 2, 1, 7, 40, 2, 1, 300, 3]
     weights = search_shards.body_weights(iter(counts), length)  # a view: read once
     assert list(weights) == [search_shards.body_weight(count, length) for count in counts]
+
+
+# The index's values: strings of any character a site can hold (controls, U+2028, astral
+# ones), ints, and lists and objects of them.
+_JSON_VALUES = st.recursive(
+    st.one_of(st.text(), st.integers(min_value=-(2**63), max_value=2**63 - 1), st.booleans()),
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=4), st.dictionaries(st.text(), inner, max_size=4)
+    ),
+    max_leaves=12,
+)
+
+
+@settings(max_examples=500, deadline=None)
+@given(_JSON_VALUES)
+def test_the_shards_json_is_json_dumps_compact(value: Any) -> None:
+    """shard_layout.compact_json (pydantic's serializer, for speed) writes the bytes
+    `json.dumps(ensure_ascii=False, separators=(",", ":"))` writes: the shards' names are
+    their bytes' digest, so any other spelling would rename every shard."""
+    expected = json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    assert shard_layout.compact_json(value) == expected

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from agent_contract import paths, search_shards
+from agent_contract import paths, search_query, search_shards
 from content_builder.build import plan
 from content_builder.errors import SiteDataError
 from tests import sites
@@ -56,16 +56,16 @@ def test_the_term_map_publishes_the_owners_groups_folded(declared: dict[str, byt
 def test_a_query_in_the_visitors_words_finds_the_answer_in_the_owners(
     declared: dict[str, bytes], tmp_path: Path
 ) -> None:
-    found = search_shards.query(declared.__getitem__, "which routes are there", limit=3)
+    found = search_query.query(declared.__getitem__, "which routes are there", limit=3)
     assert [hit.id for hit in found.hits][:1] == [ANSWER_ID]
     assert found.hits[0].matched == ("routes",)  # the query's word, not the entry's
     # A form of a group's word finds the group too ("route" -> "routes").
-    single = search_shards.query(declared.__getitem__, "route", limit=3)
+    single = search_query.query(declared.__getitem__, "route", limit=3)
     assert [hit.id for hit in single.hits][:1] == [ANSWER_ID]
     # Without the owner's group nothing says "routes": no hit at all.
     plain = _search_files(_site(tmp_path / "plain", None))
     assert json.loads(plain[paths.SEARCH_TERMS])["synonyms"] == []
-    assert search_shards.query(plain.__getitem__, "which routes are there", limit=3).hits == []
+    assert search_query.query(plain.__getitem__, "which routes are there", limit=3).hits == []
 
 
 def test_a_word_of_a_group_counts_once_with_its_best_weight() -> None:
@@ -77,7 +77,7 @@ def test_a_word_of_a_group_counts_once_with_its_best_weight() -> None:
     term_map = json.loads(files[paths.SEARCH_TERMS])
     term_map["synonyms"] = [["routes", "endpoints"]]
     files[paths.SEARCH_TERMS] = json.dumps(term_map).encode()
-    found = search_shards.query(files.__getitem__, "routes", limit=3)
+    found = search_query.query(files.__getitem__, "routes", limit=3)
     assert [hit.id for hit in found.hits] == ["a1", "b2", "c3"]
     assert found.hits[1].score == round(4 * search_shards.idf(2, 100), 4)
 
@@ -113,8 +113,8 @@ def test_damaged_synonyms_are_a_clear_error_never_a_traceback(
     term_map = json.loads(declared[paths.SEARCH_TERMS])
     term_map["synonyms"] = damaged
     files = {**declared, paths.SEARCH_TERMS: json.dumps(term_map).encode()}
-    with pytest.raises(search_shards.SearchFormatError, match="synonyms"):
-        search_shards.query(files.__getitem__, "routes", limit=3)
+    with pytest.raises(search_query.SearchFormatError, match="synonyms"):
+        search_query.query(files.__getitem__, "routes", limit=3)
 
 
 def test_an_edit_of_the_groups_alone_republishes_the_term_map(tmp_path: Path) -> None:

@@ -15,7 +15,6 @@ from pydantic import BaseModel
 from agent_contract import paths
 from agent_contract.artifacts import Artifact, json_body, text_body
 from content_builder.loader import Site
-from content_builder.render import site_facts
 from content_builder.render.catalog import Catalog, entry_file
 from content_builder.render.discovery import discovery_document
 from content_builder.render.errors import not_found
@@ -60,18 +59,29 @@ class Renderer:
     source: Callable[[Site], str | None] = lambda site: None  # the site_data file, for errors
 
 
+def _architecture(c: RenderContext) -> bytes:
+    """The site's own file, else what the build knows (site_facts.py, issue 23)."""
+    if c.site.architecture is not None:
+        return json_body(c.site.architecture)
+    # Imported here: only a site without architecture.yaml needs it, and a build's
+    # start-up is most of a small site's build (issue 22).
+    from content_builder.render import site_facts
+
+    return json_body(site_facts.architecture(c.site, c.catalog, c.mcp_endpoint))
+
+
+def _on_site_agent(c: RenderContext) -> bytes:
+    """The site's own file, else the on-site agent as not deployed (site_facts.py)."""
+    if c.site.on_site_agent is not None:
+        return json_body(c.site.on_site_agent)
+    from content_builder.render import site_facts  # as in _architecture
+
+    return json_body(site_facts.on_site_agent(c.site))
+
+
 RENDERERS: dict[str, Renderer] = {
-    # The site's own file, else what the build knows (site_facts.py, issue 23).
-    "architecture": Renderer(
-        lambda c: json_body(
-            c.site.architecture or site_facts.architecture(c.site, c.catalog, c.mcp_endpoint)
-        ),
-        lambda site: site.architecture_file,
-    ),
-    "on_site_agent": Renderer(
-        lambda c: json_body(c.site.on_site_agent or site_facts.on_site_agent(c.site)),
-        lambda site: site.on_site_agent_file,
-    ),
+    "architecture": Renderer(_architecture, lambda site: site.architecture_file),
+    "on_site_agent": Renderer(_on_site_agent, lambda site: site.on_site_agent_file),
     "not_found": Renderer(lambda c: json_body(not_found(c.site))),
     "content_index": Renderer(lambda c: content_index(c.site, c.catalog)),
     "search_index": Renderer(lambda c: search_index(c.site, c.catalog)),

@@ -78,6 +78,15 @@ def paragraph(text: str) -> str:
 _DEEPER_HEADING = re.compile(r" {0,3}(#{3,6})(?=[ \t]|$)")
 
 
+#: What a line's containers and indentation are made of, and what must come first after
+#: them for the line to matter to `block` (a fence, a heading, an underline, an HTML
+#: block): every other line is kept as it is without the four matches below, which are
+#: most of the cost of a build's bodies (most lines are prose). A line of these
+#: characters alone ("---", "1.") may be an underline: it is looked at.
+_INERT = " \t>+*-0123456789.)"
+_MAY_START = frozenset("#=<`~")
+
+
 def block(text: str, deeper: int | None = None) -> str:
     """A multi-line field written as a block of lines: the author's Markdown, less
     headings (and HTML blocks) it would forge outside its own code fences; a fence
@@ -92,6 +101,9 @@ def block(text: str, deeper: int | None = None) -> str:
     lines = text.split("\n")
     fence: str | None = None  # the open fence's characters, while inside one
     for index, line in enumerate(lines):
+        first = line.lstrip(_INERT)[:1]
+        if first not in _MAY_START and (first or not line.strip(" \t")):
+            continue  # no fence, heading, underline or HTML block can start it
         opened = _FENCE.match(line)
         if fence is not None:
             if _closes(opened, fence):
