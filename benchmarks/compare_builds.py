@@ -19,6 +19,7 @@ prints the table benchmarks/README.md keeps.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import platform
@@ -27,6 +28,7 @@ import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -48,11 +50,34 @@ def _children_cpu() -> float:
     return used.ru_utime + used.ru_stime
 
 
+def bytecode_env(checkout: Path) -> dict[str, str]:
+    """The environment a builder runs in: with its bytecode written and read, as an
+    installed package's is (pip compiles it), in a folder of its own (a checkout's source
+    is not written into). Without it (PYTHONDONTWRITEBYTECODE, as this machine's
+    sessions set), every run compiles every module, and the builder with more source
+    pays more for what no user pays (docs/decisions.md, issue 22, session 25)."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    folder = hashlib.sha256(str(checkout.resolve()).encode()).hexdigest()[:12]
+    env["PYTHONPYCACHEPREFIX"] = str(Path(tempfile.gettempdir()) / "agent-access-bench" / folder)
+    return env
+
+
+def warm_up(checkout: Path, work: Path) -> None:
+    """One build of the sample by `checkout`, output dropped: its bytecode written."""
+    subprocess.run(
+        [sys.executable, "-m", "content_builder", "build", "--site", str(_site("sample", work)),
+         "--out", str(work / "warm-up")],
+        cwd=checkout, env={**bytecode_env(checkout), "AGENT_ACCESS_CACHE_DIR": "off"},
+        check=True, stdout=subprocess.DEVNULL,
+    )  # fmt: skip
+    shutil.rmtree(work / "warm-up", ignore_errors=True)
+
+
 def timed_build(checkout: Path, site: Path, out: Path, cache: Path) -> tuple[float, int, float]:
     """Wall seconds, peak tree Pss (kB) and CPU seconds (user + sys, the build's
     processes that it waited for included) of one `build`, run from `checkout`."""
     cpu_before = _children_cpu()
-    env = {**os.environ, "AGENT_ACCESS_CACHE_DIR": str(cache), "PYTHONHASHSEED": "0"}
+    env = {**bytecode_env(checkout), "AGENT_ACCESS_CACHE_DIR": str(cache), "PYTHONHASHSEED": "0"}
     command = [sys.executable, "-m", "content_builder", "build", "--site", str(site)]
     start = time.perf_counter()
     process = subprocess.Popen(
@@ -127,6 +152,9 @@ _KINDS = ("cold", "edit", "edit_again")
 def compare(old: Path, sizes: list[str], repeats: int, work: Path) -> dict[str, Any]:
     builders = {"old": old.resolve(), "new": REPO}
     results: dict[str, Any] = {}
+    work.mkdir(parents=True, exist_ok=True)
+    for checkout in builders.values():
+        warm_up(checkout, work)
     for size in sizes:
         master = _site(size, work)
         # The lock brought up to date once (both builders write the same lock): a cold
