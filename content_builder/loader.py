@@ -488,7 +488,7 @@ def _cached_entries(
     and no bytes: the reader reports why.
 
     A file whose inode, size, mtime and ctime are what they were when an earlier build
-    read it (longer than RACY_NS before that build started) is not read again: its key
+    read it (longer than RACY_NS before that read) is not read again: its key
     and cached entry are taken from the cache (bytes None). Any other file is read and
     hashed, and its key is the truth.
 
@@ -496,7 +496,6 @@ def _cached_entries(
     tokens substituted and their links checked (`prepare`). Bytes come back only for a
     file not parsed."""
     names = _yaml_files(folder, problems, required)
-    started = time.time_ns()
     # Every file is `folder / name` (_yaml_files): its display path is the folder's, once,
     # joined with its name, as _display_of_file would find it file by file.
     where = _display_of_folder(os.getcwd(), folder)
@@ -523,33 +522,39 @@ def _cached_entries(
 
     def read_ahead(
         entry: tuple[Path | str, str, Any, str, Any],
-    ) -> tuple[str, bytes | None, Parsed]:
+    ) -> tuple[str, bytes | None, Parsed, int]:
         path, display = entry[0], entry[1]
+        # The moment before the read, which the racy window is measured from: a change
+        # after the read stamps the file's ctime with a later tick than its stat's when
+        # that stat is older than the read by more than a tick. (Measured from the start
+        # of the listing instead, a cold build of freshly written files, which reads them
+        # over seconds, left half of them to be read again by the next build.)
+        reading = time.time_ns()
         try:
             # A regular file by now (the listing refused anything else), read within its
             # size limit without following a link swapped in since (site_files.py).
             data = read_site_file(path, display)
         except SiteDataError as error:
-            return "", None, error.problems
+            return "", None, error.problems, reading
         key = entry_key(display, data)
         if cache.get(key, "loaded") is not None:  # asked again here, where it is recorded
-            return key, data, None
+            return key, data, None, reading
         try:
             raw = read_yaml_mapping(path, display, data)
         except SiteDataError as error:
-            return key, None, error.problems
-        return key, None, prepare(path, raw)
+            return key, None, error.problems, reading
+        return key, None, prepare(path, raw), reading
 
     read = {entry[0]: read_ahead(entry) for entry in unread}
     for path, display, stat, _, _ in unread:
-        key = read[path][0]
-        if key and max(stat.st_mtime_ns, stat.st_ctime_ns) < started - RACY_NS:  # type: ignore[union-attr]
+        key, reading = read[path][0], read[path][3]
+        if key and max(stat.st_mtime_ns, stat.st_ctime_ns) < reading - RACY_NS:  # type: ignore[union-attr]
             cache.put("stat\0" + display, "read", (_stat_signature(stat), key))  # type: ignore[arg-type]
     for path, display, stat, key, hit in listed:
         if stat is None:
             yield path, display, key, None, hit, None
             continue
-        key, data, parsed = read[path]
+        key, data, parsed, _ = read[path]
         yield path, display, key, data, cache.get(key, "loaded") if key else None, parsed
 
 
