@@ -648,3 +648,22 @@ def test_the_previous_manifest_is_read_as_the_standard_library_reads_it(
     48,000 files): the same manifest, or none, as `read_manifest` finds."""
     (tmp_path / "manifest.json").write_text(text, encoding="utf-8")
     assert writer._read_previous(tmp_path) == writer.read_manifest(tmp_path)
+
+
+@pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="needs /proc")
+def test_the_first_edit_links_every_file_and_leaves_no_descriptor_open(
+    site_copy: Path, tmp_path: Path
+) -> None:
+    """After a cold build the spare is empty: the next build links every unchanged file
+    into it by name between folder descriptors (`_Linker`), closed when the stage ends."""
+    out = tmp_path / "dist"
+    first = pipeline.plan(site_copy)
+    writer.write_output(first.artifacts, out, first.site.base_url)
+    open_before = len(list(Path("/proc/self/fd").iterdir()))
+    writer.write_output(first.artifacts, out, first.site.base_url)
+    assert len(list(Path("/proc/self/fd").iterdir())) == open_before
+    spare = writer.spare_folder(out)
+    for artifact in first.artifacts:  # the output it replaced: the same inodes
+        assert (out / artifact.key).stat().st_ino == (spare / artifact.key).stat().st_ino
+    spare_files = tree_digest(spare)
+    assert spare_files.pop(".manifest-stamp") and spare_files == tree_digest(out)
