@@ -203,17 +203,11 @@ class EntryCache:
         record = self.records.get(key)
         if record is None:
             return None
-        if type(record) is dict:  # put by this build
-            if field not in record:
-                return None
-            value = record[field]
-        else:  # read back: a few fields, searched in order
-            at = _field_at(record, field)
-            if at < 0:
-                return None
-            value = record[at + 1]
+        at = _field_at(record, field)  # a few fields, searched in order
+        if at < 0:
+            return None
         self.used.add(key)
-        return value
+        return record[at + 1]
 
     def blob(self, value: Blob | BlobRef) -> bytes:
         """A blob's bytes: a `Blob` put by this build, or a `BlobRef` read from the file."""
@@ -225,12 +219,16 @@ class EntryCache:
     def put(self, key: str, field: str, value: Any) -> None:
         if self.file is None:  # off: hold nothing (the build's peak memory)
             return
-        record = self.records.get(key)
-        if type(record) is not dict:  # none yet, or read back: a dict of its own from now
-            record = self.records[key] = _as_dict(record or ())
-        record[field] = value
+        # A new tuple per put (a record has a handful of fields): no dict, which the
+        # collector would walk until a full collection (20,000 entries' records in a cold
+        # build, the stat records of the files an edit read).
+        record = self.records.get(key, ())
+        at = _field_at(record, field)
+        changed = (
+            (*record, field, value) if at < 0 else (*record[:at], field, value, *record[at + 2 :])
+        )
+        self.records[key] = self.added[key] = changed
         self.used.add(key)
-        self.added[key] = record
 
     @property
     def enabled(self) -> bool:
@@ -272,16 +270,16 @@ class EntryCache:
             return
         if self.added:
             with self.file.open("ab") as stream:
-                _write_frame(stream, {key: _flat(record) for key, record in self.added.items()})
+                _write_frame(stream, self.added)
         self.signature = _signature(self.file)
 
     def _for_rewrite(self, records: dict[str, Record]) -> dict[str, Record]:
-        """`records` as written (`_flat`), with each BlobRef (a field's value, or an item of
+        """`records` with each BlobRef (a field's value, or an item of
         a field's tuple: where records hold blobs) as a blob copied from the file being
         replaced: its frame numbers and offsets name that file's, not the new one's."""
         blobs = self.blobs
         if blobs is None:
-            return {key: _flat(record) for key, record in records.items()}
+            return records
 
         def copied(value: Any) -> Any:
             if type(value) is not tuple:
@@ -293,7 +291,7 @@ class EntryCache:
             return value
 
         return {
-            key: _flat({field: copied(value) for field, value in _as_dict(record).items()})
+            key: tuple(copied(item) if at % 2 else item for at, item in enumerate(record))
             for key, record in records.items()
         }
 
@@ -524,24 +522,18 @@ def _write_new(file: Path, head: bytes, records: Any) -> None:
         raise
 
 
-#: A record as read back from a file: field, value, field, value..., each field once
-#: (not a dict, which the garbage collector walks until a full collection; not pairs,
+#: A record, in memory and in a frame: field, value, field, value..., each field once.
+#: Not a dict, which the garbage collector walks until a full collection; not pairs,
 #: another tuple per field, and one more level the collector untracks one collection at a
-#: time). A record put by this build is a dict until it is written.
-Record = tuple[Any, ...] | dict[str, Any]
+#: time.
+Record = tuple[Any, ...]
 
 
-def _flat(record: Record) -> tuple[Any, ...]:
-    """A record as a frame holds it (`Record`)."""
-    if type(record) is dict:
-        return tuple(item for pair in record.items() for item in pair)
-    return record  # type: ignore[return-value]
-
-
-def _as_dict(record: Record) -> dict[str, Any]:
-    if type(record) is dict:
-        return record  # type: ignore[return-value]
-    return dict(zip(record[::2], record[1::2], strict=True))
+def _joined(before: Record, after: Record) -> Record:
+    """A record of two frames: `after`'s fields win, `before`'s others are kept."""
+    fields = dict(zip(before[::2], before[1::2], strict=True))
+    fields.update(zip(after[::2], after[1::2], strict=True))
+    return tuple(item for pair in fields.items() for item in pair)
 
 
 def _field_at(record: tuple[Any, ...], field: str) -> int:
@@ -849,9 +841,7 @@ def _read_records(file: Path, header: bytes) -> tuple[dict[str, Record], bool, B
                     continue
                 for key, value in frame.items():
                     before = records.get(key)
-                    records[key] = (
-                        value if before is None else _flat({**_as_dict(before), **_as_dict(value)})
-                    )
+                    records[key] = value if before is None else _joined(before, value)
     except Exception:  # missing, truncated, corrupt: what was read whole is kept
         return records, False, blobs if records else None
     return records, True, blobs
