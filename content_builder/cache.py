@@ -203,9 +203,14 @@ class EntryCache:
         record = self.records.get(key)
         if record is None:
             return None
-        at = _field_at(record, field)  # a few fields, searched in order
-        if at < 0:
+        try:  # a few fields, searched in order (inline: 130,000 calls an edit)
+            at = record.index(field)
+        except ValueError:
             return None
+        if at % 2:  # a value equal to the field's name came first
+            at = _field_at(record, field)
+            if at < 0:
+                return None
         self.used.add(key)
         return record[at + 1]
 
