@@ -279,9 +279,9 @@ class EntryCache:
         self.signature = _signature(self.file)
 
     def _for_rewrite(self, records: dict[str, Record]) -> dict[str, Record]:
-        """`records` with each BlobRef (a field's value, or an item of
-        a field's tuple: where records hold blobs) as a blob copied from the file being
-        replaced: its frame numbers and offsets name that file's, not the new one's."""
+        """`records` with each BlobRef (a field's value, or an item of a field's tuple:
+        where records hold blobs) as a blob copied from the file being replaced: its frame
+        numbers and offsets name that file's, not the new one's."""
         blobs = self.blobs
         if blobs is None:
             return records

@@ -211,8 +211,8 @@ def write_output(
 
 
 def _read_previous(out_dir: Path) -> BuildManifest | None:
-    """`read_manifest`, parsed by pydantic-core's JSON reader: a third of the standard
-    library's time for the 15 MB manifest of a 10,000-entry site (~0.07 s of every edit).
+    """`read_manifest`, parsed by pydantic-core's JSON reader: the 15 MB manifest of a
+    10,000-entry site in 0.06 s, not ~0.19 s, in a build's heap (every edit).
     The same values for any JSON both accept; a text it refuses that json accepts (an
     escaped lone surrogate) is read by `read_manifest` as before."""
     try:
@@ -368,9 +368,9 @@ class _Linker:
 
     def link(self, folder: str, key: str) -> bool:
         """Whether the live file at `key` (in `folder`) is now linked at the staged `key`."""
-        pair = self._pairs.get(folder, ()) if self._BY_NAME else None
-        if pair == ():
-            pair = self._pairs[folder] = self._open(folder)
+        if self._BY_NAME and folder not in self._pairs:
+            self._pairs[folder] = self._open(folder)
+        pair = self._pairs.get(folder)
         live_root, staged_root = self._roots
         try:
             if pair is None:
