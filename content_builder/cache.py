@@ -17,7 +17,10 @@ which a cached build writes only when they changed) are put as `Blob`s: kept aft
 frame's pickle as raw bytes, checked with the frame, and read back as `BlobRef`s (plain
 tuples), whose bytes are read from the file only when asked for (`EntryCache.blob`).
 A record read back holds only strings, bytes, ints and tuples of them: objects the
-garbage collector stops walking once it has seen them (issue 22, session 24).
+garbage collector stops walking once it has seen them (issue 22, session 24). It is
+itself a flat tuple, field, value, field, value..., not a dict (`Record`): a dict is
+untracked only by a full collection, so the 60,000 records of a 10,000-entry site read
+at once started full collections of the build's heap one after another (session 25).
 
 Where it lives: $AGENT_ACCESS_CACHE_DIR, else $XDG_CACHE_HOME/agent-access, else
 ~/.cache/agent-access: never in the repository. One file per site folder and settings
@@ -138,7 +141,7 @@ class EntryCache:
         self,
         file: Path | None,
         header: bytes,
-        records: dict[str, dict[str, Any]],
+        records: dict[str, Record],
         appendable: bool,
         latest: dict[str, Any] | None = None,
         blobs: BlobFile | None = None,
@@ -199,10 +202,18 @@ class EntryCache:
 
     def get(self, key: str, field: str) -> Any | None:
         record = self.records.get(key)
-        if record is None or field not in record:
+        if record is None:
             return None
+        try:  # a few fields, searched in order (inline: 130,000 calls an edit)
+            at = record.index(field)
+        except ValueError:
+            return None
+        if at % 2:  # a value equal to the field's name came first
+            at = _field_at(record, field)
+            if at < 0:
+                return None
         self.used.add(key)
-        return record[field]
+        return record[at + 1]
 
     def blob(self, value: Blob | BlobRef) -> bytes:
         """A blob's bytes: a `Blob` put by this build, or a `BlobRef` read from the file."""
@@ -214,10 +225,16 @@ class EntryCache:
     def put(self, key: str, field: str, value: Any) -> None:
         if self.file is None and not self._holds:  # off: hold nothing (peak memory)
             return
-        record = self.records.setdefault(key, {})
-        record[field] = value
+        # A new tuple per put (a record has a handful of fields): no dict, which the
+        # collector would walk until a full collection (20,000 entries' records in a cold
+        # build, the stat records of the files an edit read).
+        record = self.records.get(key, ())
+        at = _field_at(record, field)
+        changed = (
+            (*record, field, value) if at < 0 else (*record[:at], field, value, *record[at + 2 :])
+        )
+        self.records[key] = self.added[key] = changed
         self.used.add(key)
-        self.added[key] = record
 
     def hold_for_this_build(self) -> None:
         """A cache that is off holds what is put from now on, for this build only (never
@@ -267,10 +284,10 @@ class EntryCache:
                 _write_frame(stream, self.added)
         self.signature = _signature(self.file)
 
-    def _for_rewrite(self, records: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
-        """`records` with each BlobRef (a field's value, or an item of a field's tuple: where
-        records hold blobs) as a blob copied from the file being replaced: its frame numbers
-        and offsets name that file's, not the new one's."""
+    def _for_rewrite(self, records: dict[str, Record]) -> dict[str, Record]:
+        """`records` with each BlobRef (a field's value, or an item of a field's tuple:
+        where records hold blobs) as a blob copied from the file being replaced: its frame
+        numbers and offsets name that file's, not the new one's."""
         blobs = self.blobs
         if blobs is None:
             return records
@@ -285,7 +302,7 @@ class EntryCache:
             return value
 
         return {
-            key: {field: copied(value) for field, value in record.items()}
+            key: tuple(copied(item) if at % 2 else item for at, item in enumerate(record))
             for key, record in records.items()
         }
 
@@ -514,6 +531,33 @@ def _write_new(file: Path, head: bytes, records: Any) -> None:
     except BaseException:
         Path(temporary).unlink(missing_ok=True)
         raise
+
+
+#: A record, in memory and in a frame: field, value, field, value..., each field once.
+#: Not a dict, which the garbage collector walks until a full collection; not pairs,
+#: another tuple per field, and one more level the collector untracks one collection at a
+#: time.
+Record = tuple[Any, ...]
+
+
+def _joined(before: Record, after: Record) -> Record:
+    """A record of two frames: `after`'s fields win, `before`'s others are kept."""
+    fields = dict(zip(before[::2], before[1::2], strict=True))
+    fields.update(zip(after[::2], after[1::2], strict=True))
+    return tuple(item for pair in fields.items() for item in pair)
+
+
+def _field_at(record: tuple[Any, ...], field: str) -> int:
+    """Where `field` is in a flat record (its value follows), or -1."""
+    at = 0
+    while True:
+        try:
+            at = record.index(field, at)
+        except ValueError:
+            return -1
+        if at % 2 == 0:
+            return at
+        at += 1  # a value equal to the field's name: look on
 
 
 _LENGTH = 8
@@ -779,13 +823,12 @@ def _read_frame(stream: BinaryIO, frame: int | None = None) -> tuple[Any, int]:
     return records, start
 
 
-def _read_records(
-    file: Path, header: bytes
-) -> tuple[dict[str, dict[str, Any]], bool, BlobFile | None]:
-    """The records of every frame, later ones winning, whether the file was whole, and
-    the file their blobs are read from. A frame cut short (a build killed while appending)
-    ends the reading: the frames before it are kept, and the next save rewrites the file."""
-    records: dict[str, dict[str, Any]] = {}
+def _read_records(file: Path, header: bytes) -> tuple[dict[str, Record], bool, BlobFile | None]:
+    """The records of every frame, later ones winning field by field, whether the file was
+    whole, and the file their blobs are read from. A frame cut short (a build killed while
+    appending) ends the reading: the frames before it are kept, and the next save rewrites
+    the file."""
+    records: dict[str, Record] = {}
     starts: list[int] = []
     blobs: BlobFile | None = None
     try:
@@ -800,12 +843,16 @@ def _read_records(
                 except EOFError:
                     break
                 if not isinstance(frame, dict) or not all(
-                    isinstance(key, str) and isinstance(value, dict) for key, value in frame.items()
+                    type(key) is str and type(value) is tuple for key, value in frame.items()
                 ):
                     return {}, False, None
                 starts.append(start)
+                if not records:  # the first frame: its dict as it is, not copied
+                    records = frame
+                    continue
                 for key, value in frame.items():
-                    records.setdefault(key, {}).update(value)
+                    before = records.get(key)
+                    records[key] = value if before is None else _joined(before, value)
     except Exception:  # missing, truncated, corrupt: what was read whole is kept
         return records, False, blobs if records else None
     return records, True, blobs

@@ -515,17 +515,17 @@ def _listed(folder: Path, cache: EntryCache) -> Folder:
     """Each YAML file in `folder`, sorted by name (`Listed`).
 
     A file whose inode, size, mtime and ctime are what they were when an earlier build
-    read it (longer than RACY_NS before that build started) is not read again: its key
-    and cached entry are taken from the cache. Any other file is read and hashed, and its
-    key is the truth; its bytes are kept for parsing unless the cache knows the key."""
+    read it (longer than RACY_NS before that read) is not read again: its key and cached
+    entry are taken from the cache. Any other file is read and hashed, and its key is the
+    truth; its bytes are kept for parsing unless the cache knows the key."""
     problems: list[Problem] = []
     names = _yaml_files(folder, problems, required=False)
-    started = time.time_ns()
     # Every file is `folder / name` (_yaml_files): its display path is the folder's, once,
     # joined with its name, as _display_of_file would find it file by file.
     where = _display_of_folder(os.getcwd(), folder)
     # Files are named by strings: a Path is made only for a file that is parsed (20,000
-    # Paths were 0.05-0.1 s of a cached 10,000-entry build, and objects the collector walks).
+    # Paths were 0.05-0.1 s of a cached 10,000-entry build, and each is two objects the
+    # collector walks as long as the entry's `_Lazy` holds it).
     at = os.path.join(str(folder), "")
     listed: list[Listed] = []
     for name in names:
@@ -542,6 +542,12 @@ def _listed(folder: Path, cache: EntryCache) -> Folder:
                     listed.append(Listed(at + name, display, seen[1], None, hit))
                     continue
         path = at + name
+        # The moment before the read, which the racy window is measured from: a change
+        # after the read stamps the file's ctime with a later tick than its stat's when
+        # that stat is older than the read by more than a tick. (Measured from the start
+        # of the listing instead, a cold build of freshly written files, which reads them
+        # over seconds, left half of them to be read again by the next build.)
+        reading = time.time_ns()
         try:
             # A regular file by now (the listing refused anything else), read within its
             # size limit without following a link swapped in since (site_files.py).
@@ -550,7 +556,7 @@ def _listed(folder: Path, cache: EntryCache) -> Folder:
             listed.append(Listed(path, display, "", None, None, tuple(error.problems)))
             continue
         key = entry_key(display, data)
-        if stat is not None and max(stat.st_mtime_ns, stat.st_ctime_ns) < started - RACY_NS:
+        if stat is not None and max(stat.st_mtime_ns, stat.st_ctime_ns) < reading - RACY_NS:
             cache.put("stat\0" + display, "read", (_stat_signature(stat), key))
         hit = cache.get(key, "loaded")
         listed.append(Listed(path, display, key, None if hit is not None else data, hit))

@@ -28,6 +28,8 @@ from pathlib import Path
 from stat import S_ISDIR, S_ISREG
 from typing import Any
 
+from pydantic_core import from_json
+
 try:
     import fcntl
 except ImportError:  # Windows
@@ -41,6 +43,7 @@ from agent_contract.manifest import (
     build_manifest,
     entry,
     entry_signature,
+    is_build_manifest,
     manifest_body,
     read_manifest,
 )
@@ -175,7 +178,7 @@ def write_output(
     # One writer at a time per parent folder: two builds staging in one spare would swap
     # in a mixture. (Advisory, flock; where there is none, builds are not serialized.)
     with _locked(out_dir.parent):
-        previous = read_manifest(out_dir)
+        previous = _read_previous(out_dir)
         if out_dir.exists() and (
             not out_dir.is_dir() or (previous is None and any(out_dir.iterdir()))
         ):
@@ -205,6 +208,20 @@ def write_output(
             stamp.parent.mkdir(parents=True, exist_ok=True)  # a first build's spare
             stamp.write_text(f"{done.st_ino} {done.st_ctime_ns}")
         return report
+
+
+def _read_previous(out_dir: Path) -> BuildManifest | None:
+    """`read_manifest`, parsed by pydantic-core's JSON reader: the 15 MB manifest of a
+    10,000-entry site in 0.06 s, not ~0.19 s, in a build's heap (every edit).
+    The same values for any JSON both accept; a text it refuses that json accepts (an
+    escaped lone surrogate) is read by `read_manifest` as before."""
+    try:
+        data = from_json((out_dir / MANIFEST_NAME).read_bytes(), cache_strings="keys")
+    except OSError:
+        return None
+    except ValueError:
+        return read_manifest(out_dir)
+    return data if is_build_manifest(data) else None
 
 
 _STAMP = ".manifest-stamp"
@@ -285,29 +302,33 @@ def _stage(
     # Strings, not Paths, in this loop: it runs once per published file (48,000 at
     # 10,000 entries), and so does nothing else it can do once per folder.
     staged, published = str(staging), str(out_dir)
-    for artifact, key in zip(artifacts, keys, strict=True):
-        folder = key.rpartition("/")[0]
-        live = f"{published}/{key}"
-        live_stat = None
-        if previous is not None:
-            folder_holds = folders_hold.get(folder)
-            if folder_holds is None:
-                live_folder = f"{published}/{folder}" if folder else published
-                folder_holds = _folder_holds(published, live_folder, written, memo)
-                folders_hold[folder] = folder_holds
-            if folder_holds:
-                live_stat = _holds(live, artifact, written)
-        target = f"{staged}/{key}"
-        kept = spare.file(key, folder, target)
-        if kept is not None:
-            if live_stat is not None and kept == (live_stat.st_dev, live_stat.st_ino):
-                continue
-            os.unlink(target)
-        if folder not in made:  # one mkdir per folder, not per file
-            os.makedirs(os.path.dirname(target), exist_ok=True)
-            made.add(folder)
-        if live_stat is None or not _linked(live, target):
-            _write_new_file(target, artifact.body)
+    links = _Linker(published, staged)
+    try:
+        for artifact, key in zip(artifacts, keys, strict=True):
+            folder = key.rpartition("/")[0]
+            live = f"{published}/{key}"
+            live_stat = None
+            if previous is not None:
+                folder_holds = folders_hold.get(folder)
+                if folder_holds is None:
+                    live_folder = f"{published}/{folder}" if folder else published
+                    folder_holds = _folder_holds(published, live_folder, written, memo)
+                    folders_hold[folder] = folder_holds
+                if folder_holds:
+                    live_stat = _holds(live, artifact, written)
+            target = f"{staged}/{key}"
+            kept = spare.file(key, folder, target)
+            if kept is not None:
+                if live_stat is not None and kept == (live_stat.st_dev, live_stat.st_ino):
+                    continue
+                os.unlink(target)
+            if folder not in made:  # one mkdir per folder, not per file
+                os.makedirs(os.path.dirname(target), exist_ok=True)
+                made.add(folder)
+            if live_stat is None or not links.link(folder, key):
+                _write_new_file(target, artifact.body)
+    finally:
+        links.close()
     manifest = staging / MANIFEST_NAME
     os.replace(staged_file(manifest, body), manifest)  # never absent, never written in place
     _stamp_after_now(manifest)
@@ -331,12 +352,52 @@ def _stamp_after_now(manifest: Path) -> None:
         time.sleep(0.001)
 
 
-def _linked(source: str, target: str) -> bool:
-    try:
-        os.link(source, target)
-    except OSError:  # a filesystem without hard links, or the file gone meanwhile
-        return False
-    return True
+class _Linker:
+    """Hard links from the live output into the staged one, made by name between the two
+    folders' descriptors (linkat), one pair opened per folder: the kernel then resolves two
+    names, not two whole paths. The first edit after a cold build links every file
+    (48,000 at 10,000 entries: 0.23 -> 0.18 s). Where descriptors cannot be used (no
+    `dir_fd` for link on this system, a folder that cannot be opened), by whole paths."""
+
+    _BY_NAME = os.link in os.supports_dir_fd
+    _FOLDER = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_CLOEXEC", 0)
+
+    def __init__(self, live_root: str, staged_root: str) -> None:
+        self._roots = (live_root, staged_root)
+        self._pairs: dict[str, tuple[int, int] | None] = {}  # by folder key
+
+    def link(self, folder: str, key: str) -> bool:
+        """Whether the live file at `key` (in `folder`) is now linked at the staged `key`."""
+        if self._BY_NAME and folder not in self._pairs:
+            self._pairs[folder] = self._open(folder)
+        pair = self._pairs.get(folder)
+        live_root, staged_root = self._roots
+        try:
+            if pair is None:
+                os.link(f"{live_root}/{key}", f"{staged_root}/{key}")
+            else:
+                name = key.rpartition("/")[2]
+                os.link(name, name, src_dir_fd=pair[0], dst_dir_fd=pair[1])
+        except OSError:  # a filesystem without hard links, or the file gone meanwhile
+            return False
+        return True
+
+    def _open(self, folder: str) -> tuple[int, int] | None:
+        opened: list[int] = []
+        try:
+            for root in self._roots:
+                opened.append(os.open(f"{root}/{folder}" if folder else root, self._FOLDER))
+        except OSError:
+            for handle in opened:
+                os.close(handle)
+            return None
+        return opened[0], opened[1]
+
+    def close(self) -> None:
+        for pair in self._pairs.values():
+            for handle in pair or ():
+                os.close(handle)
+        self._pairs = {}
 
 
 class _SpareFiles:
