@@ -5,6 +5,7 @@ behind."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
@@ -22,7 +23,7 @@ from content_builder.errors import SiteDataError
 from content_builder.loader import LOCK_FILE
 from content_builder.render import entries
 from tests.conftest import tree_digest
-from tests.sites import Shape, make_site
+from tests.sites import Shape, make_site, remove_document
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -155,6 +156,104 @@ def test_an_entry_a_worker_cannot_parse_is_the_build_s_own_error(
     alone, pooled = failure(False), failure(True)
     assert pooled == alone
     assert faq.name in pooled and "unknown_field" in pooled and "broken.yaml" in pooled
+
+
+def _edit(path: Path, **fields: str) -> None:
+    data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    data.update(fields)
+    path.write_text(yaml.safe_dump(data, allow_unicode=True), encoding="utf-8")
+
+
+def _edit_site(site: Path) -> None:
+    """After a build: FAQ entries edited, a document removed, one pinned to a version, one
+    changed and pinned, and Markdown pages beside the YAML (parsed by the build itself)."""
+    for faq in sorted((site / "faq").glob("*.yaml"))[1:3]:
+        _edit(faq, answer="Edited. " + yaml.safe_load(faq.read_text("utf-8"))["answer"])
+    remove_document(site, "topic-005")
+    _edit(site / "content" / "topic-007.yaml", version="3.1.4")
+    _edit(site / "content" / "topic-008.yaml", version="4.0.0", title="A new title")
+    (site / "content" / "guide.md").write_text(
+        "# Guide\n\nThe guide's first paragraph. See [a topic](topic-003.yaml).\n",
+        encoding="utf-8",
+    )
+
+
+def _conflict_in_lock(site: Path) -> None:
+    """The lock as git leaves it when two branches dated the same entries otherwise."""
+    original = json.loads((site / LOCK_FILE).read_text("utf-8"))
+    ours, theirs = json.loads(json.dumps(original)), json.loads(json.dumps(original))
+    first, second = sorted(original["entries"])[3:5]
+    ours["entries"][first].update(content_version="1.0.7", updated_at="2030-01-02T00:00:00Z")
+    theirs["entries"][first].update(content_version="1.0.5", updated_at="2030-01-01T00:00:00Z")
+    theirs["entries"][second].update(content_version="2.1.0", updated_at="2030-02-01T00:00:00Z")
+    lines = ["<<<<<<< HEAD", *json.dumps(ours, indent=2).splitlines(), "======="]
+    lines += [*json.dumps(theirs, indent=2).splitlines(), ">>>>>>> other-branch"]
+    (site / LOCK_FILE).write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+#: How a site built once is then changed, and how it is built again.
+_CASES = {
+    "edited": (_edit_site, {}),
+    "merge conflict in the lock": (_conflict_in_lock, {}),
+    "--frozen, lock stale": (_conflict_in_lock, {"frozen": True}),
+    "--base-url": (_edit_site, {"base_url": "https://agents.other.example"}),
+    "serve --watch series": (lambda site: None, {"then": _edit_site}),
+}
+
+
+@pytest.mark.parametrize("case", list(_CASES))
+def test_a_pooled_build_is_the_serial_build_whatever_the_site_and_lock(
+    site: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, case: str
+) -> None:
+    """The same files, lock, lock changes and warnings, or the same error, pooled or not;
+    and every entry the pool primed is taken from the cache, never rendered again (an
+    entry a worker dated or rendered otherwise than the build would be rendered twice,
+    or published with the worker's pieces)."""
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", "1767225600")
+    _build(site, tmp_path / "first", False, monkeypatch)
+    change, options = _CASES[case]
+    then = options.pop("then", None)
+    change(site)
+    renders = _counting_renders(monkeypatch)
+    primed: list[int] = []
+    real_prime = prime_module.prime
+
+    def counted(*args: object) -> int:
+        primed.append(real_prime(*args))  # type: ignore[arg-type]
+        return primed[-1]
+
+    import content_builder.build as build_module
+
+    monkeypatch.setattr(build_module, "prime", counted)
+
+    def outcome(pooled: bool) -> object:
+        # In a copy at the same relative path: problems name files as the user typed them.
+        folder = tmp_path / ("pooled" if pooled else "serial")
+        shutil.copytree(site, folder / "site_data")
+        monkeypatch.chdir(folder)
+        _pool(monkeypatch, pooled)
+        cache = str(folder / "cache") if then else "off"  # a series: the cache it lends
+        monkeypatch.setenv("AGENT_ACCESS_CACHE_DIR", cache)
+        renders.clear()
+        primed.clear()
+        try:
+            result = plan(Path("site_data"), **options)
+            if then is not None:
+                then(Path("site_data"))
+                result = plan(Path("site_data"), **options, last=result)
+        except SiteDataError as error:
+            return str(error)
+        files = {artifact.path: artifact.body for artifact in result.artifacts}
+        changes = [(change.id, change.file, change.reason) for change in result.lock_changes]
+        return files, result.lock.rows, changes, result.lock_body, result.site.warnings
+
+    serial = outcome(False)
+    serial_renders = sum(renders)
+    pooled = outcome(True)
+    assert pooled == serial
+    if not isinstance(serial, str):
+        assert sum(primed) > 0
+        assert sum(renders) == serial_renders - sum(primed)
 
 
 class _EndsTheWorker:
