@@ -131,22 +131,29 @@ def _in_pool(context: _Context, chunks: list[list[Any]]) -> Iterator[list[_Recor
     Ctrl-C interrupts this process only (workers ignore SIGINT): the chunks not started
     are cancelled and the workers finish theirs and exit before the interrupt goes on; a
     build ended otherwise (SIGTERM) takes its workers with it (`_end_with`). A worker
-    that dies (killed, out of memory) leaves the chunks not answered to the build."""
+    that dies (killed, out of memory) leaves the chunks not answered to the build, and a
+    pool that cannot start (a process limit, no semaphores) leaves it every chunk."""
     # Imported here: ~20 ms of start-up that a small site or an edit never uses.
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
     from concurrent.futures.process import BrokenProcessPool
 
     spawn = multiprocessing.get_context("spawn")
-    with ProcessPoolExecutor(
-        _cores(), spawn, initializer=_start_worker, initargs=(context,)
-    ) as pool:
+    try:
+        pool = ProcessPoolExecutor(_cores(), spawn, initializer=_start_worker, initargs=(context,))
+    except (OSError, NotImplementedError):  # no working semaphores (`_check_system_limits`)
+        return
+    with pool:
         try:
             # Submitting starts the workers, which would take Ctrl-C while they import
             # the builder (before `_start_worker` ignores it): they start with SIGINT
             # blocked, as multiprocessing's resource tracker does.
             with _interrupts_held():
-                results = pool.map(_prime_chunk, chunks)
+                try:
+                    results = pool.map(_prime_chunk, chunks)
+                except OSError:  # a worker could not be started (EAGAIN, ENOMEM)
+                    pool.shutdown(cancel_futures=True)
+                    return
             with contextlib.suppress(BrokenProcessPool):
                 yield from results
         except BaseException:

@@ -5,6 +5,7 @@ behind."""
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import shutil
@@ -276,6 +277,33 @@ def test_a_worker_that_dies_leaves_its_entries_to_this_process(
     monkeypatch.setattr(prime_module, "_CHUNK", 10)
     monkeypatch.setattr(prime_module, "_in_pool", poisoned)
     _build(site, tmp_path / "pooled", True, monkeypatch)  # no BrokenProcessPool traceback
+    assert tree_digest(tmp_path / "pooled") == tree_digest(tmp_path / "alone")
+
+
+def _refuse_semaphores() -> None:
+    raise NotImplementedError("system provides too few semaphores")
+
+
+def _refuse_process(self: object) -> None:
+    raise BlockingIOError(errno.EAGAIN, "Resource temporarily unavailable")
+
+
+@pytest.mark.parametrize(
+    "refused",
+    [
+        ("concurrent.futures.process._check_system_limits", _refuse_semaphores),
+        ("multiprocessing.context.SpawnProcess.start", _refuse_process),
+    ],
+    ids=["no semaphores", "a process limit"],
+)
+def test_a_pool_that_cannot_start_leaves_every_entry_to_this_process(
+    site: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, refused: tuple[str, object]
+) -> None:
+    """A container without /dev/shm, `ulimit -u` reached: the serial build's output,
+    slower, as when a worker dies, not a traceback the serial build would not have."""
+    _build(site, tmp_path / "alone", False, monkeypatch)
+    monkeypatch.setattr(*refused)
+    _build(site, tmp_path / "pooled", True, monkeypatch)
     assert tree_digest(tmp_path / "pooled") == tree_digest(tmp_path / "alone")
 
 
