@@ -578,8 +578,8 @@ _SPLICED = frozenset({"content changed", "version changed"})
 def lock_timestamp() -> str:
     """The time recorded for a change: SOURCE_DATE_EPOCH when set (reproducible builds), else now.
 
-    Only consulted when a document changed, i.e. when the lock is refreshed; a build
-    from a fresh lock never reads the clock.
+    Read once a build, through its `ChangeStamp`: at the first change, or before the
+    prime step's pool starts (it dates entries before anyone knows whether one changed).
     """
     epoch = os.environ.get("SOURCE_DATE_EPOCH")
     seconds = int(epoch) if epoch and epoch.isdigit() else int(time.time())

@@ -116,6 +116,8 @@ _Record = tuple[str, tuple[Any, ...], str, tuple[str, str], tuple[Any, ...]]
 
 
 def _keep(cache: EntryCache, record: _Record, words: dict[str, str]) -> None:
+    """A worker's record put in the cache where the build looks for an entry it knows,
+    each word of its terms made the vocabulary's one string of it."""
     key, loaded, source_hash, dated, rendered = record
     terms = tuple(with_words_of(words, EntryTerms._make(rendered[TERMS_AT])))
     rendered = (*rendered[:TERMS_AT], terms, *rendered[TERMS_AT + 1 :])
@@ -232,14 +234,14 @@ def _prime_one(
         record = faq_record(faq)
         loaded = loaded_faq(context.authoring, listed, faq, record)
         site = replace(context.site, faqs=(loaded,))
-    documents = DocumentData(site)
+    data = DocumentData(site)  # made once, for the source hash and the rendering
     try:
-        source_hash = tracked(site, documents).source_hashes[0]
+        source_hash = tracked(site, data).source_hashes[0]
         pinned = loaded.version if isinstance(loaded, LoadedDocument) else None
         stamp = ChangeStamp(context.stamp)
         row, _ = dated_row(context.old.get(loaded.id), source_hash, pinned, stamp)
         lock = Lock({loaded.id: row})
-        rendered = render_entry(site, loaded, lock, documents, tokenizer)
+        rendered = render_entry(site, loaded, lock, data, tokenizer)
     except SiteDataError:
         return None  # the build renders it again, and reports the same problem there
     return (key, record, source_hash, lock_stamp(lock[loaded.id]), rendered.to_keep())

@@ -1,9 +1,8 @@
 """The lock a build dates by holds no object per entry for the garbage collector to walk
 (issue 22): at 10,000 documents and 10,000 FAQ entries, one LockEntry and one Tracked
 object per entry were 40,000 long-lived containers, which cost a full collection in the
-`date` step of a build after one edit. Likewise the documents hashed for the lock are not
-kept when a pool of workers renders them. And the lock's bytes and the source hashes,
-made another way for it, are what json.dumps and the text replacement give.
+`date` step of a build after one edit. And the lock's bytes and the source hashes, made
+another way for it, are what json.dumps and the text replacement give.
 """
 
 from __future__ import annotations
