@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import pickle
 import signal
 import threading
 from collections.abc import Iterator
@@ -49,6 +50,7 @@ from content_builder.render.indexes import search_tokenizer, with_words_of
 
 if TYPE_CHECKING:
     from multiprocessing.process import BaseProcess
+    from multiprocessing.queues import Queue
 
 #: Below this many new files, the build parses and renders them itself (~0.95 ms an
 #: entry): two spawned workers cost ~0.8 s to start, and the results ~0.15 ms an entry
@@ -141,10 +143,21 @@ def _in_pool(context: _Context, chunks: list[list[Any]]) -> Iterator[list[_Recor
     from concurrent.futures.process import BrokenProcessPool
 
     spawn = multiprocessing.get_context("spawn")
+    workers = min(_cores(), len(chunks))
     try:
-        pool = ProcessPoolExecutor(_cores(), spawn, initializer=_start_worker, initargs=(context,))
+        # What a worker renders with (the lock's rows: ~1 MB at 8,000 entries) reaches it
+        # through a queue, not with its start-up arguments: on Python 3.11 a worker that
+        # dies before it has read all of those (killed, crashed at import) leaves this
+        # process waiting forever to write the rest, once they are more than a pipe
+        # holds, 64 KiB (CPython gh-118981).
+        contexts = spawn.Queue()
+        pool = ProcessPoolExecutor(workers, spawn, initializer=_start_worker, initargs=(contexts,))
     except (OSError, NotImplementedError):  # no working semaphores (`_check_system_limits`)
         return
+    contexts.cancel_join_thread()  # the copy of a worker that died is not waited for
+    pickled = pickle.dumps(context)  # here: a failure raised here, not in the queue's thread
+    for _ in range(workers):
+        contexts.put(pickled)
     with pool:
         try:
             # Submitting starts the workers, which would take Ctrl-C while they import
@@ -189,7 +202,7 @@ def _cores() -> int:
 _worker: tuple[_Context, Tokenizer] | None = None
 
 
-def _start_worker(context: _Context) -> None:
+def _start_worker(contexts: Queue[bytes]) -> None:
     global _worker
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
     # A build ended without shutting its pool down (SIGTERM, a crash) would leave its
@@ -199,7 +212,7 @@ def _start_worker(context: _Context) -> None:
     parent = multiprocessing.parent_process()
     if parent is not None:
         threading.Thread(target=_end_with, args=(parent,), daemon=True).start()
-    _worker = (context, search_tokenizer())
+    _worker = (pickle.loads(contexts.get()), search_tokenizer())
 
 
 def _end_with(parent: BaseProcess) -> None:

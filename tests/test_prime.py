@@ -280,6 +280,39 @@ def test_a_worker_that_dies_leaves_its_entries_to_this_process(
     assert tree_digest(tmp_path / "pooled") == tree_digest(tmp_path / "alone")
 
 
+def test_a_worker_that_dies_as_it_starts_leaves_its_entries_to_this_process(
+    site: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Killed (out of memory) or crashed while it reads what it renders with: on Python
+    3.11 the process starting it waits forever to write the rest of that, if it is more
+    than a pipe holds (64 KiB; the lock of a site the pool runs for is ~1 MB), because
+    it still holds the worker's end of the pipe open (CPython gh-118981, fixed in 3.13)."""
+    _build(site, tmp_path / "alone", False, monkeypatch)
+    script = (
+        "from dataclasses import replace\n"
+        "from pathlib import Path\n"
+        "from content_builder import prime\n"
+        "from content_builder.build import build\n"
+        "from tests.test_prime import _EndsTheWorker\n"
+        "prime.POOL_THRESHOLD = 0\n"
+        "prime._cores = lambda: 2\n"
+        "real = prime._in_pool\n"
+        "def poisoned(context, chunks):\n"
+        "    rows = ('sha256:' + '0' * 64, '1.0.0', '2026-01-01T00:00:00Z')\n"
+        "    old = {**context.old, **{f'gone-{n}': rows for n in range(8000)}}\n"
+        "    return real(replace(context, site=_EndsTheWorker(), old=old), chunks)\n"
+        "prime._in_pool = poisoned\n"
+        f"build(Path({str(site)!r}), Path({str(tmp_path / 'pooled')!r}))\n"
+    )
+    env = {**os.environ, "AGENT_ACCESS_CACHE_DIR": "off"}
+    process = subprocess.Popen([sys.executable, "-c", script], cwd=REPO, env=env)
+    try:
+        assert process.wait(timeout=60) == 0
+    finally:
+        process.kill()
+    assert tree_digest(tmp_path / "pooled") == tree_digest(tmp_path / "alone")
+
+
 def _refuse_semaphores() -> None:
     raise NotImplementedError("system provides too few semaphores")
 
