@@ -130,10 +130,11 @@ def _keep(cache: EntryCache, record: _Record, words: dict[str, str]) -> None:
 
 
 def _in_pool(context: _Context, chunks: list[list[Any]]) -> Iterator[list[_Record | None]]:
-    """Each chunk's records, in order, from one spawned worker per core. A worker is
-    spawned (a fresh interpreter), not forked: it holds no copy of this process's heap.
-    Ctrl-C interrupts this process only (workers ignore SIGINT): the chunks not started
-    are cancelled and the workers finish theirs and exit before the interrupt goes on; a
+    """Each chunk's records, in order, from one spawned worker per core (no more workers
+    than chunks: each takes one copy of the context from the queue). A worker is spawned
+    (a fresh interpreter), not forked: it holds no copy of this process's heap. Ctrl-C
+    interrupts this process only (workers ignore SIGINT): the chunks not started are
+    cancelled and the workers finish theirs and exit before the interrupt goes on; a
     build ended otherwise (SIGTERM) takes its workers with it (`_end_with`). A worker
     that dies (killed, out of memory) leaves the chunks not answered to the build, and a
     pool that cannot start (a process limit, no semaphores) leaves it every chunk."""
