@@ -286,7 +286,8 @@ def test_a_worker_that_dies_as_it_starts_leaves_its_entries_to_this_process(
     """Killed (out of memory) or crashed while it reads what it renders with: on Python
     3.11 the process starting it waits forever to write the rest of that, if it is more
     than a pipe holds (64 KiB; the lock of a site the pool runs for is ~1 MB), because
-    it still holds the worker's end of the pipe open (CPython gh-118981, fixed in 3.13)."""
+    it still holds the worker's end of the pipe open (CPython gh-118981, fixed upstream
+    in 2025, not in 3.11)."""
     _build(site, tmp_path / "alone", False, monkeypatch)
     script = (
         "from dataclasses import replace\n"
