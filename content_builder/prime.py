@@ -56,6 +56,10 @@ if TYPE_CHECKING:
 #: entry): two spawned workers cost ~0.8 s to start, and the results ~0.15 ms an entry
 #: to take back. Measured on 2 shared cores (docs/decisions.md, issue 22, session 25).
 POOL_THRESHOLD = 8000
+#: At most this many workers: each costs ~0.5 s of CPU and ~100 MB to start, and the
+#: parent takes every result back and then joins the aggregates alone. Measured on two
+#: cores only; more cores would gain less and less (docs/decisions.md, session 25).
+MAX_WORKERS = 4
 #: Files sent to a worker at a time: few enough that Ctrl-C waits for little (each
 #: worker finishes the chunk it holds), many enough that the pipes' overhead is small.
 _CHUNK = 100
@@ -89,7 +93,13 @@ def prime(files: SiteFiles, lock_file: LockFile, stamp: ChangeStamp) -> int:
         architecture_file=None,
         on_site_agent_file=None,
     )
-    context = _Context(alone, files.authoring, old, stamp())
+    try:
+        now = stamp()
+    except (ValueError, OverflowError, OSError):
+        # SOURCE_DATE_EPOCH out of range: an error only if an entry changed, which the
+        # build finds out and reports itself (lock.py reads the stamp at the first change).
+        return 0
+    context = _Context(alone, files.authoring, old, now)
     chunks = [todo[at : at + _CHUNK] for at in range(0, len(todo), _CHUNK)]
     primed = 0
     words: dict[str, str] = {}  # one string per word, for all the workers' entries
@@ -144,7 +154,7 @@ def _in_pool(context: _Context, chunks: list[list[Any]]) -> Iterator[list[_Recor
     from concurrent.futures.process import BrokenProcessPool
 
     spawn = multiprocessing.get_context("spawn")
-    workers = min(_cores(), len(chunks))
+    workers = min(_cores(), MAX_WORKERS, len(chunks))
     try:
         # What a worker renders with (the lock's rows: ~1 MB at 8,000 entries) reaches it
         # through a queue, not with its start-up arguments: on Python 3.11 a worker that

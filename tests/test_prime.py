@@ -462,3 +462,16 @@ def test_a_word_rendered_by_the_workers_is_one_string_in_the_build(
     shared = [ids for word, ids in strings.items() if entries_of[word] > 10]
     assert len(shared) >= 10
     assert all(len(ids) == 1 for ids in shared)
+
+
+def test_a_stamp_the_clock_cannot_give_fails_no_pooled_build_that_dates_nothing(
+    site: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The pool reads the change stamp before it knows whether an entry changed: a
+    SOURCE_DATE_EPOCH out of any calendar's range must fail only a build that dates an
+    entry, as the serial build does (lock.py reads it at the first change)."""
+    _build(site, tmp_path / "first", False, monkeypatch)  # the lock: nothing to date now
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", "9" * 30)
+    _build(site, tmp_path / "alone", False, monkeypatch)
+    _build(site, tmp_path / "pooled", True, monkeypatch)
+    assert tree_digest(tmp_path / "pooled") == tree_digest(tmp_path / "alone")
