@@ -527,9 +527,11 @@ def _listed(folder: Path, cache: EntryCache) -> Folder:
     # Paths were 0.05-0.1 s of a cached 10,000-entry build, and each is two objects the
     # collector walks as long as the entry's `_Lazy` holds it).
     at = os.path.join(str(folder), "")
+    # `os.path.join(where, name)`, joined once: 20,000 calls were 0.1 s of an edit.
+    shown = "" if where == os.curdir else os.path.join(where, "")
     listed: list[Listed] = []
     for name in names:
-        display = name if where == os.curdir else os.path.join(where, name)
+        display = shown + name
         try:
             stat = os.stat(at + name)
         except OSError:

@@ -105,11 +105,12 @@ def yaml_names(folder: Path, display: str, problems: list[Problem]) -> list[str]
         extension = os.path.splitext(name)[1]
         if extension not in (".yaml", ".yml"):
             continue
-        where = name if display == os.curdir else os.path.join(display, name)
         if not entry.is_file(follow_symlinks=False):
             mode = entry.stat(follow_symlinks=False).st_mode
+            where = name if display == os.curdir else os.path.join(display, name)
             problems.append(Problem(where, None, _refusal(kind(mode), "a regular file")))
         elif extension == ".yml":
+            where = name if display == os.curdir else os.path.join(display, name)
             problems.append(Problem(where, None, "use the .yaml extension"))
         elif name.endswith(".yaml"):  # as glob("*.yaml")
             files.append(name)

@@ -171,14 +171,14 @@ class _KeptArtifact(Artifact):
     def __init__(
         self, path: str, blobs: BlobFile, ref: BlobRef, sha256: str, source: str | None
     ) -> None:
-        # Not the dataclass' __init__: `body` is a property here, not a field to set.
-        object.__setattr__(self, "path", path)
-        object.__setattr__(self, "source", source)
-        object.__setattr__(self, "rule", rule_for(path))
-        object.__setattr__(self, "sha256", sha256)
-        object.__setattr__(self, "size", ref[3])  # read from here: not a property below
-        object.__setattr__(self, "_blobs", blobs)
-        object.__setattr__(self, "_ref", ref)
+        # Not the dataclass' __init__: `body` is a property here, not a field to set. Its
+        # fields set in one update of the instance's dict, as a frozen dataclass' own
+        # fields cannot be assigned (48,000 of these at 10,000 entries: 7 calls each
+        # were 0.1 s of an edit). `size` is read from here: not the property below.
+        vars(self).update(
+            path=path, source=source, rule=rule_for(path), sha256=sha256, size=ref[3],
+            _blobs=blobs, _ref=ref,
+        )  # fmt: skip
 
     @property  # type: ignore[override]
     def body(self) -> bytes:
