@@ -38,6 +38,7 @@ from content_builder.loader import (
     list_site,
     load_files,
     load_site_config,
+    settle_racy_reads,
 )
 from content_builder.lock import (
     ChangeStamp,
@@ -85,7 +86,8 @@ def plan(
     files = list_site(site_dir, base_url, last.site.cache if last is not None else None)
     lock_file = LockFile(site_dir / LOCK_FILE, display_path(site_dir / LOCK_FILE), files.cache)
     stamp = ChangeStamp()  # the time of every change this build dates
-    prime(files, lock_file, stamp)
+    if prime(files, lock_file, stamp):
+        settle_racy_reads(files)  # the pool took longer than the racy window
     site = load_files(files)
     del files  # the bytes of the files it listed, parsed now
     data = DocumentData(site)  # the documents the lock renders, not rendered again

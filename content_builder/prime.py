@@ -74,7 +74,7 @@ def prime(files: SiteFiles, lock_file: LockFile, stamp: ChangeStamp) -> int:
         for listed in folder.files
         if listed.data is not None
     ]
-    if len(todo) < POOL_THRESHOLD or _cores() < 2:
+    if not todo or len(todo) < POOL_THRESHOLD or _cores() < 2:
         return 0
     try:
         old = Lock.of(lock_file.lock()).rows

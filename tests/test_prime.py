@@ -475,3 +475,47 @@ def test_a_stamp_the_clock_cannot_give_fails_no_pooled_build_that_dates_nothing(
     _build(site, tmp_path / "alone", False, monkeypatch)
     _build(site, tmp_path / "pooled", True, monkeypatch)
     assert tree_digest(tmp_path / "pooled") == tree_digest(tmp_path / "alone")
+
+
+def test_files_read_too_soon_after_their_change_are_known_by_stat_after_a_pooled_build(
+    site: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A fresh clone built at once: every file changed just before the build read it, too
+    soon to be trusted by its stat later. The pool outlasts that window: the files are
+    read once more after it (`settle_racy_reads`), and the next build reads none."""
+    import content_builder.build as build_module
+    from content_builder import loader
+
+    monkeypatch.setenv("AGENT_ACCESS_CACHE_DIR", str(tmp_path / "cache"))
+    _pool(monkeypatch, True)
+    # The loader's clock moved past the window once the pool is done, as a pool of
+    # 20,000 entries takes ~10 s: deterministic, whatever this machine's speed.
+    later = [0]
+
+    class Clock:
+        @staticmethod
+        def time_ns() -> int:
+            return time.time_ns() + later[0]
+
+    real_prime = build_module.prime
+
+    def prime_that_takes_long(*args: object) -> int:
+        primed = real_prime(*args)  # type: ignore[arg-type]
+        later[0] = loader.RACY_NS + 1
+        return primed
+
+    monkeypatch.setattr(loader, "time", Clock)
+    monkeypatch.setattr(build_module, "prime", prime_that_takes_long)
+    for file in [*(site / "content").glob("*.yaml"), *(site / "faq").glob("*.yaml")]:
+        file.touch()  # changed now: every file is read within the window
+    plan(site)
+    reads: list[str] = []
+    real = loader.read_site_file
+
+    def counted(path: object, display: str) -> bytes:
+        reads.append(display)
+        return real(path, display)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(loader, "read_site_file", counted)
+    plan(site)
+    assert [name for name in reads if name.endswith(".yaml")] == []
