@@ -80,7 +80,6 @@ def prime(files: SiteFiles, lock_file: LockFile, stamp: ChangeStamp) -> int:
         old = Lock.of(lock_file.lock()).rows
     except SiteDataError:
         return 0  # the build reports the lock's problem where it reads it
-    files.cache.hold_for_this_build()  # a cache that is off holds these until the build ends
     # What rendering one YAML entry reads of its site: the settings, not the other files.
     alone = Site(
         root=files.root,
@@ -100,6 +99,7 @@ def prime(files: SiteFiles, lock_file: LockFile, stamp: ChangeStamp) -> int:
         # build finds out and reports itself (lock.py reads the stamp at the first change).
         return 0
     context = _Context(alone, files.authoring, old, now)
+    files.cache.hold_for_this_build()  # a cache that is off holds these until the build ends
     chunks = [todo[at : at + _CHUNK] for at in range(0, len(todo), _CHUNK)]
     primed = 0
     words: dict[str, str] = {}  # one string per word, for all the workers' entries
