@@ -766,20 +766,21 @@ def faq_record(models: tuple[FaqSource]) -> tuple[str]:
 
 
 def loaded_document(
-    authoring: Authoring, listed: Listed, models: tuple[Any, ...] | None, record: tuple[Any, ...]
+    parse: Parse, listed: Listed, models: tuple[Any, ...] | None, record: tuple[Any, ...]
 ) -> LoadedDocument:
     """A content file as loaded: its record (`document_record`) and its models, held or
-    (None) parsed again from its file when asked for."""
+    (None) parsed again from its file when asked for, by `parse` (`parse_document` with
+    the site's authoring rules: one for all the folder's files, not an object each)."""
     entry_id, order, version = record
-    lazy = _Lazy(models, listed.path, listed.key, partial(parse_document, authoring))
+    lazy = _Lazy(models, listed.path, listed.key, parse)
     return LoadedDocument(entry_id, listed.display, listed.key, order, version, lazy)
 
 
 def loaded_faq(
-    authoring: Authoring, listed: Listed, models: tuple[Any, ...] | None, record: tuple[Any, ...]
+    parse: Parse, listed: Listed, models: tuple[Any, ...] | None, record: tuple[Any, ...]
 ) -> LoadedFaq:
-    """An FAQ file as loaded (`loaded_document`)."""
-    lazy = _Lazy(models, listed.path, listed.key, partial(parse_faq, authoring))
+    """An FAQ file as loaded (`loaded_document`; `parse`: `parse_faq`'s)."""
+    lazy = _Lazy(models, listed.path, listed.key, parse)
     return LoadedFaq(record[0], listed.display, listed.key, lazy)
 
 
@@ -792,14 +793,14 @@ def _load_documents(
     for listed in folder.files:
         hit = _known(listed, cache)
         if isinstance(hit, tuple) and len(hit) == 3:  # (id, order, version) of a clean file
-            loaded.append(loaded_document(authoring, listed, None, hit))
+            loaded.append(loaded_document(parse, listed, None, hit))
             continue
         before = len(problems)
         models = _parsed(listed, parse, problems)
         if models is None:
             continue
         record = document_record(models)  # type: ignore[arg-type]
-        loaded.append(loaded_document(authoring, listed, models, record))
+        loaded.append(loaded_document(parse, listed, models, record))
         if listed.key and len(problems) == before:  # only a clean entry is remembered
             cache.put(listed.key, "loaded", record)
     return loaded
@@ -814,14 +815,14 @@ def _load_faqs(
     for listed in folder.files:
         hit = _known(listed, cache)
         if isinstance(hit, tuple) and len(hit) == 1:  # (id,) of a clean file
-            loaded.append(loaded_faq(authoring, listed, None, hit))
+            loaded.append(loaded_faq(parse, listed, None, hit))
             continue
         before = len(problems)
         models = _parsed(listed, parse, problems)
         if models is None:
             continue
         record = faq_record(models)  # type: ignore[arg-type]
-        loaded.append(loaded_faq(authoring, listed, models, record))
+        loaded.append(loaded_faq(parse, listed, models, record))
         if listed.key and len(problems) == before:
             cache.put(listed.key, "loaded", record)
     return loaded

@@ -22,6 +22,7 @@ import signal
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -249,14 +250,15 @@ def _prime_one(
         if document is None or problems:
             return None
         record: tuple[Any, ...] = document_record(document)
-        loaded = loaded_document(context.authoring, listed, document, record)
+        parse = partial(parse_document, context.authoring)
+        loaded = loaded_document(parse, listed, document, record)
         site = replace(context.site, documents=(loaded,))
     else:
         faq = parse_faq(context.authoring, Path(named), data, problems, display)
         if faq is None or problems:
             return None
         record = faq_record(faq)
-        loaded = loaded_faq(context.authoring, listed, faq, record)
+        loaded = loaded_faq(partial(parse_faq, context.authoring), listed, faq, record)
         site = replace(context.site, faqs=(loaded,))
     data = DocumentData(site)  # made once, for the source hash and the rendering
     try:
