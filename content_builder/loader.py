@@ -514,6 +514,18 @@ def _stat_signature(stat: os.stat_result) -> tuple[int, int, int, int]:
     return (stat.st_ino, stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns)
 
 
+#: The build cache's record of a file's stat signature and key, by display path.
+_STAT = "stat\0"
+
+
+def _trust_stat(
+    cache: EntryCache, display: str, signature: tuple[int, int, int, int], key: str
+) -> None:
+    """The next build may know the file by this stat: its bytes, read longer than RACY_NS
+    after its last change, had this key."""
+    cache.put(_STAT + display, "read", (signature, key))
+
+
 def _listed(folder: Path, cache: EntryCache) -> Folder:
     """Each YAML file in `folder`, sorted by name (`Listed`).
 
@@ -540,7 +552,7 @@ def _listed(folder: Path, cache: EntryCache) -> Folder:
         except OSError:
             stat = None
         if stat is not None:
-            seen = cache.get("stat\0" + display, "read")
+            seen = cache.get(_STAT + display, "read")
             if seen is not None and seen[0] == _stat_signature(stat):
                 hit = cache.get(seen[1], "loaded")
                 if hit is not None:
@@ -564,7 +576,7 @@ def _listed(folder: Path, cache: EntryCache) -> Folder:
         racy: tuple[int, int, int, int] | None = None
         if stat is not None:
             if max(stat.st_mtime_ns, stat.st_ctime_ns) < reading - RACY_NS:
-                cache.put("stat\0" + display, "read", (_stat_signature(stat), key))
+                _trust_stat(cache, display, _stat_signature(stat), key)
             else:
                 racy = _stat_signature(stat)
         hit = cache.get(key, "loaded")
@@ -595,7 +607,7 @@ def settle_racy_reads(files: SiteFiles) -> None:
             except (OSError, SiteDataError):
                 continue
             if entry_key(listed.display, data) == listed.key:
-                files.cache.put("stat\0" + listed.display, "read", (listed.racy, listed.key))
+                _trust_stat(files.cache, listed.display, listed.racy, listed.key)
 
 
 class Folder(NamedTuple):

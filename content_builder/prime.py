@@ -70,7 +70,7 @@ def prime(files: SiteFiles, lock_file: LockFile, stamp: ChangeStamp) -> int:
     """The new YAML entries of `files` rendered into its cache by a pool, when there are
     POOL_THRESHOLD of them or more and more than one core; how many were."""
     todo = [
-        (kind, listed.path, listed.display, listed.key, listed.data)
+        (kind, listed)
         for kind, folder in (("document", files.content), ("faq", files.faqs))
         for listed in folder.files
         if listed.data is not None
@@ -232,33 +232,33 @@ def _end_with(parent: BaseProcess) -> None:
     os._exit(1)
 
 
-def _prime_chunk(chunk: list[tuple[str, str, str, str, bytes]]) -> list[_Record | None]:
+def _prime_chunk(chunk: list[tuple[str, Listed]]) -> list[_Record | None]:
     assert _worker is not None
     context, tokenizer = _worker
-    return [_prime_one(context, tokenizer, *item) for item in chunk]
+    return [_prime_one(context, tokenizer, kind, listed) for kind, listed in chunk]
 
 
 def _prime_one(
-    context: _Context, tokenizer: Tokenizer, kind: str, named: str, display: str, key: str,
-    data: bytes,
-) -> _Record | None:  # fmt: skip
+    context: _Context, tokenizer: Tokenizer, kind: str, listed: Listed
+) -> _Record | None:
     problems: list[Problem] = []
-    listed = Listed(named, display, key, None, None)
+    path, display, key = Path(listed.path), listed.display, listed.key
     loaded: LoadedDocument | LoadedFaq
     if kind == "document":
-        document = parse_document(context.authoring, Path(named), data, problems, display)
+        parse = partial(parse_document, context.authoring)
+        document = parse(path, listed.data, problems, display)
         if document is None or problems:
             return None
         record: tuple[Any, ...] = document_record(document)
-        parse = partial(parse_document, context.authoring)
         loaded = loaded_document(parse, listed, document, record)
         site = replace(context.site, documents=(loaded,))
     else:
-        faq = parse_faq(context.authoring, Path(named), data, problems, display)
+        parse = partial(parse_faq, context.authoring)
+        faq = parse(path, listed.data, problems, display)
         if faq is None or problems:
             return None
         record = faq_record(faq)
-        loaded = loaded_faq(partial(parse_faq, context.authoring), listed, faq, record)
+        loaded = loaded_faq(parse, listed, faq, record)
         site = replace(context.site, faqs=(loaded,))
     data = DocumentData(site)  # made once, for the source hash and the rendering
     try:
