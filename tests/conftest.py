@@ -10,12 +10,16 @@ import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from agent_access.cli import main
 from agent_edge.serve import EdgeServer, load_edge
 from content_builder.cache import CACHE_ENV
+
+if TYPE_CHECKING:
+    from content_builder.render.catalog import Catalog
 
 REPO = Path(__file__).resolve().parents[1]
 #: The site owner's content: only properties that hold for any site are tested on it.
@@ -39,6 +43,23 @@ def run_cli(*args: str | Path) -> CliResult:
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
         code = main([str(arg) for arg in args])
     return CliResult(code, out.getvalue(), err.getvalue())
+
+
+def catalogs_built(monkeypatch: pytest.MonkeyPatch) -> list[Catalog]:
+    """Every catalog the build makes from now on (`content_builder.build`'s
+    `build_catalog`), in order: how many entries each build rendered (`rendered_now`)
+    and what it rendered them into."""
+    from content_builder import build as pipeline
+
+    made: list[Catalog] = []
+    real = pipeline.build_catalog
+
+    def recorded(*args: Any, **kwargs: Any) -> Catalog:
+        made.append(real(*args, **kwargs))
+        return made[-1]
+
+    monkeypatch.setattr(pipeline, "build_catalog", recorded)
+    return made
 
 
 def tree_digest(folder: Path) -> dict[str, str]:

@@ -23,7 +23,7 @@ from agent_contract.models import SearchIndex
 from content_builder import search_eval
 from content_builder.build import Plan, plan
 from content_builder.errors import SiteDataError
-from tests.conftest import plan_errors, run_cli
+from tests.conftest import catalogs_built, plan_errors, run_cli
 
 FIXTURES = Path(__file__).parent / "fixtures"
 TREES = {
@@ -551,21 +551,13 @@ def test_an_edit_renders_one_page_again(tmp_path: Path, monkeypatch: pytest.Monk
     nothing again, an edit renders the edited page only."""
     from content_builder import build as pipeline
 
-    rendered: list[int] = []
-    build_catalog = pipeline.build_catalog
-
-    def counted(*args: object, **kwargs: object) -> object:
-        catalog = build_catalog(*args, **kwargs)  # type: ignore[arg-type]
-        rendered.append(catalog.rendered_now)
-        return catalog
-
-    monkeypatch.setattr(pipeline, "build_catalog", counted)
+    catalogs = catalogs_built(monkeypatch)
     site = _site(tmp_path, {f"p{n}.md": f"# Page {n}\n\nText {n}.\n" for n in range(5)})
     pipeline.build(site, tmp_path / "out")
     pipeline.build(site, tmp_path / "out")
     (tmp_path / "docs" / "p3.md").write_text("# Page 3\n\nEdited.\n")
     pipeline.build(site, tmp_path / "out")
-    assert rendered[1:] == [0, 1]
+    assert [catalog.rendered_now for catalog in catalogs[1:]] == [0, 1]
     assert "Edited." in (tmp_path / "out" / "api/v1/content/p3.md").read_text()
 
 
@@ -748,15 +740,7 @@ def test_the_cache_follows_what_a_page_depends_on(
     one of its links leads changes: adding an unrelated page renders that page only."""
     from content_builder import build as pipeline
 
-    rendered: list[int] = []
-    build_catalog = pipeline.build_catalog
-
-    def counted(*args: object, **kwargs: object) -> object:
-        catalog = build_catalog(*args, **kwargs)  # type: ignore[arg-type]
-        rendered.append(catalog.rendered_now)
-        return catalog
-
-    monkeypatch.setattr(pipeline, "build_catalog", counted)
+    catalogs = catalogs_built(monkeypatch)
     pages = {f"p{n}.md": f"# Page {n}\n\nText {n}.\n" for n in range(5)}
     pages["linking.md"] = '# Linking\n\nSee [target](./target.md).\n\n--8<-- "part.txt"\n'
     pages["target.md"] = "# Target\n\nx\n"
@@ -771,13 +755,13 @@ def test_the_cache_follows_what_a_page_depends_on(
     build()
     (docs / "p9.md").write_text("# Page 9\n\nNew.\n")
     build()
-    assert rendered[-1] == 1  # the new page only
+    assert catalogs[-1].rendered_now == 1  # the new page only
     (docs / "target.md").write_text("---\nid: renamed\n---\n# Target\n\nx\n")
     assert "/api/v1/content/renamed.md)" in build()
-    assert rendered[-1] == 2  # the target and the page linking to it
+    assert catalogs[-1].rendered_now == 2  # the target and the page linking to it
     (docs / "part.txt").write_text("Part two.\n")
     assert "Part two." in build()
-    assert rendered[-1] == 1
+    assert catalogs[-1].rendered_now == 1
 
 
 @pytest.mark.parametrize("name", sorted(SITES))

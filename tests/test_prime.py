@@ -22,8 +22,8 @@ from content_builder import prime as prime_module
 from content_builder.build import build, plan
 from content_builder.errors import SiteDataError
 from content_builder.loader import LOCK_FILE
-from content_builder.render import entries
-from tests.conftest import tree_digest
+from content_builder.render.catalog import Catalog
+from tests.conftest import catalogs_built, tree_digest
 from tests.sites import Shape, make_site, remove_document
 
 REPO = Path(__file__).resolve().parents[1]
@@ -51,20 +51,15 @@ def _build(site: Path, out: Path, pooled: bool, monkeypatch: pytest.MonkeyPatch)
     build(site, out)
 
 
-def _counting_renders(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """How many entries each build then renders in this process (Catalog.rendered_now)."""
-    counts: list[int] = []
-    real = entries.build_catalog
+def _renders(catalogs: list[Catalog]) -> list[int]:
+    """How many entries each build rendered in this process (the rest: the cache)."""
+    return [catalog.rendered_now for catalog in catalogs]
 
-    def counted(*args: object, **kwargs: object) -> object:
-        catalog = real(*args, **kwargs)  # type: ignore[arg-type]
-        counts.append(catalog.rendered_now)
-        return catalog
 
-    import content_builder.build as build_module
-
-    monkeypatch.setattr(build_module, "build_catalog", counted)
-    return counts
+def _assert_pooled_is_serial(site: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    _build(site, tmp_path / "alone", False, monkeypatch)
+    _build(site, tmp_path / "pooled", True, monkeypatch)
+    assert tree_digest(tmp_path / "pooled") == tree_digest(tmp_path / "alone")
 
 
 @pytest.mark.parametrize("with_lock", [True, False])
@@ -77,12 +72,12 @@ def test_the_pool_publishes_the_bytes_one_process_does(
     copies = {name: tmp_path / name for name in ("alone", "pooled")}
     for copy in copies.values():
         shutil.copytree(site, copy)
-    renders = _counting_renders(monkeypatch)
+    catalogs = catalogs_built(monkeypatch)
     _build(copies["alone"], tmp_path / "alone-out", False, monkeypatch)
     _build(copies["pooled"], tmp_path / "pooled-out", True, monkeypatch)
     assert tree_digest(tmp_path / "pooled-out") == tree_digest(tmp_path / "alone-out")
     assert (copies["pooled"] / LOCK_FILE).read_bytes() == (copies["alone"] / LOCK_FILE).read_bytes()
-    assert renders == [100, 0]  # the pool rendered every entry: none again here
+    assert _renders(catalogs) == [100, 0]  # the pool rendered every entry: none again here
 
 
 def test_the_sample_site_pooled_is_the_same_bytes(
@@ -92,9 +87,7 @@ def test_the_sample_site_pooled_is_the_same_bytes(
     versions: what a worker renders with (the site without its entries) must be enough."""
     sample = tmp_path / "site_data"
     shutil.copytree(REPO / "site_data", sample)
-    _build(sample, tmp_path / "alone", False, monkeypatch)
-    _build(sample, tmp_path / "pooled", True, monkeypatch)
-    assert tree_digest(tmp_path / "pooled") == tree_digest(tmp_path / "alone")
+    _assert_pooled_is_serial(sample, tmp_path, monkeypatch)
 
 
 def test_entries_changed_since_the_lock_are_dated_once_by_the_pool(
@@ -109,10 +102,10 @@ def test_entries_changed_since_the_lock_are_dated_once_by_the_pool(
         data = yaml.safe_load(faq.read_text(encoding="utf-8"))
         data["answer"] = "Edited. " + data["answer"]
         faq.write_text(yaml.safe_dump(data, allow_unicode=True), encoding="utf-8")
-    renders = _counting_renders(monkeypatch)
+    catalogs = catalogs_built(monkeypatch)
     _pool(monkeypatch, True)
     result = plan(site)
-    assert renders == [0]
+    assert _renders(catalogs) == [0]
     assert len(result.lock_changes) == 5
     stamps = {result.lock[change.id].updated_at for change in result.lock_changes}
     assert len(stamps) == 1
@@ -215,7 +208,7 @@ def test_a_pooled_build_is_the_serial_build_whatever_the_site_and_lock(
     change, options = _CASES[case]
     then = options.pop("then", None)
     change(site)
-    renders = _counting_renders(monkeypatch)
+    catalogs = catalogs_built(monkeypatch)
     primed: list[int] = []
     real_prime = prime_module.prime
 
@@ -235,7 +228,7 @@ def test_a_pooled_build_is_the_serial_build_whatever_the_site_and_lock(
         _pool(monkeypatch, pooled)
         cache = str(folder / "cache") if then else "off"  # a series: the cache it lends
         monkeypatch.setenv("AGENT_ACCESS_CACHE_DIR", cache)
-        renders.clear()
+        catalogs.clear()
         primed.clear()
         try:
             result = plan(Path("site_data"), **options)
@@ -249,12 +242,12 @@ def test_a_pooled_build_is_the_serial_build_whatever_the_site_and_lock(
         return files, result.lock.rows, changes, result.lock_body, result.site.warnings
 
     serial = outcome(False)
-    serial_renders = sum(renders)
+    serial_renders = sum(_renders(catalogs))
     pooled = outcome(True)
     assert pooled == serial
     if not isinstance(serial, str):
         assert sum(primed) > 0
-        assert sum(renders) == serial_renders - sum(primed)
+        assert sum(_renders(catalogs)) == serial_renders - sum(primed)
 
 
 class _EndsTheWorker:
@@ -347,25 +340,17 @@ def test_pooled_entries_keep_every_field_of_their_terms(
     """A worker's terms are re-interned here: nothing else of them may be lost (the body
     weights were, and every later build worked them out again)."""
     monkeypatch.setenv("AGENT_ACCESS_CACHE_DIR", "off")
-    seen: list[list[object]] = []
-    real = entries.build_catalog
-
-    def kept(*args: object, **kwargs: object) -> object:
-        catalog = real(*args, **kwargs)  # type: ignore[arg-type]
-        seen.append(
-            [
-                (e.terms.body, e.terms.body_counts, e.terms.body_weights)  # type: ignore[attr-defined]
-                for e in catalog.entries
-            ]
-        )
-        return catalog
-
-    import content_builder.build as build_module
-
-    monkeypatch.setattr(build_module, "build_catalog", kept)
+    catalogs = catalogs_built(monkeypatch)
     for pooled in (True, False):
         _pool(monkeypatch, pooled)
         plan(site)
+    seen = [
+        [
+            (e.terms.body, e.terms.body_counts, e.terms.body_weights)  # type: ignore[attr-defined]
+            for e in catalog.entries
+        ]
+        for catalog in catalogs
+    ]
     assert seen[0] == seen[1]
     assert all(len(weights) == len(body) > 0 for body, _, weights in seen[0])
 
@@ -443,22 +428,14 @@ def test_a_word_rendered_by_the_workers_is_one_string_in_the_build(
     monkeypatch.setenv("AGENT_ACCESS_CACHE_DIR", "off")
     monkeypatch.setattr(prime_module, "_CHUNK", 10)
     _pool(monkeypatch, True)
+    catalogs = catalogs_built(monkeypatch)
+    plan(site)
     strings: dict[str, set[int]] = {}
     entries_of: dict[str, int] = {}
-    real = entries.build_catalog
-
-    def seen(*args: object, **kwargs: object) -> object:
-        catalog = real(*args, **kwargs)  # type: ignore[arg-type]
-        for entry in catalog.entries:
-            for word in entry.terms.body:  # type: ignore[attr-defined]
-                strings.setdefault(word, set()).add(id(word))
-                entries_of[word] = entries_of.get(word, 0) + 1
-        return catalog
-
-    import content_builder.build as build_module
-
-    monkeypatch.setattr(build_module, "build_catalog", seen)
-    plan(site)
+    for entry in catalogs[0].entries:
+        for word in entry.terms.body:  # type: ignore[attr-defined]
+            strings.setdefault(word, set()).add(id(word))
+            entries_of[word] = entries_of.get(word, 0) + 1
     shared = [ids for word, ids in strings.items() if entries_of[word] > 10]
     assert len(shared) >= 10
     assert all(len(ids) == 1 for ids in shared)
@@ -472,9 +449,7 @@ def test_a_stamp_the_clock_cannot_give_fails_no_pooled_build_that_dates_nothing(
     entry, as the serial build does (lock.py reads it at the first change)."""
     _build(site, tmp_path / "first", False, monkeypatch)  # the lock: nothing to date now
     monkeypatch.setenv("SOURCE_DATE_EPOCH", "9" * 30)
-    _build(site, tmp_path / "alone", False, monkeypatch)
-    _build(site, tmp_path / "pooled", True, monkeypatch)
-    assert tree_digest(tmp_path / "pooled") == tree_digest(tmp_path / "alone")
+    _assert_pooled_is_serial(site, tmp_path, monkeypatch)
 
 
 def test_files_read_too_soon_after_their_change_are_known_by_stat_after_a_pooled_build(
