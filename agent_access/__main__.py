@@ -1,5 +1,3 @@
-import sys
+from agent_access.cli import run
 
-from agent_access.cli import main
-
-sys.exit(main())
+run()

@@ -109,7 +109,8 @@ def timed_build(checkout: Path, site: Path, out: Path, cache: Path) -> tuple[flo
 
 
 def _edit(site: Path, number: int) -> None:
-    faq = sorted((site / "faq").glob("*.yaml"))[number % 7]
+    faqs = sorted((site / "faq").glob("*.yaml"))
+    faq = faqs[number % len(faqs)]
     text = faq.read_text()
     marker = "answer: "
     at = text.index(marker) + len(marker)

@@ -154,3 +154,79 @@ def test_verify_site_compares_the_deployment_with_a_build_of_that_site(tmp_path:
         stale = run_cli("verify", server.base_url, "--site", site)
     assert stale.code == 1
     assert f"/api/v1/faq/{faq.stem}.json" in stale.out
+
+
+# --- the process's end (docs/decisions.md "Session 26: a one-shot command ends without
+# the interpreter's teardown") ---------------------------------------------------------
+
+#: Runs the front door as the console script does, with an exit handler that says whether
+#: the interpreter's teardown ran; `{before}` runs first.
+_PROBE = (
+    "import atexit, sys\n"
+    "{before}\n"
+    "atexit.register(lambda: print('teardown ran', file=sys.stderr))\n"
+    "sys.argv = ['agent-access', *sys.argv[1:]]\n"
+    "from agent_access.cli import run\n"
+    "run()\n"
+)
+
+
+def _run_as_process(*args: str | Path, before: str = "") -> tuple[int, str, str]:
+    import os
+    import subprocess
+    import sys
+
+    from tests.conftest import REPO
+
+    # Buffered output, as a shell's pipe has it (this machine sets PYTHONUNBUFFERED).
+    env = {name: value for name, value in os.environ.items() if name != "PYTHONUNBUFFERED"}
+    completed = subprocess.run(
+        [sys.executable, "-c", _PROBE.format(before=before), *map(str, args)],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    return completed.returncode, completed.stdout, completed.stderr
+
+
+def test_a_build_run_as_a_process_writes_its_whole_report_and_skips_the_teardown(
+    tmp_path: Path,
+) -> None:
+    """The report reaches a pipe whole (a hard exit that dropped buffered output would cut
+    it: it is larger than the pipe's buffer with --verbose), the exit code is the build's,
+    and the teardown (~30 ms of a small site's build) is skipped."""
+    from tests.conftest import SPEC_SITE
+
+    out = tmp_path / "dist"
+    code, stdout, stderr = _run_as_process(
+        "build", "--site", SPEC_SITE, "--out", out, "--base-url", TEST_BASE_URL, "--verbose"
+    )
+    assert code == 0, stderr
+    published = [path for path in out.rglob("*") if path.is_file()]
+    rows = [line for line in stdout.splitlines() if line.endswith(("  new", "  unchanged"))]
+    assert len(rows) == len(published) - 1, "one row per file (the manifest aside)"
+    assert stdout.rstrip().splitlines()[-1].startswith("wrote "), stdout[-300:]
+    assert "teardown ran" not in stderr
+
+
+def test_a_failing_command_run_as_a_process_says_why_and_exits_1(tmp_path: Path) -> None:
+    code, _, stderr = _run_as_process("check", "--site", _site_with_a_bad_website(tmp_path))
+    assert code == 1
+    assert "site.yaml" in stderr and "website" in stderr, stderr
+    assert "teardown ran" not in stderr
+
+
+def test_a_process_that_started_the_pool_keeps_the_interpreters_teardown(
+    tmp_path: Path,
+) -> None:
+    """multiprocessing's exit handlers (a pool's, its queue's semaphore) run as usual: the
+    fast end is only for a process that never imported it."""
+    from tests.conftest import SPEC_SITE
+
+    code, _, stderr = _run_as_process(
+        "build", "--site", SPEC_SITE, "--out", tmp_path / "dist", before="import multiprocessing"
+    )
+    assert code == 0, stderr
+    assert "teardown ran" in stderr
