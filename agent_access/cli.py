@@ -165,14 +165,18 @@ def run_serve(args: argparse.Namespace) -> int:
 def run_verify(args: argparse.Namespace) -> int:
     import tempfile
 
-    from agent_client.verify import verify
+    from agent_client.verify import live_mcp_endpoint, verify
 
     with tempfile.TemporaryDirectory(prefix="agent-access-verify-") as folder:
         expected = args.expect_from
         if args.site is not None:
-            # What the deployment should serve: the site built as a deployment builds it.
+            # What the deployment should serve: the site built as a deployment builds it,
+            # naming its live MCP server when one answers (Pulumi's `mcpServer`).
             expected = Path(folder) / "dist"
-            build(args.site, expected, args.base_url, frozen=True)
+            endpoint = live_mcp_endpoint(args.base_url, args.timeout)
+            if endpoint is not None:
+                print(f"a live MCP server answers at {endpoint}: expecting files that name it")
+            build(args.site, expected, args.base_url, frozen=True, mcp_endpoint=endpoint)
         report = verify(args.base_url, expected, args.timeout, args.retry_for)
     print(report.render(args.verbose))
     return 1 if report.failures else 0

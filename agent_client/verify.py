@@ -36,6 +36,7 @@ from agent_contract.directives import (
 from agent_contract.endpoints import model_for
 from agent_contract.hashing import content_hash
 from agent_contract.manifest import MANIFEST_NAME, read_manifest
+from agent_contract.mcp_endpoint import MCP_PATH
 from agent_contract.models import (
     ContentDocument,
     ContentIndex,
@@ -570,6 +571,55 @@ def _front_matter(body: bytes) -> dict[str, object]:
     except yaml.YAMLError:
         return {}
     return data if isinstance(data, dict) else {}
+
+
+#: The MCP request that tells a live server from anything else at its path: `initialize`,
+#: which every MCP server answers first (the 2025-06-18 revision, Lifecycle).
+_INITIALIZE = json.dumps(
+    {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {},
+            "clientInfo": {"name": "agent-access-verify", "version": "1"},
+        },
+    }
+).encode("utf-8")
+
+
+def live_mcp_endpoint(base_url: str, timeout: float = 10.0) -> str | None:
+    """The deployment's own MCP endpoint (`base_url` + MCP_PATH) when a live MCP server
+    answers an `initialize` there, else None: what its discovery document, architecture
+    and Agent Skill name (a deployment with its MCP function, `serve` with the `mcp`
+    extra), so that `verify --site` builds what that deployment should serve."""
+    endpoint = base_url.rstrip("/") + MCP_PATH
+    headers = {
+        "Content-Type": "application/json",
+        # Streamable HTTP: a client accepts both (the 2025-06-18 revision, Transports).
+        "Accept": "application/json, text/event-stream",
+    }
+    try:
+        response = AgentClient(base_url, timeout=timeout).request(
+            endpoint, method="POST", headers=headers, body=_INITIALIZE
+        )
+    except (ClientError, OSError, http.client.HTTPException, ValueError):
+        return None
+    if response.status != 200:
+        return None
+    # A JSON answer, or the one event of an event stream: its `data:` line.
+    text = response.body.decode("utf-8", "replace")
+    for line in text.splitlines():
+        if line.startswith("data:"):
+            text = line[len("data:") :]
+            break
+    try:
+        answer = json.loads(text)
+    except ValueError:
+        return None
+    result = answer.get("result") if isinstance(answer, dict) else None
+    return endpoint if isinstance(result, dict) and "serverInfo" in result else None
 
 
 def verify(

@@ -9,6 +9,7 @@ in memory: serving writes neither dist/ nor the lock.
 from __future__ import annotations
 
 import errno
+import importlib.util
 import itertools
 import os
 import socket
@@ -400,16 +401,26 @@ def _check(request: h11.Request) -> None:
         raise _Refused(431, "Request Header Fields Too Large")
 
 
-def load_edge(site_dir: Path, base_url: str) -> Edge:
-    return build_edge(site_dir, base_url)[0]
+def load_edge(site_dir: Path, base_url: str, mcp_endpoint: str | None = None) -> Edge:
+    return build_edge(site_dir, base_url, mcp_endpoint=mcp_endpoint)[0]
 
 
-def build_edge(site_dir: Path, base_url: str, last: Plan | None = None) -> tuple[Edge, Plan]:
+def build_edge(
+    site_dir: Path, base_url: str, last: Plan | None = None, mcp_endpoint: str | None = None
+) -> tuple[Edge, Plan]:
     """The edge over a build in memory, and the build: `last`, the one it replaces, lends
-    its build cache (content_builder.build.plan), so a rebuild reads nothing back."""
-    result = plan(site_dir, base_url, last=last)
+    its build cache (content_builder.build.plan), so a rebuild reads nothing back.
+    `mcp_endpoint`: the live MCP server the files name (`live_mcp_endpoint`)."""
+    result = plan(site_dir, base_url, mcp_endpoint=mcp_endpoint, last=last)
     artifacts = {artifact.path: artifact for artifact in result.artifacts}
     return Edge(artifacts, base_url + paths.discovery(result.site.config.brand)), result
+
+
+def live_mcp_endpoint(base_url: str) -> str | None:
+    """Where this server answers MCP (`_answer_mcp`), for the discovery document, the
+    architecture and the Agent Skill to name: when the MCP SDK (the `mcp` extra) is
+    installed, as a deployment with its MCP function names its own."""
+    return base_url + MCP_PATH if importlib.util.find_spec("mcp") is not None else None
 
 
 Fingerprint = tuple[tuple[str, int, int], ...]
@@ -511,7 +522,7 @@ def watch(
             if current == seen:
                 continue
             seen = current
-            server.edge, last = build_edge(site_dir, base_url, last)
+            server.edge, last = build_edge(site_dir, base_url, last, live_mcp_endpoint(base_url))
             report("rebuilt: serving the new content")
         except SiteDataError as error:
             report(f"rebuild failed, still serving the last good build:\n{error}")
@@ -549,7 +560,9 @@ def serve(
     roots = list(watch_roots) if watch_roots else [site_dir]
     built_from = tuple(entry for root in roots for entry in fingerprint(root))
     try:
-        server.edge, served = build_edge(site_dir, effective_base)
+        server.edge, served = build_edge(
+            site_dir, effective_base, mcp_endpoint=live_mcp_endpoint(effective_base)
+        )
     except SiteDataError:
         server.server_close()
         raise

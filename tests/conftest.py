@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from agent_access.cli import main
-from agent_edge.serve import EdgeServer, load_edge
+from agent_edge.serve import EdgeServer, live_mcp_endpoint, load_edge
 from content_builder.cache import CACHE_ENV
 
 if TYPE_CHECKING:
@@ -114,10 +114,13 @@ def cli() -> Callable[..., CliResult]:
 
 
 @contextlib.contextmanager
-def running_server(site_dir: Path = SPEC_SITE) -> Iterator[EdgeServer]:
-    """`serve` on a free loopback port, built for its own base URL, in a daemon thread."""
+def running_server(site_dir: Path = SPEC_SITE, name_mcp: bool = False) -> Iterator[EdgeServer]:
+    """`serve` on a free loopback port, built for its own base URL, in a daemon thread.
+    `name_mcp`: its files name the MCP server it answers at /mcp, as `serve` does (the
+    others compare it with a plain `build`)."""
     server = EdgeServer(("127.0.0.1", 0), quiet=True)
-    server.edge = load_edge(site_dir, server.base_url)
+    endpoint = live_mcp_endpoint(server.base_url) if name_mcp else None
+    server.edge = load_edge(site_dir, server.base_url, endpoint)
     thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05})
     thread.daemon = True
     thread.start()

@@ -139,10 +139,12 @@ def test_verify_site_compares_the_deployment_with_a_build_of_that_site(tmp_path:
 
     site = tmp_path / "our-docs-site"
     shutil.copytree(SPEC_SITE, site)
-    with running_server(site) as server:
+    with running_server(site, name_mcp=True) as server:
         good = run_cli("verify", server.base_url, "--site", site)
         assert good.code == 0, good.out
         assert ", 0 failed" in good.out
+        # It answers MCP at /mcp, so the build it is compared with names that server.
+        assert f"a live MCP server answers at {server.base_url}/mcp" in good.out
         # The deployment no longer matches the site once the site changes.
         import yaml
 

@@ -384,3 +384,50 @@ def test_verify_catches_a_skill_that_is_not_the_one_its_index_pins(
     failures = [line for line in result.out.splitlines() if line.startswith("FAIL")]
     assert any(expected in line for line in failures), failures
     assert all("skill" in line for line in failures), failures
+
+
+# --- `verify --site` and a deployment's live MCP server -----------------------------
+
+
+@pytest.mark.parametrize(
+    ("status", "body"),
+    [
+        (403, b'{"message": "methods: GET, HEAD, OPTIONS"}'),  # a CDN without the function
+        (200, b'{"jsonrpc": "2.0", "id": 1, "error": {"code": -32600}}'),  # not an answer
+        (200, b"<html>a catch-all page</html>"),
+    ],
+)
+def test_no_live_mcp_server_is_assumed_where_none_answers_initialize(
+    status: int, body: bytes
+) -> None:
+    """Only an `initialize` result makes `verify --site` expect files naming a server."""
+    import http.server
+    import threading
+
+    from agent_client.verify import live_mcp_endpoint
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            self.rfile.read(int(self.headers["Content-Length"]))
+            self.send_response(status)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = http.server.HTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        assert live_mcp_endpoint(f"http://127.0.0.1:{server.server_address[1]}") is None
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_a_live_mcp_server_is_found_where_it_answers_initialize(server: EdgeServer) -> None:
+    from agent_client.verify import live_mcp_endpoint
+
+    assert live_mcp_endpoint(server.base_url) == server.base_url + "/mcp"

@@ -123,8 +123,14 @@ def test_on_only_the_discovery_document_changes_and_names_the_endpoint(on, off, 
     # manifest.json is the writer's record of the output (hashes), not a published file
     changed = sorted(k for k in with_mcp if with_mcp[k] != without.get(k) and k != "manifest.json")
     # And the Agent Skill, which names the live server (issue 26): its index's digest (the
-    # v0.1.0 index names no digest, so it does not change).
-    assert changed == sorted([discovery, ".well-known/agent-skills/index.json"])
+    # v0.1.0 index names no digest, so it does not change); and the MCP manifest, at both
+    # its locations, which says where the server answers instead of "planned".
+    manifests = [paths.MCP_MANIFEST.lstrip("/"), paths.MCP_WELL_KNOWN.lstrip("/")]
+    assert changed == sorted([discovery, ".well-known/agent-skills/index.json", *manifests])
+    for manifest in manifests:
+        description = json.loads(with_mcp[manifest])["serverInfo"]["description"]
+        assert f"answers at https://{DOMAIN}/mcp" in description, description
+        assert "planned" in json.loads(without[manifest])["serverInfo"]["description"]
     brand = discovery.removeprefix(".well-known/").removesuffix(".json")
     for folder in ("agent-skills", "skills"):
         skill = root / "dist-on" / ".well-known" / folder / brand / "SKILL.md"

@@ -29,6 +29,7 @@ import pytest
 
 from agent_contract import paths
 from agent_contract.artifacts import Artifact
+from agent_contract.mcp_endpoint import MCP_PATH
 from agent_contract.routes import HEADER_POLICY, JSON, TEXT, rule_for
 from agent_edge.serve import EdgeServer, fingerprint, load_edge, serve, watch
 from content_builder.build import plan
@@ -557,6 +558,8 @@ def crawl_links(port: int, base_url: str, bodies: dict[str, tuple[bytes, str]]) 
         if "{" in url:
             continue  # URI templates such as {faq_id}
         split = urlsplit(url)
+        if split.path == MCP_PATH:
+            continue  # the live MCP server: POST only (tests/test_mcp_server.py)
         target = split.path + (f"?{split.query}" if split.query else "")
         status, _ = get(port, target)
         assert status == 200, f"{url} (found in a served body) answered {status}"
@@ -616,6 +619,12 @@ def test_serve_defaults_base_url_to_the_listening_address() -> None:
         assert status == 200
         checked = crawl_links(port, base, {DISCOVERY: (body, JSON)})
         assert {paths.CONTENT_INDEX, paths.LLMS_TXT, paths.OPENAPI} <= checked
+        # It answers MCP at /mcp, and its discovery document says so (it said "planned").
+        mcp = json.loads(body)["protocols"]["mcp"]
+        assert mcp["json_rpc_server"] == "available" and mcp["endpoint"] == base + MCP_PATH
+        from agent_client.verify import live_mcp_endpoint
+
+        assert live_mcp_endpoint(base) == base + MCP_PATH, "an MCP initialize is answered"
     finally:
         server.shutdown()
         thread.join(5)
@@ -871,11 +880,11 @@ def test_watch_survives_an_unexpected_error_and_keeps_watching(
     real_build_edge = serve_module.build_edge
     calls: list[int] = []
 
-    def flaky_build_edge(site_dir: Path, base_url: str, last: Any = None) -> Any:
+    def flaky_build_edge(site_dir: Path, base_url: str, *rest: Any) -> Any:
         calls.append(1)
         if len(calls) == 1:
             raise ValueError("day is out of range for month")  # what date(2025, 2, 30) says
-        return real_build_edge(site_dir, base_url, last)
+        return real_build_edge(site_dir, base_url, *rest)
 
     faq_file = site_copy / "faq" / "q01-difference.yaml"
     original = faq_file.read_text()
@@ -923,9 +932,9 @@ def test_each_rebuild_is_given_the_last_build_and_reads_no_cache_file_back(
     real_build_edge = serve_module.build_edge
     given: list[object] = []
 
-    def recording(site_dir: Path, base_url: str, last: Any = None) -> Any:
+    def recording(site_dir: Path, base_url: str, last: Any = None, *rest: Any) -> Any:
         given.append(last)
-        return real_build_edge(site_dir, base_url, last)
+        return real_build_edge(site_dir, base_url, last, *rest)
 
     running = start_server(site_copy)
     edge, served = real_build_edge(site_copy, running.base_url)

@@ -36,7 +36,7 @@ class RenderContext:
     @cached_property
     def mcp_manifest(self) -> bytes:
         """Rendered once for both of its locations."""
-        return json_body(mcp_manifest(self.site, self.catalog))
+        return json_body(mcp_manifest(self.site, self.catalog, self.mcp_endpoint))
 
     @cached_property
     def skill(self) -> bytes:

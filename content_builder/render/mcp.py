@@ -162,14 +162,20 @@ def _instance(endpoint: Endpoint, brand: str) -> str:
     return path
 
 
-def mcp_manifest(site: Site, catalog: Catalog) -> McpManifest:
+def mcp_manifest(site: Site, catalog: Catalog, mcp_endpoint: str | None = None) -> McpManifest:
+    # With no live server, the spec's wording ("planned"); with one, where it answers.
+    server = (
+        "a JSON-RPC MCP server is planned."
+        if mcp_endpoint is None
+        else f"a live JSON-RPC MCP server answers at {mcp_endpoint}."
+    )
     return McpManifest(
         mcpVersion=MCP_VERSION,
         serverInfo=McpServerInfo(
             name=f"{site.config.brand}-mcp-server",
             version=SERVER_VERSION,
             description=f"Static MCP-shaped manifest of {site.config.name}'s agent-access API. "
-            "Tools describe plain HTTP GET endpoints; a JSON-RPC MCP server is planned.",
+            f"Tools describe plain HTTP GET endpoints; {server}",
         ),
         capabilities=McpCapabilities(tools=True, resources=True, prompts=False),
         tools=_tools(site, catalog),
