@@ -217,9 +217,9 @@ def test_an_edit_under_a_second_root_rebuilds(tmp_path: Path) -> None:
     class Holder:
         edge = None
 
-    def counting_build_edge(site_dir: Path, base_url: str, last: object = None) -> object:
+    def counting_build_edge(site_dir: Path, base_url: str, *rest: object) -> object:
         loads.append(site_dir)
-        return real_build_edge(site_dir, base_url, last)  # type: ignore[arg-type]
+        return real_build_edge(site_dir, base_url, *rest)  # type: ignore[arg-type]
 
     watcher = threading.Thread(
         target=serve_module.watch,
