@@ -13,7 +13,6 @@ from __future__ import annotations
 import pickle
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from functools import cached_property
 from itertools import compress
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -168,28 +167,30 @@ class _KeptArtifact(Artifact):
     all a build asks of a file that did not change (the writer's manifest and
     comparisons, the budgets of small files)."""
 
+    # `body` is a property here, read from `_blobs` at `_ref` into `_kept`.
+    __slots__ = ("_blobs", "_kept", "_ref")
+
     def __init__(
         self, path: str, blobs: BlobFile, ref: BlobRef, sha256: str, source: str | None
     ) -> None:
-        # Not the dataclass' __init__: `body` is a property here, not a field to set. Its
-        # fields set in one update of the instance's dict, as a frozen dataclass' own
-        # fields cannot be assigned (48,000 of these at 10,000 entries: 7 calls each
-        # were 0.1 s of an edit). `size` is read from here: not the property below.
-        vars(self).update(
-            path=path, source=source, rule=rule_for(path), sha256=sha256, size=ref[3],
-            _blobs=blobs, _ref=ref,
-        )  # fmt: skip
+        # Not the dataclass' __init__, which would set `body`; each slot set as a frozen
+        # dataclass' fields are.
+        for name, value in (
+            ("path", path), ("source", source), ("rule", rule_for(path)), ("_sha256", sha256),
+            ("_blobs", blobs), ("_ref", ref), ("_kept", None),
+        ):  # fmt: skip
+            object.__setattr__(self, name, value)
 
     @property  # type: ignore[override]
     def body(self) -> bytes:
-        body: bytes | None = getattr(self, "_body", None)
+        body: bytes | None = self._kept
         if body is None:
             body = self._blobs.read(self._ref)
-            object.__setattr__(self, "_body", body)
+            object.__setattr__(self, "_kept", body)
         return body
 
-    @cached_property
-    def size(self) -> int:  # type: ignore[override]
+    @property
+    def size(self) -> int:
         return self._ref[3]  # type: ignore[no-any-return]
 
     def __eq__(self, other: object) -> bool:
