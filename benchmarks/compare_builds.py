@@ -211,6 +211,40 @@ def compare(old: Path, sizes: list[str], repeats: int, work: Path) -> dict[str, 
     }
 
 
+#: Issue 22's targets against the previous main: (size, kind, the largest ratio new/old
+#: that meets it). The sample and the 100-page site "at least as fast"; 10,000 entries
+#: "within 1.3x", cold and one edit (both edits shown).
+TARGETS = (
+    ("sample", "cold_s", 1.0),
+    ("sample", "edit_s", 1.0),
+    ("100", "cold_s", 1.0),
+    ("100", "edit_s", 1.0),
+    ("10000", "cold_s", 1.3),
+    ("10000", "edit_s", 1.3),
+    ("10000", "edit_again_s", 1.3),
+)
+_KIND_NAMES = {"cold_s": "cold", "edit_s": "first edit", "edit_again_s": "next edit"}
+
+
+def targets(result: dict[str, Any]) -> list[tuple[str, str, bool]]:
+    """(target, measured, met) for each of issue 22's targets among the sizes measured, and
+    peak memory not above the old main's at each."""
+    rows = []
+    for size, kind, most in TARGETS:
+        found = result["sizes"].get(size)
+        if found is None:
+            continue
+        label = "sample" if size == "sample" else f"N = {int(size):,}"
+        ratio = found["new"][kind] / found["old"][kind]
+        limit = "at least as fast" if most == 1.0 else f"within {most}x"
+        rows.append((f"{label} {_KIND_NAMES[kind]}: {limit}", f"{ratio:.2f}x", ratio <= most))
+    for size, found in result["sizes"].items():
+        label = "sample" if size == "sample" else f"N = {int(size):,}"
+        old, new = found["old"]["peak_mb"], found["new"]["peak_mb"]
+        rows.append((f"{label} peak memory: not above", f"{old:.0f} -> {new:.0f} MB", new <= old))
+    return rows
+
+
 def markdown(result: dict[str, Any]) -> str:
     lines = [
         f"Measured {result['date']} on {result['machine']}, medians of {result['repeats']} "
@@ -238,6 +272,12 @@ def markdown(result: dict[str, Any]) -> str:
         label = "sample (site_data)" if size == "sample" else f"N = {int(size):,}"
         cells = [f"{old[f'{k}_cpu_s']:.2f} -> {new[f'{k}_cpu_s']:.2f} s" for k in _KINDS]
         lines.append(f"| {label} | " + " | ".join(cells) + " |")
+    lines += ["", "Issue 22's targets (met: the ratio of the medians above):", ""]
+    lines += ["| target | measured | met |", "|---|---|---|"]
+    lines += [
+        f"| {name} | {measured} | {'yes' if met else '**no**'} |"
+        for name, measured, met in targets(result)
+    ]
     return "\n".join(lines)
 
 
