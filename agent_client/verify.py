@@ -613,7 +613,8 @@ def live_mcp_endpoint(base_url: str, timeout: float = 10.0) -> str | None:
     # notification (Transports, "The server MAY send JSON-RPC requests and notifications
     # before sending the JSON-RPC response"), a priming event with empty data (SEP-1699).
     text = response.body.decode("utf-8", "replace")
-    event_stream = (response.header("Content-Type") or "").startswith("text/event-stream")
+    media_type = (response.header("Content-Type") or "").lower()  # case-insensitive
+    event_stream = media_type.startswith("text/event-stream")
     for message in _event_data(text) if event_stream else [text]:
         try:
             answer = json.loads(message)
