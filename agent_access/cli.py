@@ -248,9 +248,10 @@ def run() -> NoReturn:
     code = _dispatch(args)
     if args.command not in _ONE_SHOT or "multiprocessing" in sys.modules:
         sys.exit(code)
-    try:
-        sys.stdout.flush()
-        sys.stderr.flush()
-    except OSError:  # a closed pipe (`agent-access check | head`): as Python's exit says
-        code = code or 120
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            if stream is not None:  # None: the descriptor was closed at start (`>&-`)
+                stream.flush()
+        except OSError:  # a closed pipe (`agent-access check | head`): as Python's exit says
+            code = code or 120
     os._exit(code)

@@ -15,6 +15,7 @@ from __future__ import annotations
 import hashlib
 import http.client
 import json
+import re
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -608,18 +609,38 @@ def live_mcp_endpoint(base_url: str, timeout: float = 10.0) -> str | None:
         return None
     if response.status != 200:
         return None
-    # A JSON answer, or the one event of an event stream: its `data:` line.
+    # A JSON answer, or an event stream whose events may come before the answer: a
+    # notification (Transports, "The server MAY send JSON-RPC requests and notifications
+    # before sending the JSON-RPC response"), a priming event with empty data (SEP-1699).
     text = response.body.decode("utf-8", "replace")
-    for line in text.splitlines():
-        if line.startswith("data:"):
-            text = line[len("data:") :]
-            break
-    try:
-        answer = json.loads(text)
-    except ValueError:
-        return None
-    result = answer.get("result") if isinstance(answer, dict) else None
-    return endpoint if isinstance(result, dict) and "serverInfo" in result else None
+    media_type = (response.header("Content-Type") or "").lower()  # case-insensitive
+    event_stream = media_type.startswith("text/event-stream")
+    for message in _event_data(text) if event_stream else [text]:
+        try:
+            answer = json.loads(message)
+        except ValueError:
+            continue
+        if isinstance(answer, dict) and answer.get("id") == 1 and "method" not in answer:
+            result = answer.get("result")
+            return endpoint if isinstance(result, dict) and "serverInfo" in result else None
+    return None
+
+
+def _event_data(text: str) -> list[str]:
+    """Each event's data in an event stream (HTML Living Standard, 9.2.6): its `data`
+    lines joined by newlines; an event with empty data is not one. Lines end at CR, LF
+    or CRLF only (not at str.splitlines' other breaks, which JSON strings may hold)."""
+    events: list[str] = []
+    data: list[str] = []
+    for line in [*re.split(r"\r\n|\r|\n", text), ""]:
+        if not line:
+            if "".join(data):
+                events.append("\n".join(data))
+            data = []
+        elif line == "data" or line.startswith("data:"):
+            value = line[len("data:") :]
+            data.append(value[1:] if value.startswith(" ") else value)
+    return events
 
 
 def verify(

@@ -180,6 +180,30 @@ def test_a_cached_build_s_files_are_objects_without_an_instance_dict(
         assert artifact.sha256 == hashlib.sha256(artifact.body).hexdigest()
 
 
+def test_a_cached_build_s_files_copy_and_pickle_as_their_bodies(
+    site_copy: Path, tmp_path: Path, cache_dir: Path
+) -> None:
+    """A file kept in the build cache copies and pickles as the file it is (as it did
+    with an instance dict): the slotted dataclass' own state would set its `body`, a
+    property there, and lose where the body is kept."""
+    import copy
+
+    from content_builder.build import plan
+
+    _build(site_copy, tmp_path / "out")
+    kept = [a for a in plan(site_copy).artifacts if type(a).__name__ == "_KeptArtifact"]
+    assert kept
+    for artifact in kept[:5]:
+        for twin in (copy.copy(artifact), pickle.loads(pickle.dumps(artifact))):
+            assert twin == artifact and artifact == twin
+            assert hash(twin) == hash(artifact)
+            assert (twin.path, twin.body, twin.sha256) == (
+                artifact.path,
+                artifact.body,
+                artifact.sha256,
+            )
+
+
 def test_a_record_in_several_frames_has_each_field_s_last_value(
     tmp_path: Path, cache_dir: Path
 ) -> None:

@@ -232,3 +232,30 @@ def test_a_process_that_started_the_pool_keeps_the_interpreters_teardown(
     )
     assert code == 0, stderr
     assert "teardown ran" in stderr
+
+
+def test_a_build_with_stdout_closed_still_builds_and_exits_0(tmp_path: Path) -> None:
+    """`agent-access build ... >&-` (cron, a daemon's job): Python sets sys.stdout to None
+    and `print` writes nothing; the end must not then fail on the missing stream (exit 1
+    and a traceback, session 26's hard exit before this test)."""
+    import os
+    import subprocess
+    import sys
+
+    from tests.conftest import REPO, SPEC_SITE
+
+    out = tmp_path / "dist"
+    env = {name: value for name, value in os.environ.items() if name != "PYTHONUNBUFFERED"}
+    command = [sys.executable, "-c", _PROBE.format(before=""), "build", "--site", str(SPEC_SITE)]
+    completed = subprocess.run(
+        ["sh", "-c", 'exec "$@" >&-', "sh", *command, "--out", str(out)],
+        cwd=REPO,
+        env=env,
+        stderr=subprocess.PIPE,
+        text=True,
+        timeout=120,
+    )
+    assert completed.returncode == 0, completed.stderr
+    assert "Traceback" not in completed.stderr, completed.stderr
+    assert "teardown ran" not in completed.stderr
+    assert (out / "llms.txt").is_file()

@@ -431,3 +431,56 @@ def test_a_live_mcp_server_is_found_where_it_answers_initialize(server: EdgeServ
     from agent_client.verify import live_mcp_endpoint
 
     assert live_mcp_endpoint(server.base_url) == server.base_url + "/mcp"
+
+
+_RESULT = (
+    '{"jsonrpc": "2.0", "id": 1, "result": {"protocolVersion": "2025-06-18", '
+    '"capabilities": {}, "serverInfo": {"name": "docs", "version": "1"}}}'
+)
+
+
+@pytest.mark.parametrize(
+    "stream",
+    [
+        # "The server MAY send JSON-RPC requests and notifications before sending the
+        # JSON-RPC response" (MCP 2025-06-18, Transports, Sending Messages to the Server),
+        # logging among them before `initialized` (Lifecycle).
+        'event: message\ndata: {"jsonrpc": "2.0", "method": "notifications/message", '
+        '"params": {"level": "info", "data": "starting"}}\n\n'
+        f"event: message\ndata: {_RESULT}\n\n",
+        # A priming event (an id, empty data) first, as servers of the 2025-11-25 revision send.
+        f"id: 0\ndata:\n\nid: 1\ndata: {_RESULT}\n\n",
+        # One event's data over several `data:` lines (joined by newlines: the SSE format).
+        "data: " + _RESULT.replace(", ", ",\ndata: ") + "\n\n",
+    ],
+)
+def test_a_live_mcp_server_is_found_whatever_its_stream_sends_before_the_answer(
+    stream: str,
+) -> None:
+    import http.server
+    import threading
+
+    from agent_client.verify import live_mcp_endpoint
+
+    body = stream.encode("utf-8")
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            self.rfile.read(int(self.headers["Content-Length"]))
+            self.send_response(200)
+            self.send_header("Content-Type", "text/event-stream")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = http.server.HTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    base = f"http://127.0.0.1:{server.server_address[1]}"
+    try:
+        assert live_mcp_endpoint(base) == base + "/mcp"
+    finally:
+        server.shutdown()
+        server.server_close()

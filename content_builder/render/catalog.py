@@ -206,6 +206,10 @@ class _KeptArtifact(Artifact):
 
     __hash__ = Artifact.__hash__
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Copied or pickled as the file it is: the dataclass' slot state would set `body`.
+        return Artifact.hashed, (self.path, self.body, self._sha256, self.source)
+
 
 #: The aggregates joined from one piece of every entry (the renderer's key in the endpoint
 #: table -> the EntryRender field): each is the pieces and text that is the same whatever
