@@ -9,7 +9,7 @@ in memory: serving writes neither dist/ nor the lock.
 from __future__ import annotations
 
 import errno
-import importlib.util
+import importlib.metadata
 import itertools
 import os
 import socket
@@ -419,8 +419,15 @@ def build_edge(
 def live_mcp_endpoint(base_url: str) -> str | None:
     """Where this server answers MCP (`_answer_mcp`), for the discovery document, the
     architecture and the Agent Skill to name: when the MCP SDK (the `mcp` extra) is
-    installed, as a deployment with its MCP function names its own."""
-    return base_url + MCP_PATH if importlib.util.find_spec("mcp") is not None else None
+    installed, as a deployment with its MCP function names its own. Its distribution is
+    looked up, not the module: a folder named `mcp` in the working directory would be
+    found by the import system (and the SDK itself costs ~0.6 s to import, which the
+    first MCP request pays, not every `serve`'s start)."""
+    try:
+        importlib.metadata.distribution("mcp")
+    except importlib.metadata.PackageNotFoundError:
+        return None
+    return base_url + MCP_PATH
 
 
 Fingerprint = tuple[tuple[str, int, int], ...]

@@ -1165,3 +1165,29 @@ def test_shutdown_is_prompt_with_keep_alive_clients_and_releases_the_port() -> N
         half_open.close()
         for conn in conns:
             conn.close()
+
+
+def test_serve_names_no_mcp_server_when_the_sdk_is_not_installed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The distribution decides, not the import system: a folder named `mcp` in the
+    working directory is no MCP SDK."""
+    import importlib.metadata
+
+    from agent_edge import serve as serve_module
+
+    base = "http://127.0.0.1:8000"
+    assert serve_module.live_mcp_endpoint(base) == base + MCP_PATH  # the dev install has it
+    (tmp_path / "mcp").mkdir()
+    (tmp_path / "mcp" / "__init__.py").write_text("")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    real = importlib.metadata.distribution
+
+    def without_mcp(name: str) -> importlib.metadata.Distribution:
+        if name == "mcp":
+            raise importlib.metadata.PackageNotFoundError(name)
+        return real(name)
+
+    monkeypatch.setattr(importlib.metadata, "distribution", without_mcp)
+    assert serve_module.live_mcp_endpoint(base) is None
