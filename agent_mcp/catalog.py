@@ -5,10 +5,11 @@ titles and URLs of documents and FAQ entries come from the content index. Nothin
 knows how the builder renders them, so a manifest generated some other way (an endpoint
 table, a later API version) is followed with no change here.
 
-Every answer is the published file's text, byte for byte, except `search_content`, whose
-static endpoint is the whole search index: the live tool does the filtering the manifest
-tells a client to do, with the client's own ranking (`agent_client.client.rank`), and
-answers a search index holding only the best matching entries (at most ten), best first.
+Every answer is the published file's text, byte for byte (a long one in parts), except
+`search_content`, whose static endpoint is the whole search index: the live tool does
+the filtering the manifest tells a client to do, with the client's own ranking
+(`agent_client.client.rank`), and answers a search index holding only the best matching
+entries (at most ten), best first.
 
 Sized for agents at any site size (issue 25): the two aggregates that grow with the site
 (the content index, llms-full.txt) answer a page or a part (agent_mcp.paging; a site they
@@ -17,7 +18,9 @@ against the index, not only a schema's enum (past 200 entries the manifest lists
 an unknown id or a bad argument is a ToolError, answered as the tool's result with
 isError and at most five close ids; `fetch` answers the entry's Markdown twin, in parts
 of at most FETCH_CHARS characters where it is longer (a docs page past the build's entry
-budget is published whole).
+budget is published whole); `get_content_document` and `get_faq` answer an entry's JSON
+longer than FETCH_CHARS in parts too, each part an object of the published model with
+only its sections or answer cut (agent_mcp.entry_parts), a note after it saying where.
 """
 
 from __future__ import annotations
