@@ -5,10 +5,11 @@ titles and URLs of documents and FAQ entries come from the content index. Nothin
 knows how the builder renders them, so a manifest generated some other way (an endpoint
 table, a later API version) is followed with no change here.
 
-Every answer is the published file's text, byte for byte, except `search_content`, whose
-static endpoint is the whole search index: the live tool does the filtering the manifest
-tells a client to do, with the client's own ranking (`agent_client.client.rank`), and
-answers a search index holding only the best matching entries (at most ten), best first.
+Every answer is the published file's text, byte for byte (a long one in parts), except
+`search_content`, whose static endpoint is the whole search index: the live tool does
+the filtering the manifest tells a client to do, with the client's own ranking
+(`agent_client.client.rank`), and answers a search index holding only the best matching
+entries (at most ten), best first.
 
 Sized for agents at any site size (issue 25): the two aggregates that grow with the site
 (the content index, llms-full.txt) answer a page or a part (agent_mcp.paging; a site they
@@ -17,7 +18,9 @@ against the index, not only a schema's enum (past 200 entries the manifest lists
 an unknown id or a bad argument is a ToolError, answered as the tool's result with
 isError and at most five close ids; `fetch` answers the entry's Markdown twin, in parts
 of at most FETCH_CHARS characters where it is longer (a docs page past the build's entry
-budget is published whole).
+budget is published whole); `get_content_document` and `get_faq` answer an entry's JSON
+longer than FETCH_CHARS in parts too, each part an object of the published model with
+only its sections or answer cut (agent_mcp.entry_parts), a note after it saying where.
 """
 
 from __future__ import annotations
@@ -34,7 +37,7 @@ import jsonschema
 
 from agent_contract import paths
 from agent_contract.models import SearchIndex
-from agent_mcp import paging
+from agent_mcp import entry_parts, paging
 from agent_mcp.search import ShardSearch
 from agent_mcp.sources import FileSource, MissingFile, read_range, size_of
 
@@ -61,6 +64,17 @@ FETCH_CHARS = 40_000
 #: How far before FETCH_CHARS a part's end looks for a heading: a part is at least
 #: FETCH_CHARS - FETCH_WINDOW characters, unless it is the last.
 FETCH_WINDOW = 20_000
+#: The tools answering one entry's JSON, by path template, and what their parts cut (the
+#: long text of agent_contract.models ContentDocument / FAQEntry): an entry whose JSON
+#: is over FETCH_CHARS characters is answered in parts (agent_mcp.entry_parts), for the
+#: same reason as fetch's text (docs/decisions.md, session 26).
+ENTRY_PARTS = {
+    paths.DOCUMENT_TEMPLATE: "its content.sections (a section too long alone is cut in its "
+    "body, keeping its title on every piece)",
+    paths.FAQ_TEMPLATE: "its answer",
+}
+#: The most characters of a part's JSON: FETCH_CHARS less room for the note after it.
+ENTRY_CHARS = FETCH_CHARS - 1_000
 
 
 class InvalidRequest(ValueError):
@@ -184,28 +198,33 @@ def _short(message: str, limit: int = 300) -> str:
     return message if len(message) <= limit else message[: limit - 1] + "…"
 
 
+def _next_call(tool: str, arguments: dict[str, Any]) -> str:
+    return f"call {tool} with {compact(arguments)}"
+
+
 def _continuation(entry_id: str, number: int, count: int) -> str:
     """The line ending part `number` of `count`: what to call for the next part."""
-    call = compact({"id": entry_id, "part": number + 1})
+    call = _next_call("fetch", {"id": entry_id, "part": number + 1})
     return (
         f"[part {number} of {count} of this entry's text; it continues in part "
-        f"{number + 1}: call fetch with {call}]"
+        f"{number + 1}: {call}]"
     )
 
 
-def _part_number(part: object, entry_id: str, count: int) -> int:
-    """`part` as fetch was given it, checked: an integer from 1 to `count` (a JSON number
-    with no fraction, 2.0, is an integer to JSON Schema), or a ToolError naming them."""
+def _part_number(part: object, count: int, tool: str, subject: str) -> int:
+    """`part` as `tool` was given it for `subject`, checked: an integer from 1 to `count`
+    (a JSON number with no fraction, 2.0, is an integer to JSON Schema), or a ToolError
+    naming them."""
     if isinstance(part, float) and part.is_integer():
         part = int(part)
     if isinstance(part, int) and not isinstance(part, bool) and 1 <= part <= count:
         return part
     shown = _short(compact(part), 40)
     raise ToolError(
-        f"fetch: part {shown} does not exist for id {entry_id!r}: its text has "
+        f"{tool}: part {shown} does not exist for {subject}: its text has "
         + ("one part, part 1" if count == 1 else f"parts 1 to {count}")
         + " (an integer; omit part for the first)",
-        {"tool": "fetch", "argument": "part", "parts": count},
+        {"tool": tool, "argument": "part", "parts": count},
     )
 
 
@@ -301,6 +320,8 @@ class Catalog:
     def _sized(self, tool: ToolSpec) -> ToolSpec:
         """A large aggregate's tool with its paging argument and its size said: the
         manifest's schema, plus one optional property (unless the manifest has it)."""
+        if tool.path_template in ENTRY_PARTS:
+            return self._with_parts(tool)
         argument = PAGE_ARGUMENT.get(tool.path_template)
         if argument is None:
             return tool
@@ -339,6 +360,60 @@ class Catalog:
             path_template=tool.path_template,
             returns=tool.returns,
         )
+
+    # --- one entry's JSON, in parts where long -----------------------------------------
+
+    @staticmethod
+    def _with_parts(tool: ToolSpec) -> ToolSpec:
+        """An entry tool with an optional `part` (unless the manifest has one): its size
+        depends on the entry, so no maximum; the description says the limit and the cut."""
+        what = (
+            f"Which part of a long entry to read (1 = the first, the default). An entry of "
+            f"at most {FETCH_CHARS:,} characters of JSON is one part; a longer one is cut "
+            f"into parts of at most {ENTRY_CHARS:,}, each the same object with only "
+            f"{ENTRY_PARTS[tool.path_template]} cut at blank lines, else lines; the pieces "
+            "join back exactly. A note after each part's JSON says what it holds and the "
+            "call for the next part."
+        )
+        properties = dict(tool.input_schema.get("properties", {}))
+        properties.setdefault(
+            "part", {"type": "integer", "minimum": 1, "default": 1, "description": what}
+        )
+        return ToolSpec(
+            name=tool.name,
+            description=tool.description
+            + f" An entry over {FETCH_CHARS:,} characters is answered in parts (see part).",
+            input_schema={**tool.input_schema, "properties": properties},
+            path_template=tool.path_template,
+            returns=tool.returns,
+        )
+
+    def _entry(self, tool: ToolSpec, arguments: dict[str, Any], path: str) -> Answer:
+        """The entry at `path` as published, or the part `arguments` asks of a long one
+        (agent_mcp.entry_parts); a part past the last is the tool's error."""
+        text = self._read(path).decode("utf-8")
+        (name,) = _PLACEHOLDER.findall(tool.path_template)
+        entry_id = str(arguments[name])
+        subject = f"{name} {_short(entry_id, 120)!r}"
+        part = arguments.get("part", 1)
+        parts = None
+        if len(text) > FETCH_CHARS:
+            value = json.loads(text)
+            parts = entry_parts.cut(value, ENTRY_CHARS) if isinstance(value, dict) else None
+        if parts is None or parts.count == 1:
+            _part_number(part, 1, tool.name, subject)
+            return Answer(text, media_type(path))
+        number = _part_number(part, parts.count, tool.name, subject)
+        note = f"[part {number} of {parts.count} of {subject}: {parts.holds(number)}; " + (
+            f"it continues in part {number + 1}: "
+            + _next_call(tool.name, {name: entry_id, "part": number + 1})
+            if number < parts.count
+            else "the last part"
+        )
+        fetch = _next_call("fetch", {"id": entry_id}) if entry_id in self.entries else None
+        if fetch:
+            note += f". To read the entry as Markdown instead, {fetch} (in parts too, where long)"
+        return Answer(compact(parts.part(number)), "application/json", (note + "]",))
 
     def _paged(self, tool: ToolSpec, number: int | float | None) -> Answer:
         if isinstance(number, float):
@@ -424,6 +499,8 @@ class Catalog:
             return self._paged(tool, arguments.get(PAGE_ARGUMENT[tool.path_template]))
         self._check_ids(tool, arguments)
         path = _PLACEHOLDER.sub(lambda m: str(arguments[m.group(1)]), tool.path_template)
+        if tool.path_template in ENTRY_PARTS:
+            return self._entry(tool, arguments, path)
         return Answer(self._read(path).decode("utf-8"), media_type(path))
 
     def _check_ids(self, tool: ToolSpec, arguments: dict[str, Any]) -> None:
@@ -530,7 +607,7 @@ class Catalog:
             if len(text) > FETCH_CHARS
             else paging.TextParts((0,), len(text))
         )
-        number = _part_number(part, entry.id, parts.count)
+        number = _part_number(part, parts.count, "fetch", f"id {entry.id!r}")
         if parts.count == 1:
             return answer
         start, end = parts.bounds(number)

@@ -74,16 +74,8 @@ class IndexPages:
 
     @classmethod
     def of(cls, entries: list[dict[str, Any]], total_chars: int) -> IndexPages:
-        bounds: list[tuple[int, int]] = []
-        start, used = 0, 0
-        for index, entry in enumerate(entries):
-            size = len(compact(entry)) + 1  # the comma between entries
-            if index > start and used + size > PAGE_CHARS:
-                bounds.append((start, index))
-                start, used = index, 0
-            used += size
-        bounds.append((start, len(entries)))
-        return cls(tuple(bounds), total_chars)
+        # Each entry's size counts the comma between entries.
+        return cls(group([len(compact(entry)) + 1 for entry in entries], PAGE_CHARS), total_chars)
 
     def page(self, index: dict[str, Any], number: int) -> dict[str, Any]:
         """Page `number` (1-based, checked by the caller): the index's own fields, its
@@ -96,6 +88,21 @@ class IndexPages:
             answer["next_page"] = number + 1
         answer["documents"] = documents[start:end]
         return answer
+
+
+def group(sizes: list[int], budget: int) -> tuple[tuple[int, int], ...]:
+    """Items of these sizes, in order, grouped greedily into runs of at most `budget` in
+    all: each run's [start, end). An item larger than the budget alone gets a run of its
+    own (items are whole); no items is one empty run."""
+    bounds: list[tuple[int, int]] = []
+    start, used = 0, 0
+    for index, size in enumerate(sizes):
+        if index > start and used + size > budget:
+            bounds.append((start, index))
+            start, used = index, 0
+        used += size
+    bounds.append((start, len(sizes)))
+    return tuple(bounds)
 
 
 def part_count(size: int) -> int:

@@ -25,8 +25,9 @@ from markdown_it import MarkdownIt
 from mcp import Client
 
 from agent_contract import paths
+from agent_contract.models import ContentDocument
 from agent_mcp import paging
-from agent_mcp.catalog import FETCH_CHARS, FETCH_WINDOW, Catalog, ToolError
+from agent_mcp.catalog import ENTRY_CHARS, FETCH_CHARS, FETCH_WINDOW, Catalog, ToolError
 from agent_mcp.server import FETCH_OUTPUT_SCHEMA, create_server
 from agent_mcp.sources import MemoryFiles
 from benchmarks.mcp_sizes import BOUND
@@ -247,3 +248,32 @@ def test_an_sdk_client_reads_every_part_and_the_schemas_say_so(
             assert unexpected.is_error is True and "'part'" in unexpected.content[0].text
 
     run(go)
+
+
+def test_the_long_pages_json_document_is_answered_in_parts_of_whole_sections(
+    files: dict[str, bytes], catalog: Catalog
+) -> None:
+    """get_content_document on the same page (session 26): parts of its sections, each
+    a ContentDocument; the migration guide and the one-line log, each longer than a part
+    alone, cut in their bodies (at blank lines, at words); all joined back exactly."""
+    published = json.loads(files[paths.document("changelog")])
+    first = catalog.call("get_content_document", {"document_id": "changelog"})
+    count = int(re.search(r"^\[part 1 of (\d+) ", first.notes[0])[1])
+    assert count >= len(files[paths.document("changelog")]) // ENTRY_CHARS + 1
+    pieces = []
+    for number in range(1, count + 1):
+        answer = catalog.call("get_content_document", {"document_id": "changelog", "part": number})
+        assert len(answer.text) <= ENTRY_CHARS
+        part = ContentDocument.model_validate_json(answer.text).model_dump(exclude_none=True)
+        assert part["metadata"] == published["metadata"]
+        pieces += part["content"]["sections"]
+    rejoined: list[dict[str, str]] = []
+    for piece in pieces:
+        if rejoined and rejoined[-1]["title"] == piece["title"]:
+            rejoined[-1]["body"] += piece["body"]
+        else:
+            rejoined.append(dict(piece))
+    assert rejoined == published["content"]["sections"]
+    assert len(pieces) > len(rejoined)  # some sections were cut
+    with pytest.raises(ToolError, match=f"parts 1 to {count}"):
+        catalog.call("get_content_document", {"document_id": "changelog", "part": count + 1})
