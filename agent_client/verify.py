@@ -17,16 +17,19 @@ import http.client
 import json
 import re
 import time
+import urllib.error
+import urllib.request
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 from urllib.parse import urljoin, urlsplit
 from xml.etree import ElementTree
 
 import yaml
 from pydantic import ValidationError
 
-from agent_client.client import AgentClient, ClientError, Fetched, rank
+from agent_client.client import USER_AGENT, AgentClient, ClientError, Fetched, rank
 from agent_contract import links, paths
 from agent_contract.directives import (
     MARKDOWN_TOKENS_HEADER,
@@ -590,31 +593,71 @@ _INITIALIZE = json.dumps(
 ).encode("utf-8")
 
 
-def live_mcp_endpoint(base_url: str, timeout: float = 10.0) -> str | None:
+#: The most of an answer to `initialize` the probe reads: an answer is a few hundred bytes.
+_PROBE_MAX_BYTES = 1 << 20
+
+
+class _NoRedirect(urllib.request.HTTPRedirectHandler):
+    """A redirect is no MCP server at the path: urllib would repeat the POST as a GET,
+    which a server may answer with a stream it holds open."""
+
+    def redirect_request(self, *args: Any, **kwargs: Any) -> None:
+        return None
+
+
+def live_mcp_endpoint(
+    base_url: str, timeout: float = 10.0, clock: Callable[[], float] = time.monotonic
+) -> str | None:
     """The deployment's own MCP endpoint (`base_url` + MCP_PATH) when a live MCP server
     answers an `initialize` there, else None: what its discovery document, architecture
     and Agent Skill name (a deployment with its MCP function, `serve` with the `mcp`
-    extra), so that `verify --site` builds what that deployment should serve."""
+    extra), so that `verify --site` builds what that deployment should serve.
+
+    Read as it comes, until the answer, for at most `timeout` in all: a server SHOULD
+    (not must) close its event stream after the response (the 2025-06-18 revision,
+    Transports), and one that keeps it open with pings would otherwise hold `verify`
+    for ever."""
     endpoint = base_url.rstrip("/") + MCP_PATH
-    headers = {
-        "Content-Type": "application/json",
-        # Streamable HTTP: a client accepts both (the 2025-06-18 revision, Transports).
-        "Accept": "application/json, text/event-stream",
-    }
+    request = urllib.request.Request(
+        endpoint,
+        data=_INITIALIZE,
+        method="POST",
+        headers={
+            "User-Agent": USER_AGENT,
+            "Content-Type": "application/json",
+            # Streamable HTTP: a client accepts both (the 2025-06-18 revision, Transports).
+            "Accept": "application/json, text/event-stream",
+        },
+    )
+    deadline = clock() + timeout
+    received = bytearray()
+    event_stream = False
     try:
-        response = AgentClient(base_url, timeout=timeout).request(
-            endpoint, method="POST", headers=headers, body=_INITIALIZE
-        )
-    except (ClientError, OSError, http.client.HTTPException, ValueError):
+        with urllib.request.build_opener(_NoRedirect).open(request, timeout=timeout) as response:
+            if response.status != 200:
+                return None
+            media_type = (response.headers.get("Content-Type") or "").lower()
+            event_stream = media_type.startswith("text/event-stream")
+            while clock() < deadline and len(received) < _PROBE_MAX_BYTES:
+                chunk = response.read1(65536)
+                if not chunk:
+                    break
+                received += chunk
+                if event_stream and _initialize_result(received, event_stream) is not None:
+                    break
+    except (urllib.error.URLError, OSError, http.client.HTTPException, ValueError):
         return None
-    if response.status != 200:
-        return None
-    # A JSON answer, or an event stream whose events may come before the answer: a
-    # notification (Transports, "The server MAY send JSON-RPC requests and notifications
-    # before sending the JSON-RPC response"), a priming event with empty data (SEP-1699).
-    text = response.body.decode("utf-8", "replace")
-    media_type = (response.header("Content-Type") or "").lower()  # case-insensitive
-    event_stream = media_type.startswith("text/event-stream")
+    found = _initialize_result(received, event_stream)
+    return endpoint if found else None
+
+
+def _initialize_result(received: bytes | bytearray, event_stream: bool) -> bool | None:
+    """Whether the answer to `initialize` (id 1) is a result naming its server; None
+    while no answer to it has come. A JSON answer, or an event stream whose events may
+    come before the answer: a notification (Transports, "The server MAY send JSON-RPC
+    requests and notifications before sending the JSON-RPC response"), a priming event
+    with empty data (SEP-1699)."""
+    text = bytes(received).decode("utf-8", "replace")
     for message in _event_data(text) if event_stream else [text]:
         try:
             answer = json.loads(message)
@@ -622,7 +665,7 @@ def live_mcp_endpoint(base_url: str, timeout: float = 10.0) -> str | None:
             continue
         if isinstance(answer, dict) and answer.get("id") == 1 and "method" not in answer:
             result = answer.get("result")
-            return endpoint if isinstance(result, dict) and "serverInfo" in result else None
+            return isinstance(result, dict) and "serverInfo" in result
     return None
 
 

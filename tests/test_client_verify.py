@@ -8,10 +8,11 @@ import shutil
 import socket
 import struct
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -481,6 +482,87 @@ def test_a_live_mcp_server_is_found_whatever_its_stream_sends_before_the_answer(
     base = f"http://127.0.0.1:{server.server_address[1]}"
     try:
         assert live_mcp_endpoint(base) == base + "/mcp"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def _probe_server(answer: Callable[[Any], None]) -> tuple[Any, str, list[str]]:
+    """A server on 127.0.0.1 whose every request `answer` handles; the requests' lines."""
+    import http.server
+    import threading
+
+    seen: list[str] = []
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def do_POST(self) -> None:
+            seen.append(self.requestline)
+            self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            answer(self)
+
+        def do_GET(self) -> None:
+            seen.append(self.requestline)
+            answer(self)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server.daemon_threads = True
+    server.block_on_close = False  # a handler holding its stream open is not waited for
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server, f"http://127.0.0.1:{server.server_address[1]}", seen
+
+
+def test_the_mcp_probe_does_not_follow_a_redirect() -> None:
+    """urllib would repeat the POST as a GET, which a server may hold open as a stream."""
+    from agent_client.verify import live_mcp_endpoint
+
+    def redirect(handler: Any) -> None:
+        handler.send_response(302)
+        handler.send_header("Location", "/mcp/")
+        handler.send_header("Content-Length", "0")
+        handler.end_headers()
+
+    server, base, seen = _probe_server(redirect)
+    try:
+        assert live_mcp_endpoint(base, timeout=2) is None
+        assert seen == ["POST /mcp HTTP/1.1"], seen
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+@pytest.mark.parametrize("answers", [True, False])
+def test_the_mcp_probe_stops_reading_a_stream_held_open(answers: bool) -> None:
+    """A server SHOULD close its stream after the response, and may not: the probe takes
+    the answer as it comes (or gives up at its timeout), never waits for the end."""
+    import time
+
+    from agent_client.verify import live_mcp_endpoint
+
+    result = json.dumps({"jsonrpc": "2.0", "id": 1, "result": {"serverInfo": {"name": "s"}}})
+
+    def held_open(handler: Any) -> None:
+        handler.send_response(200)
+        handler.send_header("Content-Type", "text/event-stream")
+        handler.end_headers()  # no length: the stream lasts as long as the server likes
+        handler.wfile.write(b": ping\n\n")
+        if answers:
+            handler.wfile.write(f"data: {result}\n\n".encode())
+        for _ in range(40):  # pings every 0.25 s for 10 s, each within the read timeout
+            handler.wfile.flush()
+            time.sleep(0.25)
+            handler.wfile.write(b": ping\n\n")
+
+    server, base, _ = _probe_server(held_open)
+    try:
+        started = time.monotonic()
+        found = live_mcp_endpoint(base, timeout=1.5)
+        assert time.monotonic() - started < 4, "waited for the stream to end"
+        assert found == (base + "/mcp" if answers else None)
     finally:
         server.shutdown()
         server.server_close()
