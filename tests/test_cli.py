@@ -259,3 +259,22 @@ def test_a_build_with_stdout_closed_still_builds_and_exits_0(tmp_path: Path) -> 
     assert "Traceback" not in completed.stderr, completed.stderr
     assert "teardown ran" not in completed.stderr
     assert (out / "llms.txt").is_file()
+
+
+def test_a_build_run_under_a_profiler_ends_as_python_does(tmp_path: Path) -> None:
+    """`python -m cProfile -m content_builder build` prints its table at the interpreter's
+    exit: a hard exit would drop it (and coverage's data, a debugger's session)."""
+    import os
+    import subprocess
+    import sys
+
+    from tests.conftest import REPO, SPEC_SITE
+
+    env = {name: value for name, value in os.environ.items() if name != "PYTHONUNBUFFERED"}
+    completed = subprocess.run(
+        [sys.executable, "-m", "cProfile", "-s", "tottime", "-m", "content_builder", "build",
+         "--site", str(SPEC_SITE), "--out", str(tmp_path / "dist")],
+        cwd=REPO, env=env, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert completed.returncode == 0, completed.stderr
+    assert "function calls" in completed.stdout and "Ordered by: internal time" in completed.stdout
