@@ -249,7 +249,11 @@ def run() -> NoReturn:
     # A profiler, a tracer (coverage, a debugger) or a pool's exit handlers: they expect
     # the interpreter's exit (`python -m cProfile -m content_builder build` prints its
     # table then; coverage saves its data).
-    watched = sys.getprofile() is not None or sys.gettrace() is not None
+    watched = (
+        sys.getprofile() is not None
+        or sys.gettrace() is not None
+        or "coverage" in sys.modules  # which may measure by sys.monitoring (3.12+), no tracer
+    )
     if args.command not in _ONE_SHOT or "multiprocessing" in sys.modules or watched:
         sys.exit(code)
     for stream in (sys.stdout, sys.stderr):
