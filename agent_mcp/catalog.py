@@ -211,6 +211,22 @@ def _continuation(entry_id: str, number: int, count: int) -> str:
     )
 
 
+def _resource_part_number(query: str | None, count: int, uri: str) -> int:
+    """The part a resource URI's query asks (`part=N`, 1 to `count`; none: 1), or an
+    invalid request naming them."""
+    if query is None:
+        return 1
+    name, _, value = query.partition("=")
+    digits = value.isascii() and value.isdigit() and len(value) <= 9
+    if name == "part" and digits and 1 <= int(value) <= count:
+        return int(value)
+    shown = _short(query, 40)
+    raise InvalidRequest(
+        f"{uri}?{shown}: a resource is read whole or by part=N, N from 1 to {count}",
+        {"uri": uri, "parts": count},
+    )
+
+
 def _part_number(part: object, count: int, tool: str, subject: str) -> int:
     """`part` as `tool` was given it for `subject`, checked: an integer from 1 to `count`
     (a JSON number with no fraction, 2.0, is an integer to JSON Schema), or a ToolError
@@ -661,8 +677,14 @@ class Catalog:
         end = start + RESOURCE_PAGE
         return self.resources[start:end], str(end) if end < len(self.resources) else None
 
-    def read_resource(self, uri: str) -> tuple[ResourceSpec, str]:
-        resource = self._resources_by_uri.get(uri)
+    def read_resource(self, uri: str) -> tuple[ResourceSpec, str, tuple[str, ...]]:
+        """A resource's text, and notes after it. A resource over FETCH_CHARS characters
+        is read in parts, as the tools answer the same files (the index by pages,
+        llms-full.txt by parts, an entry in parts of its model, any other text cut at its
+        lines): `<uri>?part=N`, 1 when not given; the note names the part and the next
+        one's URI. A resources/read of llms-full.txt was 86 MB at 10,000 entries."""
+        base, asked, query = uri.partition("?")
+        resource = self._resources_by_uri.get(base)
         if resource is None:
             shown = _short(uri, 200)
             close = close_names(shown, list(self._resources_by_uri))
@@ -672,4 +694,42 @@ class Catalog:
                 f"{len(self.resources):,})",
                 {"uri": shown, "close": close},
             )
-        return resource, self._read(resource.path).decode("utf-8")
+        text, count, part = self._resource_part(resource, query if asked else None)
+        if count == 1:
+            return resource, text, ()
+        note = f"[part {part} of {count} of {base}: " + (
+            f"it continues in part {part + 1}: read the resource {base}?part={part + 1}]"
+            if part < count
+            else "the last part]"
+        )
+        return resource, text, (note,)
+
+    def _resource_part(self, resource: ResourceSpec, query: str | None) -> tuple[str, int, int]:
+        """(the text of the part `query` asks, how many parts, which part it is)."""
+        path = resource.path
+        if path == paths.CONTENT_INDEX:
+            count = self._pages.count
+            part = _resource_part_number(query, count, resource.uri)
+            if count == 1:
+                return self._read(path).decode("utf-8"), 1, 1
+            return compact(self._pages.page(self._index, part)), count, part
+        if path == paths.LLMS_FULL_TXT:
+            whole = self.full_content_size()
+            count = paging.part_count(whole)
+            part = _resource_part_number(query, count, resource.uri)
+            if count == 1:
+                return self._read(path).decode("utf-8"), 1, 1
+            _, _, body = paging.part_bounds(part, whole, lambda a, b: self._read_range(path, a, b))
+            return body.decode("utf-8", "replace"), count, part
+        text = self._read(path).decode("utf-8")
+        if len(text) <= FETCH_CHARS:
+            return text, 1, _resource_part_number(query, 1, resource.uri)
+        value = json.loads(text) if resource.mime_type == "application/json" else None
+        parts = entry_parts.cut(value, ENTRY_CHARS) if isinstance(value, dict) else None
+        if parts is not None:  # an entry: each part a valid object of its model
+            part = _resource_part_number(query, parts.count, resource.uri)
+            return compact(parts.part(part)), parts.count, part
+        cut = paging.TextParts.of(text, ENTRY_CHARS, FETCH_WINDOW)
+        part = _resource_part_number(query, cut.count, resource.uri)
+        start, end = cut.bounds(part)
+        return text[start:end], cut.count, part

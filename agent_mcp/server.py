@@ -319,16 +319,19 @@ def create_server(
         uri = str(params.uri)
         try:
             # Off the loop too: a source over HTTPS (`--from URL`) reads with a network wait.
-            resource, text = await gate.run(uri, lambda: catalog.read_resource(uri))
+            resource, text, notes = await gate.run(uri, lambda: catalog.read_resource(uri))
         except InvalidRequest as problem:
             raise _error(problem) from None
         except SourceError as error:
             raise MCPError(code=types.INTERNAL_ERROR, message=str(error)) from None
+        # A part (of a resource past FETCH_CHARS) says where it sits after it, as text.
         return types.ReadResourceResult(
             contents=[
-                types.TextResourceContents(
-                    uri=resource.uri, mime_type=resource.mime_type, text=text
-                )
+                types.TextResourceContents(uri=uri, mime_type=resource.mime_type, text=text),
+                *(
+                    types.TextResourceContents(uri=uri, mime_type="text/plain", text=note)
+                    for note in notes
+                ),
             ]
         )
 

@@ -10,7 +10,8 @@ blocks, or the structured value, into the context window, not both.
 Asked: tools/list; every tool with its largest answer on the site (the largest
 document, FAQ entry and Markdown twin, the index's pages and llms-full.txt's parts
 first, middle and last, a broad search); every kind of error (an unknown id per tool,
-an unknown fetch id, an unknown resource URI); resources/list's first page.
+an unknown fetch id, an unknown resource URI); resources/list's first page; resources/read
+of the manifest's resources and of the largest document (each its first part).
 
     python -m benchmarks.mcp_sizes --n 5000      # sitegen's n: 2n entries
 """
@@ -100,6 +101,13 @@ async def _measure(files: Mapping[str, bytes]) -> dict[str, int]:
         await call("error: page past the last", "get_content_index", {"page": pages + 1})
         resources = await client.list_resources()
         sizes["resources/list (first page)"] = _size(resources)
+        # The manifest's resources (listed first: the index, llms-full.txt, the OpenAPI,
+        # ...) and the largest document's, each as one read answers it (its first part).
+        entry_uri = f"service://content/{document}"
+        for uri in [str(r.uri) for r in resources.resources if "://content/" not in str(r.uri)]:
+            sizes[f"resources/read {uri}"] = _size(await client.read_resource(uri))
+        for uri in ("service://content/index", "service://content/search-index", entry_uri):
+            sizes[f"resources/read {uri}"] = _size(await client.read_resource(uri))
         try:
             await client.read_resource("service://content/no-such-entry")
         except MCPError as error:

@@ -13,12 +13,14 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+from collections.abc import Sequence
 from typing import Any
 
 import anyio
 import pytest
 import yaml
 from mcp import Client
+from mcp.shared.exceptions import MCPError
 
 from agent_contract import paths
 from agent_contract.models import ContentDocument, FAQEntry
@@ -243,3 +245,77 @@ def test_parts_fit_however_much_json_escapes_the_text(text: str) -> None:
     answers = [parts.part(number) for number in range(1, parts.count + 1)]
     assert all(len(entry_parts.compact(a)) <= ENTRY_CHARS for a in answers)
     assert "".join(a["answer"] for a in answers) == text
+
+
+# --- resources/read: the same files in parts ------------------------------------------
+
+
+def _read_all(files: dict[str, bytes], uri: str, extra: Sequence[str] = ()) -> Any:
+    """Every part of the resource (following each note's next URI), then the results of
+    reading each URI in `extra` (an error's data for a refused one)."""
+
+    async def go() -> tuple[list[Any], list[Any]]:
+        async with Client(create_server(Catalog(MemoryFiles(files))), mode="legacy") as client:
+            parts, next_uri = [], uri
+            while next_uri:
+                contents = (await client.read_resource(next_uri)).contents
+                parts.append(contents)
+                note = contents[1].text if len(contents) > 1 else ""
+                found = re.search(r"read the resource (\S+)\]$", note)
+                next_uri = found[1] if found else None
+            refused = []
+            for asked in extra:
+                try:
+                    await client.read_resource(asked)
+                    refused.append(None)
+                except MCPError as error:
+                    refused.append(error.error)
+            return parts, refused
+
+    return run(go)
+
+
+def test_a_long_entry_resource_is_read_in_parts_of_its_model(files: dict[str, bytes]) -> None:
+    """resources/read answered the whole JSON however long (86 MB for llms-full.txt at
+    10,000 entries); a long entry now comes in parts as its tool answers it."""
+    uri = f"service://content/{LONG_PAGE}"
+    parts, refused = _read_all(files, uri, [f"{uri}?part=99", f"{uri}?page=2", f"{uri}?part=x"])
+    assert len(parts) >= 2
+    published = json.loads(files[paths.document(LONG_PAGE)])
+    sections = []
+    for number, contents in enumerate(parts, 1):
+        text, note = contents[0], contents[1]
+        assert len(contents) == 2 and len(text.text) <= ENTRY_CHARS
+        assert text.mime_type == "application/json" and note.mime_type == "text/plain"
+        assert str(text.uri) == (uri if number == 1 else f"{uri}?part={number}")
+        assert f"[part {number} of {len(parts)} of {uri}: " in note.text
+        document = ContentDocument.model_validate_json(text.text)
+        sections += [s.model_dump(exclude_none=True) for s in document.content.sections]
+    assert "the last part]" in parts[-1][1].text
+    joined: dict[str, str] = {}
+    for section in sections:  # pieces in order: the bodies join back
+        joined[section["title"]] = joined.get(section["title"], "") + section["body"]
+    assert joined == {s["title"]: s["body"] for s in published["content"]["sections"]}
+    assert all(error is not None and error.code == -32602 for error in refused), refused
+    assert refused[0].data["parts"] == len(parts)
+
+
+def test_resources_past_the_limit_come_in_parts_and_short_ones_whole(
+    files: dict[str, bytes],
+) -> None:
+    """llms-full.txt (by its parts, as get_full_content), the OpenAPI (cut at its lines)
+    and a short entry (whole, as published)."""
+    full, _ = _read_all(files, "service://llms-full")
+    assert len(files[paths.LLMS_FULL_TXT]) > 60_000 and len(full) >= 2
+    assert all(len(contents[0].text) < 80_000 for contents in full)
+    openapi, _ = _read_all(files, "service://openapi")
+    assert len(openapi) >= 2
+    assert "".join(c[0].text for c in openapi).encode() == files[paths.OPENAPI]
+    short = next(
+        p
+        for p in files
+        if p.startswith("/api/v1/faq/") and p.endswith(".json") and p != paths.faq(LONG_FAQ)
+    )
+    entry_id = short.rsplit("/", 1)[1].removesuffix(".json")
+    (whole,), _ = _read_all(files, f"service://faq/{entry_id}")
+    assert len(whole) == 1 and whole[0].text.encode() == files[short]

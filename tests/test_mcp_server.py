@@ -228,14 +228,17 @@ async def exercise(server: Any, mode: str, files: dict[str, bytes], question: st
         uris = [str(r.uri) for r in resources]
         assert uris[:7] == [r["uri"] for r in manifest["resources"]]
         assert len(uris) == len(set(uris)) == 7 + len(index["documents"]) - 1  # site: listed once
+        parted: set[str] = set()
         for resource in resources:
-            read = (await client.read_resource(str(resource.uri))).contents
-            assert len(read) == 1 and read[0].mime_type == resource.mime_type
-            assert read[0].text.encode("utf-8") in files.values()
+            texts = await read_in_parts(client, str(resource.uri), resource.mime_type)
+            assert "".join(texts).encode("utf-8") in files.values()
+            parted.update({str(resource.uri)} if len(texts) > 1 else set())
+        # A file past 40,000 characters (the OpenAPI here, 105,000) comes in parts.
+        assert parted == {r["uri"] for r in manifest["resources"] if "openapi" in r["uri"]}
         for static in manifest["resources"]:
-            read = (await client.read_resource(static["uri"])).contents[0]
+            texts = await read_in_parts(client, static["uri"], static.get("mimeType"))
             path = static["endpoint"].split(" ", 1)[1].removeprefix(index_base(files))
-            assert read.text.encode("utf-8") == files[path]
+            assert "".join(texts).encode("utf-8") == files[path]
         for entry in index["documents"]:
             kind = "faq" if entry["content_type"] == "faq" else "content"
             read = await client.read_resource(f"{uris[0].split(':')[0]}://{kind}/{entry['id']}")
@@ -245,6 +248,25 @@ async def exercise(server: Any, mode: str, files: dict[str, bytes], question: st
         assert bad_uri.code == -32602  # SEP-2164 (2026-07-28): resource not found
         assert bad_uri.data["uri"] == uris[-1] + "x" and uris[-1] in bad_uri.data["close"]
         assert len(bad_uri.data["close"]) <= 5
+
+
+async def read_in_parts(client: Any, uri: str, mime_type: str | None) -> list[str]:
+    """A resource's text, part after part as each part's note names the next (one part:
+    its one content, no note)."""
+    texts: list[str] = []
+    while True:
+        read = (await client.read_resource(uri)).contents
+        assert read[0].mime_type == mime_type and str(read[0].uri) == uri
+        texts.append(read[0].text)
+        assert len(texts[-1]) <= 40_000 or len(read) == 1
+        if len(read) == 1:
+            assert len(texts) == 1, "only a resource read whole has no note"
+            return texts
+        (note,) = read[1:]
+        assert note.mime_type == "text/plain"
+        if "the last part]" in note.text:
+            return texts
+        uri = note.text.split("read the resource ", 1)[1].removesuffix("]")
 
 
 def index_base(files: dict[str, bytes]) -> str:
