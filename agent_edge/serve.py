@@ -32,7 +32,7 @@ from agent_contract.routes import HEADER_POLICY
 from agent_edge.changes import SiteChanges
 from agent_edge.edge import Edge, Response
 from content_builder.build import Plan, plan
-from content_builder.errors import SiteDataError
+from content_builder.errors import BuildStopped, SiteDataError
 
 
 class EdgeServer(socketserver.ThreadingTCPServer):
@@ -406,12 +406,17 @@ def load_edge(site_dir: Path, base_url: str, mcp_endpoint: str | None = None) ->
 
 
 def build_edge(
-    site_dir: Path, base_url: str, last: Plan | None = None, mcp_endpoint: str | None = None
+    site_dir: Path,
+    base_url: str,
+    last: Plan | None = None,
+    mcp_endpoint: str | None = None,
+    stop: threading.Event | None = None,
 ) -> tuple[Edge, Plan]:
     """The edge over a build in memory, and the build: `last`, the one it replaces, lends
     its build cache (content_builder.build.plan), so a rebuild reads nothing back.
-    `mcp_endpoint`: the live MCP server the files name (`live_mcp_endpoint`)."""
-    result = plan(site_dir, base_url, mcp_endpoint=mcp_endpoint, last=last)
+    `mcp_endpoint`: the live MCP server the files name (`live_mcp_endpoint`); `stop`:
+    set, the build ends early (BuildStopped)."""
+    result = plan(site_dir, base_url, mcp_endpoint=mcp_endpoint, last=last, stop=stop)
     artifacts = {artifact.path: artifact for artifact in result.artifacts}
     return Edge(artifacts, base_url + paths.discovery(result.site.config.brand)), result
 
@@ -529,8 +534,12 @@ def watch(
             if current == seen:
                 continue
             seen = current
-            server.edge, last = build_edge(site_dir, base_url, last, live_mcp_endpoint(base_url))
+            server.edge, last = build_edge(
+                site_dir, base_url, last, live_mcp_endpoint(base_url), stop
+            )
             report("rebuilt: serving the new content")
+        except BuildStopped:  # the server is shutting down
+            return
         except SiteDataError as error:
             report(f"rebuild failed, still serving the last good build:\n{error}")
         except Exception as error:  # a bug or an unforeseen input: report it, keep watching

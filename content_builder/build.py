@@ -20,6 +20,7 @@ so `check`, `serve`, the MCP server, the Pulumi program and the tests all share 
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -81,12 +82,13 @@ def plan(
     frozen: bool = False,
     mcp_endpoint: str | None = None,  # a live MCP server's URL, named by the discovery doc
     last: Plan | None = None,  # the previous build of a series (`serve --watch`)
+    stop: threading.Event | None = None,  # set by another thread: BuildStopped (prime.py)
 ) -> Plan:
     """Every file the site publishes, checked, in memory."""
     files = list_site(site_dir, base_url, last.site.cache if last is not None else None)
     lock_file = LockFile(site_dir / LOCK_FILE, display_path(site_dir / LOCK_FILE), files.cache)
     stamp = ChangeStamp()  # the time of every change this build dates
-    if prime(files, lock_file, stamp):
+    if prime(files, lock_file, stamp, stop):
         settle_racy_reads(files)  # the pool took longer than the racy window
     site = load_files(files)
     del files  # the bytes of the files it listed, parsed now

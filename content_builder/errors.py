@@ -28,3 +28,8 @@ class SiteDataError(Exception):
     @classmethod
     def single(cls, file: str, field_name: str | None, message: str) -> SiteDataError:
         return cls([Problem(file, field_name, message)])
+
+
+class BuildStopped(Exception):
+    """The build's caller asked it to stop (`serve --watch` shutting down): it ends
+    between two of the pool's chunks, the chunks not started cancelled, nothing written."""

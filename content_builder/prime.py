@@ -20,7 +20,7 @@ import os
 import pickle
 import signal
 import threading
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from dataclasses import dataclass, replace
 from functools import partial
 from pathlib import Path
@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from agent_contract.search_terms import Tokenizer
 from content_builder.cache import EntryCache
-from content_builder.errors import Problem, SiteDataError
+from content_builder.errors import BuildStopped, Problem, SiteDataError
 from content_builder.loader import (
     Authoring,
     Listed,
@@ -66,9 +66,17 @@ MAX_WORKERS = 4
 _CHUNK = 100
 
 
-def prime(files: SiteFiles, lock_file: LockFile, stamp: ChangeStamp) -> int:
+def prime(
+    files: SiteFiles,
+    lock_file: LockFile,
+    stamp: ChangeStamp,
+    stop: threading.Event | None = None,
+) -> int:
     """The new YAML entries of `files` rendered into its cache by a pool, when there are
-    POOL_THRESHOLD of them or more and more than one core; how many were."""
+    POOL_THRESHOLD of them or more and more than one core; how many were. `stop` set
+    (by another thread: `serve --watch` shutting down) ends it at the next chunk with
+    BuildStopped, the chunks not started cancelled: at Python's exit concurrent.futures
+    would otherwise run every queued chunk first (~10 s at 10,000 entries)."""
     todo = [
         (kind, listed)
         for kind, folder in (("document", files.content), ("faq", files.faqs))
@@ -104,11 +112,16 @@ def prime(files: SiteFiles, lock_file: LockFile, stamp: ChangeStamp) -> int:
     chunks = [todo[at : at + _CHUNK] for at in range(0, len(todo), _CHUNK)]
     primed = 0
     words: dict[str, str] = {}  # one string per word, for all the workers' entries
-    for records in _in_pool(context, chunks):
-        for record in records:
-            if record is not None:
-                _keep(files.cache, record, words)
-                primed += 1
+    # Closed on the way out, whatever ends the loop: `_in_pool` then shuts the pool down
+    # with the chunks not started cancelled.
+    with contextlib.closing(_in_pool(context, chunks)) as results:
+        for records in results:
+            if stop is not None and stop.is_set():
+                raise BuildStopped
+            for record in records:
+                if record is not None:
+                    _keep(files.cache, record, words)
+                    primed += 1
     return primed
 
 
@@ -140,7 +153,9 @@ def _keep(cache: EntryCache, record: _Record, words: dict[str, str]) -> None:
     cache.put(key, "rendered", rendered)
 
 
-def _in_pool(context: _Context, chunks: list[list[Any]]) -> Iterator[list[_Record | None]]:
+def _in_pool(
+    context: _Context, chunks: list[list[Any]]
+) -> Generator[list[_Record | None], None, None]:
     """Each chunk's records, in order, from one spawned worker per core (no more workers
     than chunks: each takes one copy of the context from the queue). A worker is spawned
     (a fresh interpreter), not forked: it holds no copy of this process's heap. Ctrl-C

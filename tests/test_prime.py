@@ -494,3 +494,36 @@ def test_files_read_too_soon_after_their_change_are_known_by_stat_after_a_pooled
     monkeypatch.setattr(loader, "read_site_file", counted)
     plan(site)
     assert [name for name in reads if name.endswith(".yaml")] == []
+
+
+def test_a_stop_asked_during_the_pool_ends_the_build_and_cancels_the_chunks_left(
+    site: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`serve --watch` shutting down sets its stop event while a rebuild may be in the
+    pool: the build ends at the next chunk (BuildStopped), the chunks not started are
+    cancelled (at Python's exit concurrent.futures would run them all first: ~10 s at
+    10,000 entries), and no worker is left."""
+    import threading
+
+    from content_builder.errors import BuildStopped
+
+    monkeypatch.setenv("AGENT_ACCESS_CACHE_DIR", "off")
+    monkeypatch.setattr(prime_module, "_CHUNK", 2)  # 50 chunks of this site's 100 entries
+    _pool(monkeypatch, True)
+    stop = threading.Event()
+    kept: list[object] = []
+    real_keep = prime_module._keep
+
+    def keep_then_stop(*args: object) -> None:
+        kept.append(args[1])
+        real_keep(*args)  # type: ignore[arg-type]
+        stop.set()  # as if Ctrl-C came while the first chunk was taken back
+
+    monkeypatch.setattr(prime_module, "_keep", keep_then_stop)
+    with pytest.raises(BuildStopped):
+        plan(site, stop=stop)
+    assert 0 < len(kept) < 100 / 2, len(kept)  # far from every chunk
+    # Unset, the same build runs to the end.
+    kept.clear()
+    monkeypatch.setattr(prime_module, "_keep", real_keep)
+    assert plan(site, stop=threading.Event()).artifacts
