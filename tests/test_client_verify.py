@@ -566,3 +566,30 @@ def test_the_mcp_probe_stops_reading_a_stream_held_open(answers: bool) -> None:
     finally:
         server.shutdown()
         server.server_close()
+
+
+def test_the_mcp_probe_gives_up_on_headers_sent_a_byte_at_a_time() -> None:
+    """The socket's timeout bounds each read, not the exchange: a server that sends its
+    headers a byte at a time, each within it, held `verify --site` for as long as it
+    liked (http.client reads a header line of up to 64 KiB: 18 hours at a byte a
+    second). The probe gives up within its timeout in all, as it does on a body."""
+    import time
+
+    from agent_client.verify import live_mcp_endpoint
+
+    def trickled(handler: Any) -> None:
+        handler.wfile.write(b"HTTP/1.1 200 OK\r\nX-Slow: ")
+        for _ in range(40):  # a byte every 0.25 s for 10 s, each within the read timeout
+            handler.wfile.flush()
+            time.sleep(0.25)
+            handler.wfile.write(b"x")
+
+    server, base, _ = _probe_server(trickled)
+    try:
+        started = time.monotonic()
+        found = live_mcp_endpoint(base, timeout=1.5)
+        assert time.monotonic() - started < 4, "held by the headers"
+        assert found is None
+    finally:
+        server.shutdown()
+        server.server_close()
