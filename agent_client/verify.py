@@ -16,6 +16,7 @@ import hashlib
 import http.client
 import json
 import re
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -613,10 +614,10 @@ def live_mcp_endpoint(
     and Agent Skill name (a deployment with its MCP function, `serve` with the `mcp`
     extra), so that `verify --site` builds what that deployment should serve.
 
-    Read as it comes, until the answer, for at most `timeout` in all: a server SHOULD
-    (not must) close its event stream after the response (the 2025-06-18 revision,
-    Transports), and one that keeps it open with pings would otherwise hold `verify`
-    for ever."""
+    Read as it comes, until the answer, for at most twice `timeout` in all, headers
+    included: a server SHOULD (not must) close its event stream after the response (the
+    2025-06-18 revision, Transports), and one that keeps it open with pings would
+    otherwise hold `verify` for ever."""
     endpoint = base_url.rstrip("/") + MCP_PATH
     request = urllib.request.Request(
         endpoint,
@@ -629,13 +630,33 @@ def live_mcp_endpoint(
             "Accept": "application/json, text/event-stream",
         },
     )
+    # The socket's timeout bounds each read, not the exchange: a server sending its
+    # headers a byte at a time, each within it, would hold the probe for hours. Read in
+    # a daemon thread, given up on after the body's deadline and one read more (at most
+    # twice `timeout`); one given up on ends with the process.
+    found: list[bool] = []
+    reader = threading.Thread(
+        target=lambda: found.append(_answers_initialize(request, timeout, clock)),
+        name="mcp-probe",
+        daemon=True,
+    )
+    reader.start()
+    reader.join(2 * timeout)
+    return endpoint if found and found[0] else None
+
+
+def _answers_initialize(
+    request: urllib.request.Request, timeout: float, clock: Callable[[], float]
+) -> bool:
+    """Whether the server answers `request` (initialize) with a result naming itself,
+    read as the bytes come until the answer, `timeout` passed or _PROBE_MAX_BYTES."""
     deadline = clock() + timeout
     received = bytearray()
     event_stream = False
     try:
         with urllib.request.build_opener(_NoRedirect).open(request, timeout=timeout) as response:
             if response.status != 200:
-                return None
+                return False
             media_type = (response.headers.get("Content-Type") or "").lower()
             event_stream = media_type.startswith("text/event-stream")
             while clock() < deadline and len(received) < _PROBE_MAX_BYTES:
@@ -646,9 +667,8 @@ def live_mcp_endpoint(
                 if event_stream and _initialize_result(received, event_stream) is not None:
                     break
     except (urllib.error.URLError, OSError, http.client.HTTPException, ValueError):
-        return None
-    found = _initialize_result(received, event_stream)
-    return endpoint if found else None
+        return False
+    return bool(_initialize_result(received, event_stream))
 
 
 def _initialize_result(received: bytes | bytearray, event_stream: bool) -> bool | None:
