@@ -288,6 +288,8 @@ class Catalog:
                 for raw in _objects(index, "documents", paths.CONTENT_INDEX)
             )
         }
+        # Where each entry is published: a resource there is read in parts of its model.
+        self._entry_paths = frozenset(urlsplit(e.api_url).path for e in self.entries.values())
         self._index = index
         self._pages = paging.IndexPages.of(
             _objects(index, "documents", paths.CONTENT_INDEX),
@@ -724,11 +726,15 @@ class Catalog:
         text = self._read(path).decode("utf-8")
         if len(text) <= FETCH_CHARS:
             return text, 1, _resource_part_number(query, 1, resource.uri)
-        value = json.loads(text) if resource.mime_type == "application/json" else None
-        parts = entry_parts.cut(value, ENTRY_CHARS) if isinstance(value, dict) else None
-        if parts is not None:  # an entry: each part a valid object of its model
+        if path in self._entry_paths:  # an entry: each part a valid object of its model
+            value = json.loads(text)
+            parts = entry_parts.cut(value, ENTRY_CHARS) if isinstance(value, dict) else None
+            if parts is None or parts.count == 1:  # as published, as its tool answers it
+                return text, 1, _resource_part_number(query, 1, resource.uri)
             part = _resource_part_number(query, parts.count, resource.uri)
             return compact(parts.part(part)), parts.count, part
+        # Any other text (the OpenAPI, the client-side search index) cut at its lines; not
+        # parsed, which for the search index (9.4 MB at 10,000 entries) was 0.35 s a part.
         cut = paging.TextParts.of(text, ENTRY_CHARS, FETCH_WINDOW)
         part = _resource_part_number(query, cut.count, resource.uri)
         start, end = cut.bounds(part)

@@ -319,3 +319,31 @@ def test_resources_past_the_limit_come_in_parts_and_short_ones_whole(
     entry_id = short.rsplit("/", 1)[1].removesuffix(".json")
     (whole,), _ = _read_all(files, f"service://faq/{entry_id}")
     assert len(whole) == 1 and whole[0].text.encode() == files[short]
+
+
+def test_an_entry_whose_compact_json_fits_one_part_is_read_as_published(
+    files: dict[str, bytes],
+) -> None:
+    """Published with two-space indents past the limit, one part once compact: the
+    resource, like its tool, answers the published text (not a compact copy)."""
+    from agent_contract.artifacts import json_body
+
+    short = next(
+        p for p in files if p.startswith("/api/v1/content/") and p.endswith(".json")
+        and p != paths.document(LONG_PAGE) and "index" not in p and "search" not in p
+        and json.loads(files[p]).get("content", {}).get("sections") is not None
+    )  # fmt: skip
+    document = json.loads(files[short])
+    document["content"]["sections"] = [
+        {"title": f"T{n}", "body": f"Short body {n}."} for n in range(900)
+    ]
+    body = json_body(document)
+    compact_length = len(json.dumps(document, ensure_ascii=False, separators=(",", ":")))
+    assert len(body.decode()) > FETCH_CHARS and compact_length < ENTRY_CHARS
+    changed = {**files, short: body}
+    catalog = Catalog(MemoryFiles(changed))
+    entry_id = document["id"]
+    _, text, notes = catalog.read_resource(f"service://content/{entry_id}")
+    assert text.encode() == body and notes == ()
+    answer = catalog.call("get_content_document", {"document_id": entry_id})
+    assert answer.text.encode() == body
