@@ -402,30 +402,10 @@ def test_no_live_mcp_server_is_assumed_where_none_answers_initialize(
     status: int, body: bytes
 ) -> None:
     """Only an `initialize` result makes `verify --site` expect files naming a server."""
-    import http.server
-    import threading
-
     from agent_client.verify import live_mcp_endpoint
 
-    class Handler(http.server.BaseHTTPRequestHandler):
-        def do_POST(self) -> None:
-            self.rfile.read(int(self.headers["Content-Length"]))
-            self.send_response(status)
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, *args: object) -> None:
-            pass
-
-    server = http.server.HTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        assert live_mcp_endpoint(f"http://127.0.0.1:{server.server_address[1]}") is None
-    finally:
-        server.shutdown()
-        server.server_close()
+    with _probe_server(_answer(status, body)) as (base, _):
+        assert live_mcp_endpoint(base) is None
 
 
 def test_a_live_mcp_server_is_found_where_it_answers_initialize(server: EdgeServer) -> None:
@@ -458,39 +438,17 @@ _RESULT = (
 def test_a_live_mcp_server_is_found_whatever_its_stream_sends_before_the_answer(
     stream: str,
 ) -> None:
-    import http.server
-    import threading
-
     from agent_client.verify import live_mcp_endpoint
 
-    body = stream.encode("utf-8")
-
-    class Handler(http.server.BaseHTTPRequestHandler):
-        def do_POST(self) -> None:
-            self.rfile.read(int(self.headers["Content-Length"]))
-            self.send_response(200)
-            self.send_header("Content-Type", "text/event-stream")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, *args: object) -> None:
-            pass
-
-    server = http.server.HTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    base = f"http://127.0.0.1:{server.server_address[1]}"
-    try:
+    with _probe_server(_answer(200, stream.encode("utf-8"), "text/event-stream")) as (base, _):
         assert live_mcp_endpoint(base) == base + "/mcp"
-    finally:
-        server.shutdown()
-        server.server_close()
 
 
-def _probe_server(answer: Callable[[Any], None]) -> tuple[Any, str, list[str]]:
-    """A server on 127.0.0.1 whose every request `answer` handles; the requests' lines."""
+@contextmanager
+def _probe_server(answer: Callable[[Any], None]) -> Iterator[tuple[str, list[str]]]:
+    """A server on 127.0.0.1 whose every request `answer` handles: its base URL and the
+    requests' lines; shut down on the way out."""
     import http.server
-    import threading
 
     seen: list[str] = []
 
@@ -513,7 +471,47 @@ def _probe_server(answer: Callable[[Any], None]) -> tuple[Any, str, list[str]]:
     server.daemon_threads = True
     server.block_on_close = False  # a handler holding its stream open is not waited for
     threading.Thread(target=server.serve_forever, daemon=True).start()
-    return server, f"http://127.0.0.1:{server.server_address[1]}", seen
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}", seen
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def _answer(status: int, body: bytes, content_type: str | None = None) -> Callable[[Any], None]:
+    """An answer of `status` and `body`, its length given."""
+
+    def send(handler: Any) -> None:
+        handler.send_response(status)
+        if content_type:
+            handler.send_header("Content-Type", content_type)
+        handler.send_header("Content-Length", str(len(body)))
+        handler.end_headers()
+        handler.wfile.write(body)
+
+    return send
+
+
+def _drip(handler: Any, data: bytes) -> None:
+    """`data` every 0.25 s for 10 s: each write within the probe's read timeout."""
+    import time
+
+    for _ in range(40):
+        handler.wfile.flush()
+        time.sleep(0.25)
+        handler.wfile.write(data)
+
+
+def _probe_within(base: str, seconds: float) -> str | None:
+    """The probe's finding (timeout 1.5 s), asserted to come within `seconds`."""
+    import time
+
+    from agent_client.verify import live_mcp_endpoint
+
+    started = time.monotonic()
+    found = live_mcp_endpoint(base, timeout=1.5)
+    assert time.monotonic() - started < seconds, "held past the probe's timeout"
+    return found
 
 
 def test_the_mcp_probe_does_not_follow_a_redirect() -> None:
@@ -526,23 +524,15 @@ def test_the_mcp_probe_does_not_follow_a_redirect() -> None:
         handler.send_header("Content-Length", "0")
         handler.end_headers()
 
-    server, base, seen = _probe_server(redirect)
-    try:
+    with _probe_server(redirect) as (base, seen):
         assert live_mcp_endpoint(base, timeout=2) is None
         assert seen == ["POST /mcp HTTP/1.1"], seen
-    finally:
-        server.shutdown()
-        server.server_close()
 
 
 @pytest.mark.parametrize("answers", [True, False])
 def test_the_mcp_probe_stops_reading_a_stream_held_open(answers: bool) -> None:
     """A server SHOULD close its stream after the response, and may not: the probe takes
     the answer as it comes (or gives up at its timeout), never waits for the end."""
-    import time
-
-    from agent_client.verify import live_mcp_endpoint
-
     result = json.dumps({"jsonrpc": "2.0", "id": 1, "result": {"serverInfo": {"name": "s"}}})
 
     def held_open(handler: Any) -> None:
@@ -552,20 +542,10 @@ def test_the_mcp_probe_stops_reading_a_stream_held_open(answers: bool) -> None:
         handler.wfile.write(b": ping\n\n")
         if answers:
             handler.wfile.write(f"data: {result}\n\n".encode())
-        for _ in range(40):  # pings every 0.25 s for 10 s, each within the read timeout
-            handler.wfile.flush()
-            time.sleep(0.25)
-            handler.wfile.write(b": ping\n\n")
+        _drip(handler, b": ping\n\n")
 
-    server, base, _ = _probe_server(held_open)
-    try:
-        started = time.monotonic()
-        found = live_mcp_endpoint(base, timeout=1.5)
-        assert time.monotonic() - started < 4, "waited for the stream to end"
-        assert found == (base + "/mcp" if answers else None)
-    finally:
-        server.shutdown()
-        server.server_close()
+    with _probe_server(held_open) as (base, _):
+        assert _probe_within(base, 4) == (base + "/mcp" if answers else None)
 
 
 def test_the_mcp_probe_gives_up_on_headers_sent_a_byte_at_a_time() -> None:
@@ -573,23 +553,10 @@ def test_the_mcp_probe_gives_up_on_headers_sent_a_byte_at_a_time() -> None:
     headers a byte at a time, each within it, held `verify --site` for as long as it
     liked (http.client reads a header line of up to 64 KiB: 18 hours at a byte a
     second). The probe gives up within its timeout in all, as it does on a body."""
-    import time
-
-    from agent_client.verify import live_mcp_endpoint
 
     def trickled(handler: Any) -> None:
         handler.wfile.write(b"HTTP/1.1 200 OK\r\nX-Slow: ")
-        for _ in range(40):  # a byte every 0.25 s for 10 s, each within the read timeout
-            handler.wfile.flush()
-            time.sleep(0.25)
-            handler.wfile.write(b"x")
+        _drip(handler, b"x")
 
-    server, base, _ = _probe_server(trickled)
-    try:
-        started = time.monotonic()
-        found = live_mcp_endpoint(base, timeout=1.5)
-        assert time.monotonic() - started < 4, "held by the headers"
-        assert found is None
-    finally:
-        server.shutdown()
-        server.server_close()
+    with _probe_server(trickled) as (base, _):
+        assert _probe_within(base, 4) is None
