@@ -186,16 +186,10 @@ class AgentClient:
     # --- HTTP ------------------------------------------------------------------------
 
     def request(
-        self,
-        url: str,
-        method: str = "GET",
-        headers: dict[str, str] | None = None,
-        body: bytes | None = None,
+        self, url: str, method: str = "GET", headers: dict[str, str] | None = None
     ) -> Fetched:
         """One HTTP request, any status; nothing cached."""
-        request = urllib.request.Request(
-            url, data=body, method=method, headers={"User-Agent": USER_AGENT}
-        )
+        request = urllib.request.Request(url, method=method, headers={"User-Agent": USER_AGENT})
         for name, value in (headers or {}).items():
             request.add_header(name, value)
         try:
