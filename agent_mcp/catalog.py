@@ -409,16 +409,12 @@ class Catalog:
     def _entry(self, tool: ToolSpec, arguments: dict[str, Any], path: str) -> Answer:
         """The entry at `path` as published, or the part `arguments` asks of a long one
         (agent_mcp.entry_parts); a part past the last is the tool's error."""
-        text = self._read(path).decode("utf-8")
+        text, parts = self._entry_parts(path)
         (name,) = _PLACEHOLDER.findall(tool.path_template)
         entry_id = str(arguments[name])
         subject = f"{name} {_short(entry_id, 120)!r}"
         part = arguments.get("part", 1)
-        parts = None
-        if len(text) > FETCH_CHARS:
-            value = json.loads(text)
-            parts = entry_parts.cut(value, ENTRY_CHARS) if isinstance(value, dict) else None
-        if parts is None or parts.count == 1:
+        if parts is None:
             _part_number(part, 1, tool.name, subject)
             return Answer(text, media_type(path))
         number = _part_number(part, parts.count, tool.name, subject)
@@ -437,34 +433,56 @@ class Catalog:
         if isinstance(number, float):
             # The schema passed it as an integer (JSON Schema: 2.0 is one); index with an int.
             number = int(number)
-        count = (
-            self._pages.count
-            if tool.path_template == paths.CONTENT_INDEX
-            else paging.part_count(self.full_content_size())
-        )
+        path = tool.path_template
+        count = self._aggregate_count(path)
         if number is not None and not 1 <= number <= count:
             # The schema says so too, unless the manifest declared the argument itself.
-            argument = PAGE_ARGUMENT[tool.path_template]
+            argument = PAGE_ARGUMENT[path]
             raise ToolError(
                 f"{tool.name}: {argument} {number} does not exist; {argument}s are 1 to {count}",
                 {"tool": tool.name, "argument": argument},
             )
-        if tool.path_template == paths.CONTENT_INDEX:
-            if self._pages.count == 1 and number in (None, 1):
-                return Answer(self._read(paths.CONTENT_INDEX).decode("utf-8"), "application/json")
-            return Answer(compact(self._pages.page(self._index, number or 1)), "application/json")
-        whole = self.full_content_size()
-        count = paging.part_count(whole)
-        if count == 1:
-            return Answer(self._read(paths.LLMS_FULL_TXT).decode("utf-8"), "text/plain")
         number = number or 1
+        text, span = self._aggregate_part(path, number)
+        if span is None:  # the index (its page says where it sits), or one part
+            return Answer(text, media_type(path))
+        start, end = span
+        note = (
+            f"[part {number:,} of {count:,}: bytes {start:,} to {end:,} of "
+            f"{self.full_content_size():,}"
+            + (f"; next: part {number + 1:,}]" if number < count else "; the last part]")
+        )
+        return Answer(text, media_type(path), (note,))
+
+    # The large files a tool answers by pages or parts (PAGE_ARGUMENT), and a resource too.
+
+    def _aggregate_count(self, path: str) -> int:
+        """How many pages the content index, or parts llms-full.txt, is answered in."""
+        if path == paths.CONTENT_INDEX:
+            return self._pages.count
+        return paging.part_count(self.full_content_size())
+
+    def _aggregate_part(self, path: str, number: int) -> tuple[str, tuple[int, int] | None]:
+        """Page or part `number` of the content index or llms-full.txt (the published
+        file when it is one), and, for a part of llms-full.txt, its byte span."""
+        if self._aggregate_count(path) == 1:
+            return self._read(path).decode("utf-8"), None
+        if path == paths.CONTENT_INDEX:
+            return compact(self._pages.page(self._index, number)), None
         start, end, body = paging.part_bounds(
-            number, whole, lambda a, b: self._read_range(paths.LLMS_FULL_TXT, a, b)
+            number, self.full_content_size(), lambda a, b: self._read_range(path, a, b)
         )
-        note = f"[part {number:,} of {count:,}: bytes {start:,} to {end:,} of {whole:,}" + (
-            f"; next: part {number + 1:,}]" if number < count else "; the last part]"
-        )
-        return Answer(body.decode("utf-8"), "text/plain", (note,))
+        return body.decode("utf-8"), (start, end)
+
+    def _entry_parts(self, path: str) -> tuple[str, entry_parts.EntryParts | None]:
+        """An entry's published text, and its parts when it is answered in more than one
+        (its JSON past FETCH_CHARS, cut by agent_mcp.entry_parts)."""
+        text = self._read(path).decode("utf-8")
+        if len(text) <= FETCH_CHARS:
+            return text, None
+        value = json.loads(text)
+        parts = entry_parts.cut(value, ENTRY_CHARS) if isinstance(value, dict) else None
+        return text, parts if parts is not None and parts.count > 1 else None
 
     def _read_range(self, path: str, start: int, end: int) -> bytes:
         try:
@@ -709,30 +727,19 @@ class Catalog:
     def _resource_part(self, resource: ResourceSpec, query: str | None) -> tuple[str, int, int]:
         """(the text of the part `query` asks, how many parts, which part it is)."""
         path = resource.path
-        if path == paths.CONTENT_INDEX:
-            count = self._pages.count
+        if path in PAGE_ARGUMENT:  # the content index, llms-full.txt: as their tools
+            count = self._aggregate_count(path)
             part = _resource_part_number(query, count, resource.uri)
-            if count == 1:
-                return self._read(path).decode("utf-8"), 1, 1
-            return compact(self._pages.page(self._index, part)), count, part
-        if path == paths.LLMS_FULL_TXT:
-            whole = self.full_content_size()
-            count = paging.part_count(whole)
-            part = _resource_part_number(query, count, resource.uri)
-            if count == 1:
-                return self._read(path).decode("utf-8"), 1, 1
-            _, _, body = paging.part_bounds(part, whole, lambda a, b: self._read_range(path, a, b))
-            return body.decode("utf-8", "replace"), count, part
-        text = self._read(path).decode("utf-8")
-        if len(text) <= FETCH_CHARS:
-            return text, 1, _resource_part_number(query, 1, resource.uri)
+            return self._aggregate_part(path, part)[0], count, part
         if path in self._entry_paths:  # an entry: each part a valid object of its model
-            value = json.loads(text)
-            parts = entry_parts.cut(value, ENTRY_CHARS) if isinstance(value, dict) else None
-            if parts is None or parts.count == 1:  # as published, as its tool answers it
+            text, parts = self._entry_parts(path)
+            if parts is None:  # as published, as its tool answers it
                 return text, 1, _resource_part_number(query, 1, resource.uri)
             part = _resource_part_number(query, parts.count, resource.uri)
             return compact(parts.part(part)), parts.count, part
+        text = self._read(path).decode("utf-8")
+        if len(text) <= FETCH_CHARS:
+            return text, 1, _resource_part_number(query, 1, resource.uri)
         # Any other text (the OpenAPI, the client-side search index) cut at its lines; not
         # parsed, which for the search index (9.4 MB at 10,000 entries) was 0.35 s a part.
         cut = paging.TextParts.of(text, ENTRY_CHARS, FETCH_WINDOW)
