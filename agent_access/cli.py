@@ -168,16 +168,28 @@ def run_verify(args: argparse.Namespace) -> int:
     from agent_client.verify import live_mcp_endpoint, verify
 
     with tempfile.TemporaryDirectory(prefix="agent-access-verify-") as folder:
-        expected = args.expect_from
-        if args.site is not None:
+        built: dict[str | None, Path] = {}
+
+        def expected() -> Path:
             # What the deployment should serve: the site built as a deployment builds it,
-            # naming its live MCP server when one answers (Pulumi's `mcpServer`).
-            expected = Path(folder) / "dist"
+            # naming its live MCP server when one answers (Pulumi's `mcpServer`). Probed
+            # again before each attempt of --retry-for: right after a first deploy the
+            # function may not answer yet, and files naming it would then never match.
             endpoint = live_mcp_endpoint(args.base_url, args.timeout)
-            if endpoint is not None:
-                print(f"a live MCP server answers at {endpoint}: expecting files that name it")
-            build(args.site, expected, args.base_url, frozen=True, mcp_endpoint=endpoint)
-        report = verify(args.base_url, expected, args.timeout, args.retry_for)
+            if endpoint not in built:
+                if endpoint is not None:
+                    print(f"a live MCP server answers at {endpoint}: expecting files that name it")
+                built[endpoint] = Path(folder) / f"dist-{len(built)}"
+                build(args.site, built[endpoint], args.base_url, frozen=True, mcp_endpoint=endpoint)
+            return built[endpoint]
+
+        report = verify(
+            args.base_url,
+            args.expect_from,
+            args.timeout,
+            args.retry_for,
+            expected=expected if args.site is not None else None,
+        )
     print(report.render(args.verbose))
     return 1 if report.failures else 0
 

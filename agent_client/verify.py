@@ -580,13 +580,14 @@ def _front_matter(body: bytes) -> dict[str, object]:
 
 #: The MCP request that tells a live server from anything else at its path: `initialize`,
 #: which every MCP server answers first (the 2025-06-18 revision, Lifecycle).
+_PROTOCOL_VERSION = "2025-06-18"
 _INITIALIZE = json.dumps(
     {
         "jsonrpc": "2.0",
         "id": 1,
         "method": "initialize",
         "params": {
-            "protocolVersion": "2025-06-18",
+            "protocolVersion": _PROTOCOL_VERSION,
             "capabilities": {},
             "clientInfo": {"name": "agent-access-verify", "version": "1"},
         },
@@ -653,10 +654,12 @@ def _answers_initialize(
     deadline = clock() + timeout
     received = bytearray()
     event_stream = False
+    session: str | None = None
     try:
         with urllib.request.build_opener(_NoRedirect).open(request, timeout=timeout) as response:
             if response.status != 200:
                 return False
+            session = response.headers.get(_SESSION_HEADER)
             media_type = (response.headers.get("Content-Type") or "").lower()
             event_stream = media_type.startswith("text/event-stream")
             while clock() < deadline and len(received) < _PROBE_MAX_BYTES:
@@ -668,15 +671,47 @@ def _answers_initialize(
                     break
     except (urllib.error.URLError, OSError, http.client.HTTPException, ValueError):
         return False
+    finally:
+        if session is not None:
+            _end_session(request.full_url, session, received, event_stream, timeout)
     return bool(_initialize_result(received, event_stream))
 
 
-def _initialize_result(received: bytes | bytearray, event_stream: bool) -> bool | None:
-    """Whether the answer to `initialize` (id 1) is a result naming its server; None
-    while no answer to it has come. A JSON answer, or an event stream whose events may
-    come before the answer: a notification (Transports, "The server MAY send JSON-RPC
-    requests and notifications before sending the JSON-RPC response"), a priming event
-    with empty data (SEP-1699)."""
+#: The header a stateful server names its session by (2025-06-18, Transports, Session
+#: Management).
+_SESSION_HEADER = "Mcp-Session-Id"
+
+
+def _end_session(
+    endpoint: str, session: str, received: bytes | bytearray, event_stream: bool, timeout: float
+) -> None:
+    """The session the probe opened ended: "Clients that no longer need a particular
+    session ... SHOULD send an HTTP DELETE to the MCP endpoint with the Mcp-Session-Id
+    header" (2025-06-18, Transports, Session Management), with the protocol version
+    negotiated, as on every request after `initialize` (Transports, Protocol Version
+    Header). A server may refuse it (405): nothing is left to do either way."""
+    answered = _negotiated_version(received, event_stream)
+    request = urllib.request.Request(
+        endpoint,
+        method="DELETE",
+        headers={
+            "User-Agent": USER_AGENT,
+            _SESSION_HEADER: session,
+            "MCP-Protocol-Version": answered or _PROTOCOL_VERSION,
+        },
+    )
+    try:
+        with urllib.request.build_opener(_NoRedirect).open(request, timeout=timeout):
+            pass
+    except (urllib.error.URLError, OSError, http.client.HTTPException, ValueError):
+        pass
+
+
+def _initialize_answer(received: bytes | bytearray, event_stream: bool) -> dict[str, Any] | None:
+    """The answer to `initialize` (id 1), None while none has come. A JSON answer, or an
+    event stream whose events may come before the answer: a notification (Transports,
+    "The server MAY send JSON-RPC requests and notifications before sending the JSON-RPC
+    response"), a priming event with empty data (SEP-1699)."""
     text = bytes(received).decode("utf-8", "replace")
     for message in _event_data(text) if event_stream else [text]:
         try:
@@ -684,9 +719,25 @@ def _initialize_result(received: bytes | bytearray, event_stream: bool) -> bool 
         except ValueError:
             continue
         if isinstance(answer, dict) and answer.get("id") == 1 and "method" not in answer:
-            result = answer.get("result")
-            return isinstance(result, dict) and "serverInfo" in result
+            return answer
     return None
+
+
+def _initialize_result(received: bytes | bytearray, event_stream: bool) -> bool | None:
+    """Whether the answer to `initialize` is a result naming its server; None while no
+    answer to it has come."""
+    answer = _initialize_answer(received, event_stream)
+    if answer is None:
+        return None
+    result = answer.get("result")
+    return isinstance(result, dict) and "serverInfo" in result
+
+
+def _negotiated_version(received: bytes | bytearray, event_stream: bool) -> str | None:
+    answer = _initialize_answer(received, event_stream) or {}
+    result = answer.get("result")
+    version = result.get("protocolVersion") if isinstance(result, dict) else None
+    return version if isinstance(version, str) and version.isprintable() else None
 
 
 def _event_data(text: str) -> list[str]:
@@ -713,12 +764,17 @@ def verify(
     retry_for: float = 0.0,
     sleep: Callable[[float], None] = time.sleep,
     clock: Callable[[], float] = time.monotonic,
+    expected: Callable[[], Path | None] | None = None,
 ) -> Report:
     """One verification; with `retry_for`, repeat until it passes or the time is up (right
-    after a publish the CDN may serve old copies until its invalidation completes)."""
+    after a publish the CDN may serve old copies until its invalidation completes).
+    `expected`, asked again before each attempt, names the files to expect in place of
+    `expect_from`: what a deployment should serve may change meanwhile (its MCP server
+    starts answering: `verify --site`)."""
     deadline = clock() + retry_for
     while True:
-        report = Verifier(base_url, expect_from, timeout).run()
+        folder = expected() if expected is not None else expect_from
+        report = Verifier(base_url, folder, timeout).run()
         if not report.failures or clock() >= deadline:
             return report
         sleep(RETRY_INTERVAL)

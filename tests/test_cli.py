@@ -132,6 +132,35 @@ def test_every_subcommand_reads_the_site_named_by_site(command: str, tmp_path: P
     assert "Traceback" not in result.err
 
 
+def test_verify_site_probes_the_mcp_server_again_before_each_retry(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Right after a first deploy the MCP function may not answer yet: the files the
+    deployment serves name it, a build without it never matches them, so --retry-for
+    asks again before each attempt instead of failing for its whole time."""
+    import shutil
+
+    from agent_client import verify as verify_module
+    from tests.conftest import SPEC_SITE, running_server
+
+    site = tmp_path / "our-docs-site"
+    shutil.copytree(SPEC_SITE, site)
+    probe = verify_module.live_mcp_endpoint
+    answers: list[str | None] = []
+
+    def not_yet_then_live(base_url: str, timeout: float = 10.0) -> str | None:
+        answers.append(None if not answers else probe(base_url, timeout))
+        return answers[-1]
+
+    monkeypatch.setattr(verify_module, "live_mcp_endpoint", not_yet_then_live)
+    monkeypatch.setattr(verify_module, "RETRY_INTERVAL", 0.0)
+    with running_server(site, name_mcp=True) as server:
+        result = run_cli("verify", server.base_url, "--site", site, "--retry-for", "5")
+    assert result.code == 0, result.out
+    assert answers == [None, f"{server.base_url}/mcp"], answers
+    assert f"a live MCP server answers at {server.base_url}/mcp" in result.out
+
+
 def test_verify_site_compares_the_deployment_with_a_build_of_that_site(tmp_path: Path) -> None:
     import shutil
 

@@ -464,6 +464,12 @@ def _probe_server(answer: Callable[[Any], None]) -> Iterator[tuple[str, list[str
             seen.append(self.requestline)
             answer(self)
 
+        def do_DELETE(self) -> None:
+            session = self.headers.get("Mcp-Session-Id")
+            version = self.headers.get("MCP-Protocol-Version")
+            seen.append(f"{self.requestline} session={session} version={version}")
+            answer(self)
+
         def log_message(self, *args: object) -> None:
             pass
 
@@ -493,13 +499,17 @@ def _answer(status: int, body: bytes, content_type: str | None = None) -> Callab
 
 
 def _drip(handler: Any, data: bytes) -> None:
-    """`data` every 0.25 s for 10 s: each write within the probe's read timeout."""
+    """`data` every 0.25 s for 10 s, or until the probe hangs up: each write within the
+    probe's read timeout."""
     import time
 
-    for _ in range(40):
-        handler.wfile.flush()
-        time.sleep(0.25)
-        handler.wfile.write(data)
+    try:
+        for _ in range(40):
+            handler.wfile.flush()
+            time.sleep(0.25)
+            handler.wfile.write(data)
+    except (BrokenPipeError, ConnectionResetError):
+        handler.close_connection = True  # the probe gave up, as it should
 
 
 def _probe_within(base: str, seconds: float) -> str | None:
@@ -512,6 +522,41 @@ def _probe_within(base: str, seconds: float) -> str | None:
     found = live_mcp_endpoint(base, timeout=1.5)
     assert time.monotonic() - started < seconds, "held past the probe's timeout"
     return found
+
+
+@pytest.mark.parametrize("content_type", ["application/json", "text/event-stream"])
+def test_the_mcp_probe_ends_the_session_a_stateful_server_opened(content_type: str) -> None:
+    """ "Clients that no longer need a particular session ... SHOULD send an HTTP DELETE to
+    the MCP endpoint with the Mcp-Session-Id header" (2025-06-18, Transports), with the
+    version the server negotiated in MCP-Protocol-Version, as on every later request."""
+    negotiated = _RESULT.replace("2025-06-18", "2025-03-26")
+    body = f"data: {negotiated}\n\n" if content_type == "text/event-stream" else negotiated
+
+    def stateful(handler: Any) -> None:
+        if handler.command == "DELETE":
+            handler.send_response(200)
+            handler.send_header("Content-Length", "0")
+            handler.end_headers()
+            return
+        handler.send_response(200)
+        handler.send_header("Content-Type", content_type)
+        handler.send_header("Mcp-Session-Id", "1868a90c-session")
+        handler.send_header("Content-Length", str(len(body.encode())))
+        handler.end_headers()
+        handler.wfile.write(body.encode())
+
+    with _probe_server(stateful) as (base, seen):
+        assert _probe_within(base, 5) == base + "/mcp"
+        assert seen == [
+            "POST /mcp HTTP/1.1",
+            "DELETE /mcp HTTP/1.1 session=1868a90c-session version=2025-03-26",
+        ], seen
+
+
+def test_the_mcp_probe_opens_no_session_to_end_where_the_server_keeps_none() -> None:
+    with _probe_server(_answer(200, _RESULT.encode(), "application/json")) as (base, seen):
+        assert _probe_within(base, 5) == base + "/mcp"
+        assert seen == ["POST /mcp HTTP/1.1"], seen
 
 
 def test_the_mcp_probe_does_not_follow_a_redirect() -> None:
