@@ -32,10 +32,9 @@ from agent_contract.routes import rule_for
 from content_builder.budgets import check_budgets
 from content_builder.cache import entry_identity
 from content_builder.errors import Problem, SiteDataError
+from content_builder.loaded import Site, display_path
 from content_builder.loader import (
     LOCK_FILE,
-    Site,
-    display_path,
     list_site,
     load_files,
     load_site_config,

@@ -26,7 +26,7 @@ import yaml
 from content_builder import markdown_docusaurus as docusaurus
 from content_builder.cache import EntryCache, entry_key
 from content_builder.errors import Problem, SiteDataError
-from content_builder.loader import MarkdownPages, validate_model
+from content_builder.loaded import MarkdownPages
 from content_builder.markdown_links import (
     INDEX_NAMES,
     SCHEME,
@@ -41,6 +41,7 @@ from content_builder.markdown_page import (
     forbidden_lines,
     split_front_matter,
 )
+from content_builder.model_errors import validate_model
 from content_builder.site_files import MARKDOWN_SUFFIXES, has_markdown, kind, read_site_file
 from content_builder.source import DocumentSource, MarkdownPageSource, SiteSource
 from content_builder.yaml_io import read_yaml_mapping

@@ -29,12 +29,9 @@ from typing import TYPE_CHECKING, Any
 from agent_contract.search_terms import Tokenizer
 from content_builder.cache import EntryCache
 from content_builder.errors import BuildStopped, Problem, SiteDataError
+from content_builder.loaded import LoadedDocument, LoadedFaq, Site
 from content_builder.loader import (
-    Authoring,
     Listed,
-    LoadedDocument,
-    LoadedFaq,
-    Site,
     SiteFiles,
     document_record,
     faq_record,
@@ -48,6 +45,7 @@ from content_builder.render.catalog import TERMS_AT, EntryTerms
 from content_builder.render.documents import DocumentData, tracked
 from content_builder.render.entries import lock_stamp, render_entry
 from content_builder.render.indexes import search_tokenizer, with_words_of
+from content_builder.tokens import Authoring
 
 if TYPE_CHECKING:
     from multiprocessing.process import BaseProcess

@@ -32,7 +32,8 @@ from agent_client.client import rank as client_rank
 from agent_contract import paths, search_query
 from agent_contract.models import SearchIndex
 from content_builder.errors import Problem, SiteDataError
-from content_builder.loader import Site, validate_model
+from content_builder.loaded import Site
+from content_builder.model_errors import validate_model
 from content_builder.yaml_io import read_yaml_mapping
 
 _SPLIT = re.compile(r"[^0-9a-z]+")

@@ -19,7 +19,8 @@ from pathlib import Path
 
 from agent_contract.uri import url_problem
 from content_builder.errors import Problem, SiteDataError
-from content_builder.loader import SITE_FILE, display_path, load_site
+from content_builder.loaded import display_path
+from content_builder.loader import SITE_FILE, load_site
 from content_builder.markdown_tree import DEFAULT_GROUP, mkdocs_config
 from content_builder.site_files import MARKDOWN_SUFFIXES
 

@@ -21,7 +21,8 @@ from agent_contract import links, paths
 from agent_contract.artifacts import Artifact
 from agent_contract.endpoints import ENDPOINTS, ID_LIST_LIMIT
 from content_builder.errors import Problem, SiteDataError
-from content_builder.loader import Site, located_strings, located_strings_containing
+from content_builder.loaded import Site
+from content_builder.tokens import located_strings, located_strings_containing
 from content_builder.yaml_io import with_lines
 
 if TYPE_CHECKING:

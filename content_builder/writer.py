@@ -48,7 +48,7 @@ from agent_contract.manifest import (
     read_manifest,
 )
 from content_builder.errors import SiteDataError
-from content_builder.loader import display_path
+from content_builder.loaded import display_path
 
 
 def _entries(

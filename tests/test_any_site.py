@@ -21,7 +21,8 @@ from openapi_spec_validator import validate as validate_openapi
 
 from agent_contract import links, models, paths
 from agent_contract.routes import rule_for
-from content_builder.loader import LOCK_FILE, Site, load_site
+from content_builder.loaded import Site
+from content_builder.loader import LOCK_FILE, load_site
 from content_builder.search_eval import QUESTIONS_FILE
 from tests import sites
 from tests.conftest import SITE_DATA, TEST_BASE_URL, run_cli, tree_digest

@@ -25,7 +25,8 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from content_builder.errors import SiteDataError
-from content_builder.loader import Site, load_site
+from content_builder.loaded import Site
+from content_builder.loader import load_site
 from tests.conftest import SPEC_SITE, run_cli, tree_digest
 
 LOCK = "content.lock.json"

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from agent_contract import links, models
 from agent_contract.artifacts import text_body
-from content_builder import loader, yaml_io
+from content_builder import tokens, yaml_io
 from content_builder.render.llms import joined_text_body
 
 
@@ -152,8 +152,8 @@ BASES = ("https://agents.example.com", "https://agents.example.org")
 @given(st.lists(LINK_PIECES, max_size=10).map("".join))
 def test_the_quick_link_check_agrees_with_link_problems(text: str) -> None:
     for base_url in BASES:
-        expected = any(True for _ in loader.link_problems(text, set(BASES), base_url))
-        assert loader._has_link_problem(text, BASES, base_url) is expected
+        expected = any(True for _ in tokens.link_problems(text, set(BASES), base_url))
+        assert tokens._has_link_problem(text, BASES, base_url) is expected
 
 
 def api_path_by_split(url: str, base_url: str) -> str | type[ValueError] | None:

@@ -15,7 +15,7 @@ import pytest
 
 from content_builder import cache as build_cache
 from content_builder import lock as lock_module
-from content_builder.loader import display_path
+from content_builder.loaded import display_path
 from content_builder.lock import (
     PARSED_LOCKS,
     History,
@@ -213,7 +213,7 @@ def test_a_lock_changed_on_disk_after_it_was_remembered_is_parsed_and_refused_al
     assert warm.code == cold.code == 1
     assert f"entries.q01-difference.{field}" in warm.err
     # Messages name files as the user typed them, relative to the working directory
-    # (loader.display_path): compare them with each site's folder written that way.
+    # (loaded.display_path): compare them with each site's folder written that way.
     assert warm.err.replace(display_path(site_copy), "SITE") == cold.err.replace(
         display_path(twin), "SITE"
     )

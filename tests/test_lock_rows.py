@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 from agent_contract.hashing import canonical_json
 from content_builder import cache as build_cache
 from content_builder import lock as lock_module
-from content_builder.loader import BASE_URL_TOKEN, LOCK_FILE, load_site
+from content_builder.loader import LOCK_FILE, load_site
 from content_builder.lock import (
     History,
     Lock,
@@ -36,6 +36,7 @@ from content_builder.lock import (
     resolve,
 )
 from content_builder.render.documents import source_hash, tracked
+from content_builder.tokens import BASE_URL_TOKEN
 from tests.conftest import run_cli
 from tests.sites import Shape, make_site
 

@@ -25,7 +25,7 @@ from content_builder.cache import Blob, BlobFile, BlobRef, EntryCache
 from content_builder.lock import History, Lock
 
 if TYPE_CHECKING:
-    from content_builder.loader import Site
+    from content_builder.loaded import Site
 
 
 class EntryLinks(NamedTuple):

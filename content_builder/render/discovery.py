@@ -16,7 +16,7 @@ from agent_contract.models import (
     OpenApiProtocol,
 )
 from agent_contract.routes import HEADER_POLICY
-from content_builder.loader import Site
+from content_builder.loaded import Site
 from content_builder.render.catalog import Catalog
 from content_builder.render.llms import row_has_files
 from content_builder.render.mcp import MCP_VERSION

@@ -19,9 +19,10 @@ from agent_contract.models import (
     PageContent,
     Section,
 )
-from content_builder.loader import BASE_URL_TOKEN, LoadedDocument, LoadedFaq, Site
+from content_builder.loaded import LoadedDocument, LoadedFaq, Site
 from content_builder.lock import LockEntry, Tracked
 from content_builder.source import FeatureContentSource
+from content_builder.tokens import BASE_URL_TOKEN
 
 
 def _content(site: Site, document: LoadedDocument) -> PageContent | FeatureContent:

@@ -14,7 +14,7 @@ from pydantic import BaseModel
 
 from agent_contract import paths
 from agent_contract.artifacts import Artifact, json_body, text_body
-from content_builder.loader import Site
+from content_builder.loaded import Site
 from content_builder.render.catalog import Catalog, entry_file
 from content_builder.render.discovery import discovery_document
 from content_builder.render.errors import not_found

@@ -12,7 +12,7 @@ from agent_contract import paths
 from agent_contract.artifacts import json_body, text_body
 from agent_contract.search_terms import Tokenizer
 from content_builder.errors import SiteDataError
-from content_builder.loader import LoadedDocument, LoadedFaq, Site
+from content_builder.loaded import LoadedDocument, LoadedFaq, Site
 from content_builder.lock import History, Lock, LockEntry
 from content_builder.render.catalog import (
     JOINED,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from agent_contract import paths
 from agent_contract.models import ErrorDetail, ErrorResponse
-from content_builder.loader import Site
+from content_builder.loaded import Site
 
 
 def not_found(site: Site) -> ErrorResponse:

@@ -13,7 +13,7 @@ from agent_contract.models import (
     Link,
     RemovedIds,
 )
-from content_builder.loader import Site
+from content_builder.loaded import Site
 from content_builder.render.catalog import Catalog, around, compact_item
 
 SITEMAP_NS = "http://www.sitemaps.org/schemas/sitemap/0.9"

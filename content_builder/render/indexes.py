@@ -24,7 +24,7 @@ from agent_contract.models import (
     SearchEntry,
     SearchIndex,
 )
-from content_builder.loader import LoadedDocument, LoadedFaq, Site
+from content_builder.loaded import LoadedDocument, LoadedFaq, Site
 from content_builder.render import code_text
 from content_builder.render.catalog import (
     TERMS_AT,

@@ -14,7 +14,7 @@ from agent_contract import paths, search_shards
 from agent_contract.directives import TOKEN_METHOD
 from agent_contract.endpoints import Endpoint, llms_section
 from agent_contract.models import ContentDocument, EntrySize, FAQEntry, FeatureContent
-from content_builder.loader import LoadedDocument, LoadedFaq, Site
+from content_builder.loaded import LoadedDocument, LoadedFaq, Site
 from content_builder.render.catalog import Catalog
 from content_builder.render.documents import summarize
 from content_builder.render.escape import (

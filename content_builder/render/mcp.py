@@ -24,7 +24,7 @@ from agent_contract.models import (
     McpServerInfo,
     McpTool,
 )
-from content_builder.loader import Site
+from content_builder.loaded import Site
 from content_builder.render.catalog import Catalog
 from content_builder.source import ID_PATTERN
 

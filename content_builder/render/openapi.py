@@ -15,7 +15,7 @@ from agent_contract.endpoints import (
     openapi_rows,
 )
 from agent_contract.models import ErrorResponse, Resource
-from content_builder.loader import Site
+from content_builder.loaded import Site
 from content_builder.render import openapi_schemas
 from content_builder.render.catalog import Catalog
 from content_builder.render.llms import llms_parts

@@ -38,7 +38,7 @@ from agent_contract import paths, search_shards
 from agent_contract.artifacts import Artifact
 from agent_contract.models import SearchTermMap
 from content_builder.cache import Blob, BlobRef, EntryCache, entry_identity, is_blob_ref
-from content_builder.loader import Site
+from content_builder.loaded import Site
 from content_builder.render.catalog import (
     Catalog,
     EntryRender,

@@ -27,7 +27,7 @@ from agent_contract.models import (
     TelemetrySettings,
 )
 from agent_contract.routes import AGGREGATE_CACHE, DOCUMENT_CACHE, HEADER_POLICY
-from content_builder.loader import Site
+from content_builder.loaded import Site
 from content_builder.render.catalog import Catalog
 from content_builder.render.llms import row_has_files
 from content_builder.render.mcp import MCP_VERSION

@@ -29,7 +29,8 @@ from agent_contract.models import (
     SkillsIndex,
 )
 from content_builder.errors import SiteDataError
-from content_builder.loader import SKILL_FILE, Site
+from content_builder.loaded import Site
+from content_builder.loader import SKILL_FILE
 from content_builder.render.catalog import Catalog
 from content_builder.render.documents import summarize
 from content_builder.render.escape import link_text, paragraph
