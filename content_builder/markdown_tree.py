@@ -312,7 +312,10 @@ def _read_pages(
         front: dict[str, Any] = {}
         if yaml_text is not None and yaml_text.strip():
             try:
-                front = read_yaml_mapping(Path(path), display, yaml_text.encode("utf-8"))
+                # Hugo's docs keep `---`, a comment, `---` on purpose: no fields.
+                front = read_yaml_mapping(
+                    Path(path), display, yaml_text.encode("utf-8"), empty_ok=True
+                )
             except SiteDataError as error:
                 problems += [
                     Problem(p.file, p.field, "front matter: " + _page_lines(p.message))
