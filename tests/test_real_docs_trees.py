@@ -5,7 +5,6 @@ and is kept here as the few lines that broke."""
 from __future__ import annotations
 
 import json
-
 from pathlib import Path
 
 from content_builder.build import plan
