@@ -530,7 +530,9 @@ _CODE_SPAN = re.compile(r"(`+)(.+?)(?<!`)\1(?!`)")
 _INLINE_LINK = re.compile(
     r"(!?)\[((?:[^\[\]]|\[[^\[\]]*\])*)\]\(\s*(<[^<>\n]*>|[^\s()]*(?:\([^\s()]*\)[^\s()]*)*)"
 )
-_REFERENCE = re.compile(r"^(\s{0,3}\[[^\]]+\]:\s*)(<[^<>\n]*>|\S+)")
+#: A link reference definition; `[^1]: text` is a footnote (GFM, Python-Markdown,
+#: markdown-it-footnote), its text no destination.
+_REFERENCE = re.compile(r"^(\s{0,3}\[(?!\^)[^\]]+\]:\s*)(<[^<>\n]*>|\S+)")
 _BRACED = re.compile(r"\{\{?([A-Za-z_][A-Za-z0-9_-]*)\}\}?")
 
 

@@ -24,3 +24,18 @@ def test_front_matter_of_only_comments_is_no_fields(tmp_path: Path) -> None:
     result = plan(site)
     assert "## Methods\n\nText." in _twin(result, "store")
     assert json.loads(_files(result)["/api/v1/content/empty.json"])["title"] == "Empty"
+
+
+def test_a_footnote_definition_is_text_not_a_link(tmp_path: Path) -> None:
+    # vuejs/vitepress docs/en/guide/markdown.md, hugoDocs installation/*.md: `[^1]: Easy
+    # if ...` is a footnote (GFM, Python-Markdown, markdown-it-footnote), not a link
+    # reference definition to `Easy`: it was a broken link error.
+    site = _site(
+        tmp_path,
+        {"page.md": "# Page\n\nSupported[^1], and [linked][ref].\n\n"
+         "[^1]: Definitions can contain **markdown**.\n[ref]: other.md\n",
+         "other.md": "# Other\n\nx\n"},
+    )  # fmt: skip
+    twin = _twin(plan(site), "page")
+    assert "[^1]: Definitions can contain **markdown**." in twin
+    assert "[ref]: https://" in twin and "/api/v1/content/other.md" in twin
