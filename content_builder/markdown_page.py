@@ -346,6 +346,14 @@ _ADMONITION = re.compile(r"^(\s*)(?:!!!|\?\?\?\+?)\s+([\w-]+)((?:\s+[\w-]+)*)(?:
 _TAB = re.compile(r"^(\s*)===!?\+?\s+\"(.*)\"\s*$")
 _COLON_OPEN = re.compile(r"^(\s*)(:{3,})\s*([\w-]+)(?:\[(.*)\])?\s*(?:\{.*\})?\s*(.*?)\s*$")
 _COLON_CLOSE = re.compile(r"^(\s*)(:{3,})\s*$")
+#: pymdownx.blocks (`/// tip | Title`, `//// tab | Python 3.10+`), closed by a line of as
+#: many slashes; YAML options may follow the header, indented.
+_BLOCK_OPEN = re.compile(r"^(\s*)(/{3,})\s*([\w-]+)\s*(?:\|\s*(.*?))?\s*$")
+_BLOCK_CLOSE = re.compile(r"^\s*(/{3,})\s*$")
+#: Blocks that only wrap their content: no title of their own to show.
+_WRAPPING_BLOCKS = frozenset({"html", "caption", "figure-caption", "define", "definition"})
+#: Blocks whose title is all they show (a tab's label, a details' summary).
+_TITLED_BLOCKS = frozenset({"tab", "details", "admonition"})
 _MDX_CODE_BLOCK = "mdx-code-block"
 #: A tag left open at the end of its line (`<a` then `  href={...}>` below): JSX.
 _OPEN_TAG_START = re.compile(r"^\s*<[A-Za-z][\w.:-]*(?:\s[^<>]*)?$")  # linear: one way to match
@@ -372,6 +380,7 @@ def _degrade_containers(lines: Lines) -> Lines:
             or "???" in t
             or "===" in t
             or ":::" in t
+            or "///" in t
             or t.startswith(("import", "export"))
             or "{/*" in t
             or "mdx-code-block" in t
@@ -385,6 +394,8 @@ def _degrade_containers(lines: Lines) -> Lines:
     bodies: list[tuple[int, int]] = []
     mdx_block: str | None = None  # the fence of an open ```mdx-code-block
     skipping: str | None = None  # "esm" or "comment" while dropping an MDX statement
+    blocks: list[int] = []  # the slashes of each open pymdownx block
+    options_under: int | None = None  # a block header's indentation, while its options run
 
     def closes_mdx_block(line: str) -> bool:
         fence = _FENCE_OPEN.match(line)
@@ -432,6 +443,23 @@ def _degrade_containers(lines: Lines) -> Lines:
         if fences.inside(shifted):
             out.add(shifted, origin)
             continue
+        if options_under is not None:
+            if shifted.strip() and _indent(shifted) > options_under:
+                continue  # a block's YAML options: the docs tool's settings, not text
+            options_under = None
+        block = _BLOCK_OPEN.match(shifted)
+        if block:
+            blocks.append(len(block.group(2)))
+            options_under = len(block.group(1))
+            _add_heading(
+                out, block.group(1), _block_heading(block.group(3), block.group(4)), origin
+            )
+            continue
+        closed = _BLOCK_CLOSE.match(shifted)
+        if closed and len(closed.group(1)) in blocks:
+            del blocks[blocks.index(len(closed.group(1))) :]
+            out.add("", origin)
+            continue
         if shifted.lstrip().startswith("{/*") and "*/}" not in shifted:
             skipping = "comment"  # an MDX comment over several lines: dropped whole
             continue
@@ -450,12 +478,7 @@ def _degrade_containers(lines: Lines) -> Lines:
                 heading = kind if not title else f"{kind}: {title}"
             else:
                 heading = tab.group(2)  # type: ignore[union-attr]
-            if out.text and out.text[-1].strip():
-                out.add("", origin)
-            if heading.strip():
-                out.markers.add(len(out.text))
-                out.add(f"{pad}**{_bold_safe(heading)}**", origin)
-                out.add("", origin)
+            _add_heading(out, pad, heading.strip() and heading, origin)
             bodies.append((_indent(line), 4))
             continue
         if (
@@ -483,18 +506,33 @@ def _degrade_containers(lines: Lines) -> Lines:
                 heading = title or "Details"
             else:
                 heading = f"{kind.capitalize()}: {title}" if title else kind.capitalize()
-            if out.text and out.text[-1].strip():
-                out.add("", origin)
-            if heading:
-                out.markers.add(len(out.text))
-                out.add(f"{pad}**{_bold_safe(heading)}**", origin)
-                out.add("", origin)
+            _add_heading(out, pad, heading, origin)
             continue
         if _COLON_CLOSE.match(shifted):
             out.add("", origin)
             continue
         out.add(shifted, origin)
     return out
+
+
+def _block_heading(kind: str, title: str | None) -> str:
+    """What a pymdownx block shows above its content, as the bold line it becomes."""
+    kind = kind.lower()
+    if kind in _WRAPPING_BLOCKS:
+        return ""
+    if kind in _TITLED_BLOCKS:
+        return title or kind.capitalize()
+    return f"{kind.capitalize()}: {title}" if title else kind.capitalize()
+
+
+def _add_heading(out: Lines, pad: str, heading: str, origin: int) -> None:
+    """A container's title as a bold paragraph of its own (none when empty)."""
+    if out.text and out.text[-1].strip():
+        out.add("", origin)
+    if heading:
+        out.markers.add(len(out.text))
+        out.add(f"{pad}**{_bold_safe(heading)}**", origin)
+        out.add("", origin)
 
 
 def _bold_safe(text: str) -> str:

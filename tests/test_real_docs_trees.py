@@ -39,3 +39,35 @@ def test_a_footnote_definition_is_text_not_a_link(tmp_path: Path) -> None:
     twin = _twin(plan(site), "page")
     assert "[^1]: Definitions can contain **markdown**." in twin
     assert "[ref]: https://" in twin and "/api/v1/content/other.md" in twin
+
+
+def test_pymdownx_blocks_degrade_to_text(tmp_path: Path) -> None:
+    # tiangolo/fastapi docs/en/docs/tutorial/body.md (pymdownx.blocks, 2,739 marker lines
+    # in the tree): `/// info`, `/// note | Title`, `//// tab | Python 3.10+` ... closed by
+    # as many slashes; options are YAML indented under the header. They were published as
+    # written.
+    page = (
+        "# Body\n\nIntro.\n\n/// info\n\nTo send data, use `POST`.\n\n///\n\n"
+        '/// note | "Technical Details"\n\nDetails.\n\n///\n\n'
+        '//// tab | Python 3.10+\n\n```Python hl_lines="2"\nx: int | None\n```\n\n'
+        "/// details | Why\n    open: True\n\nNested.\n\n///\n\n////\n\n"
+        "/// admonition | Careful\n    type: warning\n\nWatch out.\n///\n\n"
+        "Rust:\n\n```rust\n/// doc comment\n///\n```\n"
+    )
+    site = _site(tmp_path, {"body.md": page})
+    twin = _twin(plan(site), "body")
+    assert "///" not in twin.replace("```rust\n/// doc comment\n///\n```", "")
+    assert "```rust\n/// doc comment\n///\n```" in twin  # code is code
+    for text in (
+        "**Info**",
+        '**Note: "Technical Details"**',
+        "**Python 3.10+**",
+        "**Why**",
+        "**Careful**",
+        "To send data, use `POST`.",
+        "Nested.",
+        "Watch out.",
+    ):
+        assert text in twin, text
+    assert '```Python hl_lines="2"\nx: int | None\n```' in twin
+    assert "open: True" not in twin and "type: warning" not in twin
