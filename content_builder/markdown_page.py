@@ -346,6 +346,9 @@ _ADMONITION = re.compile(r"^(\s*)(?:!!!|\?\?\?\+?)\s+([\w-]+)((?:\s+[\w-]+)*)(?:
 _TAB = re.compile(r"^(\s*)===!?\+?\s+\"(.*)\"\s*$")
 _COLON_OPEN = re.compile(r"^(\s*)(:{3,})\s*([\w-]+)(?:\[(.*)\])?\s*(?:\{.*\})?\s*(.*?)\s*$")
 _COLON_CLOSE = re.compile(r"^(\s*)(:{3,})\s*$")
+#: mkdocstrings' `::: package.module.Object`: documentation generated from code at the
+#: docs tool's build, which the tree does not hold; YAML options may follow, indented.
+_AUTODOC = re.compile(r"^(\s*):::\s+([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+)\s*$")
 #: pymdownx.blocks (`/// tip | Title`, `//// tab | Python 3.10+`), closed by a line of as
 #: many slashes; YAML options may follow the header, indented.
 _BLOCK_OPEN = re.compile(r"^(\s*)(/{3,})\s*([\w-]+)\s*(?:\|\s*(.*?))?\s*$")
@@ -447,6 +450,16 @@ def _degrade_containers(lines: Lines) -> Lines:
             if shifted.strip() and _indent(shifted) > options_under:
                 continue  # a block's YAML options: the docs tool's settings, not text
             options_under = None
+        autodoc = _AUTODOC.match(shifted)
+        if autodoc:  # the object's name is what the page says of it: kept, as code
+            pad = autodoc.group(1)
+            options_under = len(pad)
+            if out.text and out.text[-1].strip():
+                out.add("", origin)
+            out.markers.add(len(out.text))
+            out.add(f"{pad}`{autodoc.group(2)}`", origin)
+            out.add("", origin)
+            continue
         block = _BLOCK_OPEN.match(shifted)
         if block:
             blocks.append(len(block.group(2)))

@@ -71,3 +71,18 @@ def test_pymdownx_blocks_degrade_to_text(tmp_path: Path) -> None:
         assert text in twin, text
     assert '```Python hl_lines="2"\nx: int | None\n```' in twin
     assert "open: True" not in twin and "type: warning" not in twin
+
+
+def test_a_mkdocstrings_directive_is_its_identifier_not_a_container(tmp_path: Path) -> None:
+    # tiangolo/fastapi docs/en/docs/reference/*.md: `::: fastapi.FastAPI` and its options
+    # (YAML, indented) were a forged `**Fastapi: .FastAPI**` and an indented code block.
+    page = (
+        "# `FastAPI` class\n\nImport it:\n\n```python\nfrom fastapi import FastAPI\n```\n\n"
+        "::: fastapi.FastAPI\n    options:\n        members:\n            - openapi\n\n"
+        "::: fastapi.routing.APIRouter\n\nAfter.\n\n::: tip\nA VitePress container.\n:::\n"
+    )
+    site = _site(tmp_path, {"reference.md": page})
+    twin = _twin(plan(site), "reference")
+    assert "`fastapi.FastAPI`\n\n" in twin and "`fastapi.routing.APIRouter`\n\n" in twin
+    assert "Fastapi" not in twin and "options:" not in twin and "- openapi" not in twin
+    assert "After." in twin and "**Tip**\n\nA VitePress container." in twin
