@@ -75,6 +75,21 @@ def split_front_matter(text: str) -> tuple[str | None, int]:
     return None, 0
 
 
+def split_toml_front_matter(text: str) -> tuple[str | None, int]:
+    """Hugo's TOML front matter, as split_front_matter: `+++` alone on the first line, up
+    to the next line that is `+++` alone (the TOML, None when there is none), and the line
+    the body starts at (0-based)."""
+    if not text.startswith("+++"):
+        return None, 0
+    lines = text.split("\n")
+    if lines[0].rstrip() != "+++":
+        return None, 0
+    for number in range(1, len(lines)):
+        if lines[number].rstrip() == "+++":
+            return "\n".join(lines[1:number]), number + 1
+    return None, 0
+
+
 def _first_block(text: str) -> str:
     # Only the front matter is wanted: the text up to the second `---`/`...` line is
     # enough for the plugin to find it (the whole page is parsed once, later).

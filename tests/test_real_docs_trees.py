@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 
 from content_builder.build import plan
+from tests.conftest import plan_errors
 from tests.test_markdown_source import _files, _site, _twin
 
 
@@ -86,3 +87,29 @@ def test_a_mkdocstrings_directive_is_its_identifier_not_a_container(tmp_path: Pa
     assert "`fastapi.FastAPI`\n\n" in twin and "`fastapi.routing.APIRouter`\n\n" in twin
     assert "Fastapi" not in twin and "options:" not in twin and "- openapi" not in twin
     assert "After." in twin and "**Tip**\n\nA VitePress container." in twin
+
+
+def test_hugo_toml_front_matter_is_read(tmp_path: Path) -> None:
+    # gohugoio/hugoDocs content/en/getting-started/quick-start.md shows it, and older Hugo
+    # sites write every page so: `+++` ... `+++`, TOML. It was published as text, its
+    # title and ordering lost.
+    site = _site(
+        tmp_path,
+        {
+            "quick.md": '+++\ntitle = "Quick start"\ndescription = "Build a site."\n'
+            "weight = 1\ndate = 2023-01-02T03:04:05Z\n[params]\nx = [1, 2]\n+++\n\n"
+            "Learn Hugo.\n\n## Install\n\nText.\n",
+            "draft.md": '+++\ntitle = "Draft"\ndraft = true\n+++\nNot yet.\n',
+            "bad.md": "+++\ntitle = \n+++\nx\n",
+        },
+    )
+    errors = plan_errors(site)
+    assert any("bad.md" in error and "TOML" in error for error in errors), errors
+    (tmp_path / "docs" / "bad.md").unlink()
+    result = plan(site)
+    files = _files(result)
+    quick = json.loads(files["/api/v1/content/quick.json"])
+    assert quick["title"] == "Quick start"
+    assert "/api/v1/content/quick.json): Build a site. (" in files["/llms.txt"].decode()
+    assert "+++" not in _twin(result, "quick") and 'title = "' not in _twin(result, "quick")
+    assert "/api/v1/content/draft.json" not in files
