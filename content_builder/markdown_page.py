@@ -599,6 +599,9 @@ _INLINE_LINK = re.compile(
 #: A link reference definition; `[^1]: text` is a footnote (GFM, Python-Markdown,
 #: markdown-it-footnote), its text no destination.
 _REFERENCE = re.compile(r"^(\s{0,3}\[(?!\^)[^\]]+\]:\s*)(<[^<>\n]*>|\S+)")
+#: attr_list's attributes on a link or image (`[x](y){.internal-link target=_blank}`,
+#: `![](z){: style="..."}`): the docs tool's HTML attributes, not words.
+_LINK_ATTRS = re.compile(r"\)\{:?[ \t]*(?:[.#][\w-]|[\w-]+=)[^{}\n]*\}")
 _BRACED = re.compile(r"\{\{?([A-Za-z_][A-Za-z0-9_-]*)\}\}?")
 
 
@@ -678,7 +681,7 @@ def _plain(inline: Token, context: Context) -> str:
     parts = []
     # The description is a few hundred characters: its paragraph's start is enough, and
     # markdown-it's inline rules are quadratic on some hostile paragraphs (`[a](` * n).
-    head = inline.content[:_DESCRIPTION_SOURCE]
+    head = _LINK_ATTRS.sub(")", inline.content[:_DESCRIPTION_SOURCE])
     children = parser().parseInline(head)[0].children if head else []
     for child in children or ():
         if child.type in ("text", "code_inline"):
@@ -796,6 +799,8 @@ def _prose(
             return match.group(0)[: match.start(3) - match.start()] + new
 
         text = _INLINE_LINK.sub(link, text)
+        if "){" in text:
+            text = _LINK_ATTRS.sub(")", text)
     if "{" in text:
         text = _tokens_in_prose(text, context.tokens, origin, problems)
     return text

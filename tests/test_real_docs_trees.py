@@ -113,3 +113,19 @@ def test_hugo_toml_front_matter_is_read(tmp_path: Path) -> None:
     assert "/api/v1/content/quick.json): Build a site. (" in files["/llms.txt"].decode()
     assert "+++" not in _twin(result, "quick") and 'title = "' not in _twin(result, "quick")
     assert "/api/v1/content/draft.json" not in files
+
+
+def test_an_attribute_list_after_a_link_or_image_is_dropped(tmp_path: Path) -> None:
+    # tiangolo/fastapi docs (156 times): `[Bigger Applications](bigger-applications.md){.internal-link
+    # target=_blank}`; `![](logo.png){: style="height:50px"}`: attr_list's HTML
+    # attributes, not text.
+    page = (
+        "# Page\n\nSee [Other](other.md){.internal-link target=_blank} and "
+        '![logo](https://example.com/logo.png){: style="height:50px"} or [x](other.md){ #id }.\n\n'
+        "A set {a, b} and `[c](d){.e}` stay.\n"
+    )
+    site = _site(tmp_path, {"page.md": page, "other.md": "# Other\n\nx\n"})
+    twin = _twin(plan(site), "page")
+    assert "/api/v1/content/other.md) and ![logo](https://example.com/logo.png) or [x](" in twin
+    assert "internal-link" not in twin and "height:50px" not in twin and "#id" not in twin
+    assert "A set {a, b} and `[c](d){.e}` stay." in twin
