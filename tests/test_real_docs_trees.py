@@ -116,9 +116,9 @@ def test_hugo_toml_front_matter_is_read(tmp_path: Path) -> None:
 
 
 def test_an_attribute_list_after_a_link_or_image_is_dropped(tmp_path: Path) -> None:
-    # tiangolo/fastapi docs (156 times): `[Bigger Applications](bigger-applications.md){.internal-link
-    # target=_blank}`; `![](logo.png){: style="height:50px"}`: attr_list's HTML
-    # attributes, not text.
+    # tiangolo/fastapi docs (156 times): `[Bigger Applications](bigger-applications.md)`
+    # followed by `{.internal-link target=_blank}`; `![](logo.png){: style="height:50px"}`:
+    # attr_list's HTML attributes, not text.
     page = (
         "# Page\n\nSee [Other](other.md){.internal-link target=_blank} and "
         '![logo](https://example.com/logo.png){: style="height:50px"} or [x](other.md){ #id }.\n\n'
