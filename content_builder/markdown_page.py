@@ -183,8 +183,9 @@ def convert(text: str, body_start: int, context: Context, mdx: bool = False) -> 
     lines = _degrade_containers(lines)
     # Block structure only: the inline rules (a third of the parse) run on the one
     # paragraph that becomes the description (`_plain`), nowhere else.
-    tokens = parser(blocks_only=True, mdx=mdx).parse("\n".join(lines.text) + "\n")
-    converted = _sections(lines, tokens, context, problems)
+    env: dict[str, Any] = {}  # the page's link reference definitions, for its description
+    tokens = parser(blocks_only=True, mdx=mdx).parse("\n".join(lines.text) + "\n", env)
+    converted = _sections(lines, tokens, context, problems, env.get("references", {}))
     converted.problems = problems + converted.problems
     converted.snippets = snippets
     return converted
@@ -606,7 +607,11 @@ _BRACED = re.compile(r"\{\{?([A-Za-z_][A-Za-z0-9_-]*)\}\}?")
 
 
 def _sections(
-    lines: Lines, tokens: list[Token], context: Context, problems: list[tuple[int, str]]
+    lines: Lines,
+    tokens: list[Token],
+    context: Context,
+    problems: list[tuple[int, str]],
+    references: dict[str, Any],
 ) -> Converted:
     count = len(lines.text)
     protected = [False] * count  # fenced or indented code: written as it is
@@ -645,7 +650,7 @@ def _sections(
                 and opening.level == 0
                 and start not in lines.markers
             ):
-                description = _plain(token, context) or None
+                description = _plain(token, context, references) or None
 
     def body(start: int, stop: int) -> str:
         return _body(lines, start, stop, protected, dropped, degraded, context, problems)
@@ -676,13 +681,15 @@ def _heading_text(
 _DESCRIPTION_SOURCE = 2_000
 
 
-def _plain(inline: Token, context: Context) -> str:
-    """A paragraph's text without its Markdown: words of text and code spans."""
+def _plain(inline: Token, context: Context, references: dict[str, Any]) -> str:
+    """A paragraph's text without its Markdown: words of text and code spans (a link by
+    reference, `[text][ref]`, is its text when the page defines `ref`)."""
     parts = []
     # The description is a few hundred characters: its paragraph's start is enough, and
     # markdown-it's inline rules are quadratic on some hostile paragraphs (`[a](` * n).
     head = _LINK_ATTRS.sub(")", inline.content[:_DESCRIPTION_SOURCE])
-    children = parser().parseInline(head)[0].children if head else []
+    env = {"references": references}
+    children = parser().parseInline(head, env)[0].children if head else []
     for child in children or ():
         if child.type in ("text", "code_inline"):
             parts.append(child.content)

@@ -129,3 +129,16 @@ def test_an_attribute_list_after_a_link_or_image_is_dropped(tmp_path: Path) -> N
     assert "/api/v1/content/other.md) and ![logo](https://example.com/logo.png) or [x](" in twin
     assert "internal-link" not in twin and "height:50px" not in twin and "#id" not in twin
     assert "A set {a, b} and `[c](d){.e}` stay." in twin
+
+
+def test_a_description_reads_reference_links_as_their_text(tmp_path: Path) -> None:
+    # encode/starlette docs/schemas.md: "the widely used [OpenAPI\nspecification][openapi]"
+    # with `[openapi]: https://...` at the page's end was described with its brackets.
+    page = (
+        "# API Schemas\n\nStarlette supports the widely used [OpenAPI\nspecification][openapi]"
+        " and [Swagger][].\n\n## More\n\nx\n\n[openapi]: https://github.com/OAI/OpenAPI-Specification\n"
+        "[swagger]: https://swagger.io\n"
+    )
+    site = _site(tmp_path, {"schemas.md": page})
+    llms = _files(plan(site))["/llms.txt"].decode()
+    assert "Starlette supports the widely used OpenAPI specification and Swagger. (" in llms
