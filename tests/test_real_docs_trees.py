@@ -142,3 +142,21 @@ def test_a_description_reads_reference_links_as_their_text(tmp_path: Path) -> No
     site = _site(tmp_path, {"schemas.md": page})
     llms = _files(plan(site))["/llms.txt"].decode()
     assert "Starlette supports the widely used OpenAPI specification and Swagger. (" in llms
+
+
+def test_a_docusaurus_config_in_website_beside_the_docs_is_found(tmp_path: Path) -> None:
+    # reduxjs/redux (also Jest, React Native): docs/ at the repository's root, the
+    # Docusaurus site in website/ (`path: '../docs'`). Read as a plain tree, `id: index`
+    # was "reserved" and links Docusaurus resolves from the docs root were broken.
+    site = _site(
+        tmp_path,
+        {
+            "usage/index.md": "---\nid: index\ntitle: Usage Guides Index\n---\n# Usage\n\n"
+            "See [the store](api/Store.md).\n",
+            "api/Store.md": "# Store\n\nx\n",
+        },
+    )
+    (tmp_path / "website").mkdir()
+    (tmp_path / "website" / "docusaurus.config.ts").write_text("export default {};\n")
+    result = plan(site)
+    assert "/api/v1/content/api-store.md)" in _twin(result, "usage")
