@@ -599,6 +599,9 @@ _INLINE_LINK = re.compile(
 )
 #: A link reference definition; `[^1]: text` is a footnote (GFM, Python-Markdown,
 #: markdown-it-footnote), its text no destination.
+#: The end of a link whose text began on an earlier line (`validation input](x.md)`):
+#: no `[` before its `](` on this line.
+_CONTINUED_LINK = re.compile(r"^[^\[\]]*\]\(\s*(<[^<>\n]*>|[^\s()]*(?:\([^\s()]*\)[^\s()]*)*)")
 _REFERENCE = re.compile(r"^(\s{0,3}\[(?!\^)[^\]]+\]:\s*)(<[^<>\n]*>|\S+)")
 #: attr_list's attributes on a link or image (`[x](y){.internal-link target=_blank}`,
 #: `![](z){: style="..."}`): the docs tool's HTML attributes, not words.
@@ -805,6 +808,10 @@ def _prose(
             new = _rewritten(dest, origin, context, problems, image=bool(match.group(1)))
             return match.group(0)[: match.start(3) - match.start()] + new
 
+        continued = _CONTINUED_LINK.match(text)
+        if continued:  # its destination is group 1, as an inline link's is group 3
+            new = _rewritten(continued.group(1), origin, context, problems, image=False)
+            text = text[: continued.start(1)] + new + text[continued.end(1) :]
         text = _INLINE_LINK.sub(link, text)
         if "){" in text:
             text = _LINK_ATTRS.sub(")", text)

@@ -160,3 +160,22 @@ def test_a_docusaurus_config_in_website_beside_the_docs_is_found(tmp_path: Path)
     (tmp_path / "website" / "docusaurus.config.ts").write_text("export default {};\n")
     result = plan(site)
     assert "/api/v1/content/api-store.md)" in _twin(result, "usage")
+
+
+def test_a_link_whose_text_runs_over_lines_is_rewritten_and_checked(tmp_path: Path) -> None:
+    # pydantic/pydantic docs/concepts/unions.md, astral-sh/ruff docs/configuration.md:
+    # `[... the\nvalidation input](../errors/troubleshooting.md)`: the link's text wraps,
+    # and the link was published as written (relative, to nothing) and never checked.
+    page = (
+        "# Page\n\nSee [how to inspect the\nvalidation input](errors/troubleshooting.md#x), "
+        "then [more](other.md).\n\nA [wrapped\nbroken link](nope.md).\n"
+    )
+    pages = {"page.md": page, "other.md": "# O\n\nx\n", "errors/troubleshooting.md": "# T\n\nx\n"}
+    site = _site(tmp_path, pages)
+    errors = plan_errors(site)
+    assert any("page.md: line 7" in error and "'nope.md'" in error for error in errors), errors
+    pages["page.md"] = page.replace("nope.md", "other.md")
+    site = _site(tmp_path / "fixed", pages)
+    twin = _twin(plan(site), "page")
+    assert "validation input](https://" in twin and "/errors-troubleshooting.md#x), then" in twin
+    assert "broken link](https://" in twin and "/other.md)." in twin
