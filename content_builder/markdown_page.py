@@ -358,7 +358,9 @@ def _expand_partials(
 
 # --- admonitions, tabs, containers ----------------------------------------------------
 
-_ADMONITION = re.compile(r"^(\s*)(?:!!!|\?\?\?\+?)\s+([\w-]+)((?:\s+[\w-]+)*)(?:\s+\"(.*)\")?\s*$")
+#: Python-Markdown's admonition and pymdownx.details: the space after the marker is
+#: optional (`!!!note`).
+_ADMONITION = re.compile(r"^(\s*)(?:!!!|\?\?\?\+?)\s*([\w-]+)((?:\s+[\w-]+)*)(?:\s+\"(.*)\")?\s*$")
 _TAB = re.compile(r"^(\s*)===!?\+?\s+\"(.*)\"\s*$")
 _COLON_OPEN = re.compile(r"^(\s*)(:{3,})\s*([\w-]+)(?:\[(.*)\])?\s*(?:\{.*\})?\s*(.*?)\s*$")
 _COLON_CLOSE = re.compile(r"^(\s*)(:{3,})\s*$")

@@ -179,3 +179,12 @@ def test_a_link_whose_text_runs_over_lines_is_rewritten_and_checked(tmp_path: Pa
     twin = _twin(plan(site), "page")
     assert "validation input](https://" in twin and "/errors-troubleshooting.md#x), then" in twin
     assert "broken link](https://" in twin and "/other.md)." in twin
+
+
+def test_an_admonition_marker_needs_no_space(tmp_path: Path) -> None:
+    # pydantic/pydantic docs/concepts/types.md: `!!!note` (Python-Markdown's admonition
+    # and pymdownx.details allow it) was published as text, its body as indented code.
+    page = '# Types\n\n!!!note\n    This was not possible with V2.3.\n\n???+tip "Hint"\n    Read.\n'
+    twin = _twin(plan(_site(tmp_path, {"types.md": page})), "types")
+    assert "**Note**\n\nThis was not possible with V2.3." in twin
+    assert "**Tip: Hint**\n\nRead." in twin and "!!!" not in twin
