@@ -608,6 +608,12 @@ _REFERENCE = re.compile(r"^(\s{0,3}\[(?!\^)[^\]]+\]:\s*)(<[^<>\n]*>|\S+)")
 #: attr_list's attributes on a link or image (`[x](y){.internal-link target=_blank}`,
 #: `![](z){: style="..."}`): the docs tool's HTML attributes, not words.
 _LINK_ATTRS = re.compile(r"\)\{:?[ \t]*(?:[.#][\w-]|[\w-]+=)[^{}\n]*\}")
+#: attr_list's attributes alone on a line, for the block above (`{ .annotate }`,
+#: `{#some-id}`): no words.
+_BLOCK_ATTRS = re.compile(r"[ \t]*\{:?[ \t]*(?:[.#][\w-]|[\w-]+=)[^{}\n]*\}[ \t]*")
+#: An icon of mkdocs-material's emoji extension (`:material-help:`,
+#: `:fontawesome-brands-github:`): a picture, no words. An emoji (`:tada:`) stays.
+_ICON = re.compile(r":(?:material|fontawesome|octicons|simple)-[a-z0-9-]+:[ \t]?")
 _BRACED = re.compile(r"\{\{?([A-Za-z_][A-Za-z0-9_-]*)\}\}?")
 
 
@@ -692,7 +698,11 @@ def _plain(inline: Token, context: Context, references: dict[str, Any]) -> str:
     parts = []
     # The description is a few hundred characters: its paragraph's start is enough, and
     # markdown-it's inline rules are quadratic on some hostile paragraphs (`[a](` * n).
-    head = _LINK_ATTRS.sub(")", inline.content[:_DESCRIPTION_SOURCE])
+    head = inline.content[:_DESCRIPTION_SOURCE]
+    if "{" in head:  # attr_list's attributes, of a link or of the paragraph: no words
+        lines = head.split("\n")
+        head = _LINK_ATTRS.sub(")", "\n".join(s for s in lines if not _BLOCK_ATTRS.fullmatch(s)))
+    head = _ICON.sub("", head)
     env = {"references": references}
     children = parser().parseInline(head, env)[0].children if head else []
     for child in children or ():
@@ -765,6 +775,8 @@ def _prose_line(line: str, origin: int, context: Context, problems: list[tuple[i
         # A deeper heading's id (`### Title {#custom-id}`, Docusaurus and attr_list):
         # an anchor for the docs tool's HTML, not words of the title.
         line = _without_attr_list(line)
+    if "{" in line and _BLOCK_ATTRS.fullmatch(line):
+        return ""
     reference = _REFERENCE.match(line)
     if reference:
         dest = reference.group(2)
@@ -799,6 +811,8 @@ def _prose(
         if "<TabItem" in text:
             text = _TAB_ITEM.sub(_tab_label, text)
         text = _FRAGMENT.sub("", _TAG.sub("", _COMMENT.sub("", text)))
+    if ":" in text and "-" in text:
+        text = _ICON.sub("", text)
     if "{/*" in text:  # an MDX comment
         text = _JSX_COMMENT.sub("", text)
     if "{'" in text or '{"' in text:  # MDX's string expression `{'text'}`: its text

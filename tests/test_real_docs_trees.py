@@ -188,3 +188,21 @@ def test_an_admonition_marker_needs_no_space(tmp_path: Path) -> None:
     twin = _twin(plan(_site(tmp_path, {"types.md": page})), "types")
     assert "**Note**\n\nThis was not possible with V2.3." in twin
     assert "**Tip: Hint**\n\nRead." in twin and "!!!" not in twin
+
+
+def test_block_attribute_lists_and_icon_shortcodes_are_dropped(tmp_path: Path) -> None:
+    # pydantic/pydantic docs: `{ .annotate }` under a paragraph, `{#field-plain-serializer}`
+    # alone on a line (attr_list), `## :material-help: Usage Documentation` (an icon of
+    # mkdocs-material's emoji extension): markup for the HTML, with no words.
+    page = (
+        "# Serialization\n\nModels are converted (1) by `model_dump()`:\n{ .annotate }\n\n"
+        "1. Annotation.\n\n{#field-plain-serializer}\n\n## :material-help: Usage Documentation\n\n"
+        "Ask :fontawesome-brands-github: here :tada:.\n\n"
+        "```python\nx = {'.a': 1}\n{ .annotate }\n```\n"
+    )
+    result = plan(_site(tmp_path, {"serialization.md": page}))
+    twin = _twin(result, "serialization")
+    assert "annotate }\n```" in twin  # code is code
+    assert twin.count(".annotate") == 1 and "{#field" not in twin
+    assert "## Usage Documentation\n\nAsk here :tada:." in twin
+    assert "Models are converted (1) by `model_dump()`:\n\n1. Annotation." in twin
