@@ -367,6 +367,8 @@ _COLON_CLOSE = re.compile(r"^(\s*)(:{3,})\s*$")
 #: mkdocstrings' `::: package.module.Object`: documentation generated from code at the
 #: docs tool's build, which the tree does not hold; YAML options may follow, indented.
 _AUTODOC = re.compile(r"^(\s*):::\s+([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+)\s*$")
+#: A Hugo shortcode whose arguments run over the lines below (`{{< img` then `src=...`).
+_SHORTCODE_START = re.compile(r"^\s*\{\{[<%]\s*[\w./-]+(?:\s[^{}]*)?$")
 #: pymdownx.blocks (`/// tip | Title`, `//// tab | Python 3.10+`), closed by a line of as
 #: many slashes; YAML options may follow the header, indented.
 _BLOCK_OPEN = re.compile(r"^(\s*)(/{3,})\s*([\w-]+)\s*(?:\|\s*(.*?))?\s*$")
@@ -405,6 +407,7 @@ def _degrade_containers(lines: Lines) -> Lines:
             or t.startswith(("import", "export"))
             or "{/*" in t
             or "mdx-code-block" in t
+            or "{{" in t
         )
         for t in text
     ):
@@ -436,6 +439,10 @@ def _degrade_containers(lines: Lines) -> Lines:
         elif skipping == "comment":
             if "*/}" in line:
                 skipping = None
+            continue
+        elif skipping == "shortcode":
+            if not line.strip() or ">}}" in line or "%}}" in line:
+                skipping = None  # ends at its `>}}` (or, never closed, at its paragraph)
             continue
         elif skipping == "tag":
             if not line.strip():  # a tag never closed: only its own paragraph is lost
@@ -493,6 +500,9 @@ def _degrade_containers(lines: Lines) -> Lines:
             continue
         if shifted.lstrip().startswith("{/*") and "*/}" not in shifted:
             skipping = "comment"  # an MDX comment over several lines: dropped whole
+            continue
+        if "{{" in shifted and _SHORTCODE_START.match(shifted):
+            skipping = "shortcode"  # a Hugo template call over several lines: dropped
             continue
         if _OPEN_TAG_START.match(shifted):
             skipping = "tag"  # a JSX tag whose attributes run over lines: dropped
@@ -614,6 +624,15 @@ _BLOCK_ATTRS = re.compile(r"[ \t]*\{:?[ \t]*(?:[.#][\w-]|[\w-]+=)[^{}\n]*\}[ \t]
 #: An icon of mkdocs-material's emoji extension (`:material-help:`,
 #: `:fontawesome-brands-github:`): a picture, no words. An emoji (`:tada:`) stays.
 _ICON = re.compile(r":(?:material|fontawesome|octicons|simple)-[a-z0-9-]+:[ \t]?")
+#: Hugo's `ref`/`relref` shortcodes: the page a link leads to (`[x]({{< ref "y.md" >}})`).
+_HUGO_REF = re.compile(r"\{\{[<%]\s*(?:rel)?ref\s+\"([^\"{}]*)\"\s*[%>]\}\}")
+#: A Hugo shortcode (`{{< name args >}}`, `{{% name %}}`, `{{< /name >}}`): a template call
+#: whose output the tree does not hold. `{{</* name */>}}`, written to show one, is text.
+#: Each part has one way to match (no two runs of spaces side by side): linear time.
+_SHORTCODE = re.compile(
+    r"\{\{<\s*(?:/\s*)?[\w./-]+(?:\s[^{}<>]*)?>\}\}"
+    r"|\{\{%\s*(?:/\s*)?[\w./-]+(?:\s[^{}%]*)?%\}\}"
+)
 _BRACED = re.compile(r"\{\{?([A-Za-z_][A-Za-z0-9_-]*)\}\}?")
 
 
@@ -702,7 +721,7 @@ def _plain(inline: Token, context: Context, references: dict[str, Any]) -> str:
     if "{" in head:  # attr_list's attributes, of a link or of the paragraph: no words
         lines = head.split("\n")
         head = _LINK_ATTRS.sub(")", "\n".join(s for s in lines if not _BLOCK_ATTRS.fullmatch(s)))
-    head = _ICON.sub("", head)
+    head = _ICON.sub("", _without_shortcodes(head) if "{{" in head else head)
     env = {"references": references}
     children = parser().parseInline(head, env)[0].children if head else []
     for child in children or ():
@@ -807,6 +826,8 @@ def _prose(
     origin: int,
     problems: list[tuple[int, str]],
 ) -> str:
+    if "{{" in text:
+        text = _without_shortcodes(text)
     if "<" in text:
         if "<TabItem" in text:
             text = _TAB_ITEM.sub(_tab_label, text)
@@ -834,6 +855,11 @@ def _prose(
     if "{" in text:
         text = _tokens_in_prose(text, context.tokens, origin, problems)
     return text
+
+
+def _without_shortcodes(text: str) -> str:
+    """Hugo: a link's `ref` is its destination; any other shortcode is dropped."""
+    return _SHORTCODE.sub("", _HUGO_REF.sub(lambda match: match.group(1), text))
 
 
 def _rewritten(

@@ -5,6 +5,7 @@ and is kept here as the few lines that broke."""
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 from content_builder.build import plan
@@ -206,3 +207,43 @@ def test_block_attribute_lists_and_icon_shortcodes_are_dropped(tmp_path: Path) -
     assert twin.count(".annotate") == 1 and "{#field" not in twin
     assert "## Usage Documentation\n\nAsk here :tada:." in twin
     assert "Models are converted (1) by `model_dump()`:\n\n1. Annotation." in twin
+
+
+def test_hugo_shortcodes_degrade_to_their_content(tmp_path: Path) -> None:
+    # gohugoio/hugoDocs content/en (1,219 lines): `{{< new-in 0.123.0 />}}`,
+    # `{{% include "x.md" %}}`, `{{< img` with its arguments on the lines below, paired
+    # `{{< code-toggle >}}` ... `{{< /code-toggle >}}`; Hugo's `ref`/`relref` give a link
+    # its page. Template calls whose output the tree does not hold: tags dropped, content
+    # kept, a `ref` link rewritten; `{{</* x */>}}` (written to show a shortcode) and code
+    # stay as written.
+    page = (
+        '# Resize\n\n{{< new-in 0.123.0 />}}\n\nSee [Process]({{< ref "process" >}}) and '
+        '[the other]({{< relref "/guide/other.md" >}}).\n\n{{< img\n  src="zion.jpg"\n'
+        '  alt="Zion"\n>}}\n\nAfter the image.\n\n{{< code-toggle file=hugo >}}\nbaseURL = "x"\n'
+        "{{< /code-toggle >}}\n\nWrite `{{</* audio */>}}` or {{</* audio */>}}.\n\n"
+        '```go-html-template\n{{< img src="x" >}}\n```\n'
+    )
+    pages = {"resize.md": page, "process.md": "# Process\n\nx\n", "guide/other.md": "# O\n\nx\n"}
+    twin = _twin(plan(_site(tmp_path, pages)), "resize")
+    assert "{{< new-in" not in twin and 'src="zion.jpg"' not in twin and "code-toggle" not in twin
+    assert "After the image." in twin and 'baseURL = "x"' in twin
+    assert "[Process](https://" in twin and "/api/v1/content/process.md)" in twin
+    assert "/api/v1/content/guide-other.md)" in twin
+    assert "Write `{{</* audio */>}}` or {{</* audio */>}}." in twin
+    assert '```go-html-template\n{{< img src="x" >}}\n```' in twin
+
+
+def test_hostile_shortcode_lines_build_in_linear_time(tmp_path: Path) -> None:
+    # The first shortcode pattern had two runs of spaces side by side: one 200 KB line
+    # took minutes.
+    page = (
+        "# Page\n\nx {{< a"
+        + " " * 200_000
+        + "\n\n{{<"
+        + " " * 200_000
+        + "\n\n"
+        + ("{{< a " * 30_000 + "\n")
+    )
+    started = time.perf_counter()
+    plan(_site(tmp_path, {"page.md": page}))
+    assert time.perf_counter() - started < 5
