@@ -1,7 +1,7 @@
 """What a Docusaurus docs tree means by its files (docs/site-data-format.md, Markdown).
 
 A tree is a Docusaurus one when `docusaurus.config.*` sits in its parent (the site folder
-Docusaurus builds) or in it. Then, as Docusaurus' docs plugin reads it:
+Docusaurus builds), in it, or in `website/` beside it. Then, as Docusaurus' docs plugin reads it:
 
 - a file or folder whose name starts with `_` is a partial, not a page (the plugin's
   default `exclude`);
@@ -44,10 +44,11 @@ ROUTE_BASE = "docs"
 
 
 def is_docusaurus(root: Path) -> bool:
-    """Whether the docs tree at `root` belongs to a Docusaurus site."""
-    return any(
-        os.path.isfile(folder / name) for folder in (root.parent, root) for name in _CONFIG_NAMES
-    )
+    """Whether the docs tree at `root` belongs to a Docusaurus site: its config in the
+    tree's parent, in the tree, or in `website/` beside the tree (docs at a repository's
+    root, the site in website/ with `path: '../docs'`: Redux, Jest, React Native)."""
+    folders = (root.parent, root, root.parent / "website")
+    return any(os.path.isfile(folder / name) for folder in folders for name in _CONFIG_NAMES)
 
 
 def is_partial(rel: str) -> bool:

@@ -75,6 +75,21 @@ def split_front_matter(text: str) -> tuple[str | None, int]:
     return None, 0
 
 
+def split_toml_front_matter(text: str) -> tuple[str | None, int]:
+    """Hugo's TOML front matter, as split_front_matter: `+++` alone on the first line, up
+    to the next line that is `+++` alone (the TOML, None when there is none), and the line
+    the body starts at (0-based)."""
+    if not text.startswith("+++"):
+        return None, 0
+    lines = text.split("\n")
+    if lines[0].rstrip() != "+++":
+        return None, 0
+    for number in range(1, len(lines)):
+        if lines[number].rstrip() == "+++":
+            return "\n".join(lines[1:number]), number + 1
+    return None, 0
+
+
 def _first_block(text: str) -> str:
     # Only the front matter is wanted: the text up to the second `---`/`...` line is
     # enough for the plugin to find it (the whole page is parsed once, later).
@@ -168,8 +183,9 @@ def convert(text: str, body_start: int, context: Context, mdx: bool = False) -> 
     lines = _degrade_containers(lines)
     # Block structure only: the inline rules (a third of the parse) run on the one
     # paragraph that becomes the description (`_plain`), nowhere else.
-    tokens = parser(blocks_only=True, mdx=mdx).parse("\n".join(lines.text) + "\n")
-    converted = _sections(lines, tokens, context, problems)
+    env: dict[str, Any] = {}  # the page's link reference definitions, for its description
+    tokens = parser(blocks_only=True, mdx=mdx).parse("\n".join(lines.text) + "\n", env)
+    converted = _sections(lines, tokens, context, problems, env.get("references", {}))
     converted.problems = problems + converted.problems
     converted.snippets = snippets
     return converted
@@ -342,10 +358,25 @@ def _expand_partials(
 
 # --- admonitions, tabs, containers ----------------------------------------------------
 
-_ADMONITION = re.compile(r"^(\s*)(?:!!!|\?\?\?\+?)\s+([\w-]+)((?:\s+[\w-]+)*)(?:\s+\"(.*)\")?\s*$")
+#: Python-Markdown's admonition and pymdownx.details: the space after the marker is
+#: optional (`!!!note`).
+_ADMONITION = re.compile(r"^(\s*)(?:!!!|\?\?\?\+?)\s*([\w-]+)((?:\s+[\w-]+)*)(?:\s+\"(.*)\")?\s*$")
 _TAB = re.compile(r"^(\s*)===!?\+?\s+\"(.*)\"\s*$")
 _COLON_OPEN = re.compile(r"^(\s*)(:{3,})\s*([\w-]+)(?:\[(.*)\])?\s*(?:\{.*\})?\s*(.*?)\s*$")
 _COLON_CLOSE = re.compile(r"^(\s*)(:{3,})\s*$")
+#: mkdocstrings' `::: package.module.Object`: documentation generated from code at the
+#: docs tool's build, which the tree does not hold; YAML options may follow, indented.
+_AUTODOC = re.compile(r"^(\s*):::\s+([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+)\s*$")
+#: A Hugo shortcode whose arguments run over the lines below (`{{< img` then `src=...`).
+_SHORTCODE_START = re.compile(r"^\s*\{\{[<%]\s*[\w./-]+(?:\s[^{}]*)?$")
+#: pymdownx.blocks (`/// tip | Title`, `//// tab | Python 3.10+`), closed by a line of as
+#: many slashes; YAML options may follow the header, indented.
+_BLOCK_OPEN = re.compile(r"^(\s*)(/{3,})\s*([\w-]+)\s*(?:\|\s*(.*?))?\s*$")
+_BLOCK_CLOSE = re.compile(r"^\s*(/{3,})\s*$")
+#: Blocks that only wrap their content: no title of their own to show.
+_WRAPPING_BLOCKS = frozenset({"html", "caption", "figure-caption", "define", "definition"})
+#: Blocks whose title is all they show (a tab's label, a details' summary).
+_TITLED_BLOCKS = frozenset({"tab", "details", "admonition"})
 _MDX_CODE_BLOCK = "mdx-code-block"
 #: A tag left open at the end of its line (`<a` then `  href={...}>` below): JSX.
 _OPEN_TAG_START = re.compile(r"^\s*<[A-Za-z][\w.:-]*(?:\s[^<>]*)?$")  # linear: one way to match
@@ -372,9 +403,11 @@ def _degrade_containers(lines: Lines) -> Lines:
             or "???" in t
             or "===" in t
             or ":::" in t
+            or "///" in t
             or t.startswith(("import", "export"))
             or "{/*" in t
             or "mdx-code-block" in t
+            or "{{" in t
         )
         for t in text
     ):
@@ -385,6 +418,8 @@ def _degrade_containers(lines: Lines) -> Lines:
     bodies: list[tuple[int, int]] = []
     mdx_block: str | None = None  # the fence of an open ```mdx-code-block
     skipping: str | None = None  # "esm" or "comment" while dropping an MDX statement
+    blocks: list[int] = []  # the slashes of each open pymdownx block
+    options_under: int | None = None  # a block header's indentation, while its options run
 
     def closes_mdx_block(line: str) -> bool:
         fence = _FENCE_OPEN.match(line)
@@ -404,6 +439,10 @@ def _degrade_containers(lines: Lines) -> Lines:
         elif skipping == "comment":
             if "*/}" in line:
                 skipping = None
+            continue
+        elif skipping == "shortcode":
+            if not line.strip() or ">}}" in line or "%}}" in line:
+                skipping = None  # ends at its `>}}` (or, never closed, at its paragraph)
             continue
         elif skipping == "tag":
             if not line.strip():  # a tag never closed: only its own paragraph is lost
@@ -432,8 +471,38 @@ def _degrade_containers(lines: Lines) -> Lines:
         if fences.inside(shifted):
             out.add(shifted, origin)
             continue
+        if options_under is not None:
+            if shifted.strip() and _indent(shifted) > options_under:
+                continue  # a block's YAML options: the docs tool's settings, not text
+            options_under = None
+        autodoc = _AUTODOC.match(shifted)
+        if autodoc:  # the object's name is what the page says of it: kept, as code
+            pad = autodoc.group(1)
+            options_under = len(pad)
+            if out.text and out.text[-1].strip():
+                out.add("", origin)
+            out.markers.add(len(out.text))
+            out.add(f"{pad}`{autodoc.group(2)}`", origin)
+            out.add("", origin)
+            continue
+        block = _BLOCK_OPEN.match(shifted)
+        if block:
+            blocks.append(len(block.group(2)))
+            options_under = len(block.group(1))
+            _add_heading(
+                out, block.group(1), _block_heading(block.group(3), block.group(4)), origin
+            )
+            continue
+        closed = _BLOCK_CLOSE.match(shifted)
+        if closed and len(closed.group(1)) in blocks:
+            del blocks[blocks.index(len(closed.group(1))) :]
+            out.add("", origin)
+            continue
         if shifted.lstrip().startswith("{/*") and "*/}" not in shifted:
             skipping = "comment"  # an MDX comment over several lines: dropped whole
+            continue
+        if "{{" in shifted and _SHORTCODE_START.match(shifted):
+            skipping = "shortcode"  # a Hugo template call over several lines: dropped
             continue
         if _OPEN_TAG_START.match(shifted):
             skipping = "tag"  # a JSX tag whose attributes run over lines: dropped
@@ -450,12 +519,7 @@ def _degrade_containers(lines: Lines) -> Lines:
                 heading = kind if not title else f"{kind}: {title}"
             else:
                 heading = tab.group(2)  # type: ignore[union-attr]
-            if out.text and out.text[-1].strip():
-                out.add("", origin)
-            if heading.strip():
-                out.markers.add(len(out.text))
-                out.add(f"{pad}**{_bold_safe(heading)}**", origin)
-                out.add("", origin)
+            _add_heading(out, pad, heading.strip() and heading, origin)
             bodies.append((_indent(line), 4))
             continue
         if (
@@ -483,18 +547,33 @@ def _degrade_containers(lines: Lines) -> Lines:
                 heading = title or "Details"
             else:
                 heading = f"{kind.capitalize()}: {title}" if title else kind.capitalize()
-            if out.text and out.text[-1].strip():
-                out.add("", origin)
-            if heading:
-                out.markers.add(len(out.text))
-                out.add(f"{pad}**{_bold_safe(heading)}**", origin)
-                out.add("", origin)
+            _add_heading(out, pad, heading, origin)
             continue
         if _COLON_CLOSE.match(shifted):
             out.add("", origin)
             continue
         out.add(shifted, origin)
     return out
+
+
+def _block_heading(kind: str, title: str | None) -> str:
+    """What a pymdownx block shows above its content, as the bold line it becomes."""
+    kind = kind.lower()
+    if kind in _WRAPPING_BLOCKS:
+        return ""
+    if kind in _TITLED_BLOCKS:
+        return title or kind.capitalize()
+    return f"{kind.capitalize()}: {title}" if title else kind.capitalize()
+
+
+def _add_heading(out: Lines, pad: str, heading: str, origin: int) -> None:
+    """A container's title as a bold paragraph of its own (none when empty)."""
+    if out.text and out.text[-1].strip():
+        out.add("", origin)
+    if heading:
+        out.markers.add(len(out.text))
+        out.add(f"{pad}**{_bold_safe(heading)}**", origin)
+        out.add("", origin)
 
 
 def _bold_safe(text: str) -> str:
@@ -530,12 +609,39 @@ _CODE_SPAN = re.compile(r"(`+)(.+?)(?<!`)\1(?!`)")
 _INLINE_LINK = re.compile(
     r"(!?)\[((?:[^\[\]]|\[[^\[\]]*\])*)\]\(\s*(<[^<>\n]*>|[^\s()]*(?:\([^\s()]*\)[^\s()]*)*)"
 )
-_REFERENCE = re.compile(r"^(\s{0,3}\[[^\]]+\]:\s*)(<[^<>\n]*>|\S+)")
+#: A link reference definition; `[^1]: text` is a footnote (GFM, Python-Markdown,
+#: markdown-it-footnote), its text no destination.
+#: The end of a link whose text began on an earlier line (`validation input](x.md)`):
+#: no `[` before its `](` on this line.
+_CONTINUED_LINK = re.compile(r"^[^\[\]]*\]\(\s*(<[^<>\n]*>|[^\s()]*(?:\([^\s()]*\)[^\s()]*)*)")
+_REFERENCE = re.compile(r"^(\s{0,3}\[(?!\^)[^\]]+\]:\s*)(<[^<>\n]*>|\S+)")
+#: attr_list's attributes on a link or image (`[x](y){.internal-link target=_blank}`,
+#: `![](z){: style="..."}`): the docs tool's HTML attributes, not words.
+_LINK_ATTRS = re.compile(r"\)\{:?[ \t]*(?:[.#][\w-]|[\w-]+=)[^{}\n]*\}")
+#: attr_list's attributes alone on a line, for the block above (`{ .annotate }`,
+#: `{#some-id}`): no words.
+_BLOCK_ATTRS = re.compile(r"[ \t]*\{:?[ \t]*(?:[.#][\w-]|[\w-]+=)[^{}\n]*\}[ \t]*")
+#: An icon of mkdocs-material's emoji extension (`:material-help:`,
+#: `:fontawesome-brands-github:`): a picture, no words. An emoji (`:tada:`) stays.
+_ICON = re.compile(r":(?:material|fontawesome|octicons|simple)-[a-z0-9-]+:[ \t]?")
+#: Hugo's `ref`/`relref` shortcodes: the page a link leads to (`[x]({{< ref "y.md" >}})`).
+_HUGO_REF = re.compile(r"\{\{[<%]\s*(?:rel)?ref\s+\"([^\"{}]*)\"\s*[%>]\}\}")
+#: A Hugo shortcode (`{{< name args >}}`, `{{% name %}}`, `{{< /name >}}`): a template call
+#: whose output the tree does not hold. `{{</* name */>}}`, written to show one, is text.
+#: Each part has one way to match (no two runs of spaces side by side): linear time.
+_SHORTCODE = re.compile(
+    r"\{\{<\s*(?:/\s*)?[\w./-]+(?:\s[^{}<>]*)?>\}\}"
+    r"|\{\{%\s*(?:/\s*)?[\w./-]+(?:\s[^{}%]*)?%\}\}"
+)
 _BRACED = re.compile(r"\{\{?([A-Za-z_][A-Za-z0-9_-]*)\}\}?")
 
 
 def _sections(
-    lines: Lines, tokens: list[Token], context: Context, problems: list[tuple[int, str]]
+    lines: Lines,
+    tokens: list[Token],
+    context: Context,
+    problems: list[tuple[int, str]],
+    references: dict[str, Any],
 ) -> Converted:
     count = len(lines.text)
     protected = [False] * count  # fenced or indented code: written as it is
@@ -574,7 +680,7 @@ def _sections(
                 and opening.level == 0
                 and start not in lines.markers
             ):
-                description = _plain(token, context) or None
+                description = _plain(token, context, references) or None
 
     def body(start: int, stop: int) -> str:
         return _body(lines, start, stop, protected, dropped, degraded, context, problems)
@@ -605,13 +711,19 @@ def _heading_text(
 _DESCRIPTION_SOURCE = 2_000
 
 
-def _plain(inline: Token, context: Context) -> str:
-    """A paragraph's text without its Markdown: words of text and code spans."""
+def _plain(inline: Token, context: Context, references: dict[str, Any]) -> str:
+    """A paragraph's text without its Markdown: words of text and code spans (a link by
+    reference, `[text][ref]`, is its text when the page defines `ref`)."""
     parts = []
     # The description is a few hundred characters: its paragraph's start is enough, and
     # markdown-it's inline rules are quadratic on some hostile paragraphs (`[a](` * n).
     head = inline.content[:_DESCRIPTION_SOURCE]
-    children = parser().parseInline(head)[0].children if head else []
+    if "{" in head:  # attr_list's attributes, of a link or of the paragraph: no words
+        lines = head.split("\n")
+        head = _LINK_ATTRS.sub(")", "\n".join(s for s in lines if not _BLOCK_ATTRS.fullmatch(s)))
+    head = _ICON.sub("", _without_shortcodes(head) if "{{" in head else head)
+    env = {"references": references}
+    children = parser().parseInline(head, env)[0].children if head else []
     for child in children or ():
         if child.type in ("text", "code_inline"):
             parts.append(child.content)
@@ -682,6 +794,8 @@ def _prose_line(line: str, origin: int, context: Context, problems: list[tuple[i
         # A deeper heading's id (`### Title {#custom-id}`, Docusaurus and attr_list):
         # an anchor for the docs tool's HTML, not words of the title.
         line = _without_attr_list(line)
+    if "{" in line and _BLOCK_ATTRS.fullmatch(line):
+        return ""
     reference = _REFERENCE.match(line)
     if reference:
         dest = reference.group(2)
@@ -712,10 +826,14 @@ def _prose(
     origin: int,
     problems: list[tuple[int, str]],
 ) -> str:
+    if "{{" in text:
+        text = _without_shortcodes(text)
     if "<" in text:
         if "<TabItem" in text:
             text = _TAB_ITEM.sub(_tab_label, text)
         text = _FRAGMENT.sub("", _TAG.sub("", _COMMENT.sub("", text)))
+    if ":" in text and "-" in text:
+        text = _ICON.sub("", text)
     if "{/*" in text:  # an MDX comment
         text = _JSX_COMMENT.sub("", text)
     if "{'" in text or '{"' in text:  # MDX's string expression `{'text'}`: its text
@@ -727,10 +845,21 @@ def _prose(
             new = _rewritten(dest, origin, context, problems, image=bool(match.group(1)))
             return match.group(0)[: match.start(3) - match.start()] + new
 
+        continued = _CONTINUED_LINK.match(text)
+        if continued:  # its destination is group 1, as an inline link's is group 3
+            new = _rewritten(continued.group(1), origin, context, problems, image=False)
+            text = text[: continued.start(1)] + new + text[continued.end(1) :]
         text = _INLINE_LINK.sub(link, text)
+        if "){" in text:
+            text = _LINK_ATTRS.sub(")", text)
     if "{" in text:
         text = _tokens_in_prose(text, context.tokens, origin, problems)
     return text
+
+
+def _without_shortcodes(text: str) -> str:
+    """Hugo: a link's `ref` is its destination; any other shortcode is dropped."""
+    return _SHORTCODE.sub("", _HUGO_REF.sub(lambda match: match.group(1), text))
 
 
 def _rewritten(

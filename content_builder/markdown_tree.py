@@ -13,9 +13,11 @@ an edit parses one page, a page added parses the pages whose links it changes.
 
 from __future__ import annotations
 
+import json
 import os
 import posixpath
 import re
+import tomllib
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -40,6 +42,7 @@ from content_builder.markdown_page import (
     convert,
     forbidden_lines,
     split_front_matter,
+    split_toml_front_matter,
 )
 from content_builder.model_errors import validate_model
 from content_builder.site_files import MARKDOWN_SUFFIXES, has_markdown, kind, read_site_file
@@ -311,9 +314,20 @@ def _read_pages(
             continue
         yaml_text, body_start = split_front_matter(text)
         front: dict[str, Any] = {}
-        if yaml_text is not None and yaml_text.strip():
+        toml_text, toml_end = (None, 0) if yaml_text is not None else split_toml_front_matter(text)
+        if toml_text is not None:
+            body_start = toml_end
             try:
-                front = read_yaml_mapping(Path(path), display, yaml_text.encode("utf-8"))
+                front = _toml_front_matter(toml_text)
+            except ValueError as error:
+                problems.append(Problem(display, None, f"front matter: invalid TOML ({error})"))
+                continue
+        elif yaml_text is not None and yaml_text.strip():
+            try:
+                # Hugo's docs keep `---`, a comment, `---` on purpose: no fields.
+                front = read_yaml_mapping(
+                    Path(path), display, yaml_text.encode("utf-8"), empty_ok=True
+                )
             except SiteDataError as error:
                 problems += [
                     Problem(p.file, p.field, "front matter: " + _page_lines(p.message))
@@ -323,6 +337,12 @@ def _read_pages(
         cache.put(key, "markdown_front", (front, body_start))
         pages.append(_Page(tree, path, rel, display, data, text, front, body_start, key))
     return pages
+
+
+def _toml_front_matter(text: str) -> dict[str, Any]:
+    """Hugo's TOML front matter as the data YAML front matter gives: its dates and times
+    as their text (a YAML page's unquoted date is text too)."""
+    return json.loads(json.dumps(tomllib.loads(text), default=str))  # type: ignore[no-any-return]
 
 
 def _page_lines(message: str) -> str:

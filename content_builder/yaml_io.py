@@ -86,10 +86,13 @@ def _construct_date(loader: _StrictLoader, node: yaml.ScalarNode) -> YamlDate:
 _StrictLoader.add_constructor("tag:yaml.org,2002:timestamp", _construct_date)
 
 
-def read_yaml_mapping(path: Path, display: str, data: bytes | None = None) -> dict[str, Any]:
+def read_yaml_mapping(
+    path: Path, display: str, data: bytes | None = None, empty_ok: bool = False
+) -> dict[str, Any]:
     """Read one YAML file holding a mapping (`data`: its bytes, when already read);
     every failure names the file. Only a regular file is read, never through a link
-    (site_files.read_site_file), and none over MAX_FILE_BYTES."""
+    (site_files.read_site_file), and none over MAX_FILE_BYTES. `empty_ok`: a document
+    of nothing but comments is no fields (a page's front matter), not an error."""
     if data is None:
         data = read_site_file(path, display)
     elif len(data) > MAX_FILE_BYTES:
@@ -115,6 +118,8 @@ def read_yaml_mapping(path: Path, display: str, data: bytes | None = None) -> di
         raise SiteDataError.single(
             display, None, f"invalid YAML: a value its !!tag cannot convert ({error!r})"
         ) from error
+    if data is None and empty_ok:
+        data = {}
     if isinstance(data, _Plain):
         data = data.value  # plain by construction: nothing more to check
     elif not isinstance(data, dict):

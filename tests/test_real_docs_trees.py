@@ -1,0 +1,249 @@
+"""What real docs trees write, distilled into small trees (issue 23; session 27): each
+case was found publishing a real tree (Hugo's docs, FastAPI's, Starlette's, VitePress's)
+and is kept here as the few lines that broke."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+from content_builder.build import plan
+from tests.conftest import plan_errors
+from tests.test_markdown_source import _files, _site, _twin
+
+
+def test_front_matter_of_only_comments_is_no_fields(tmp_path: Path) -> None:
+    # gohugoio/hugoDocs content/en/_common/*.md: `---`, `# Do not remove front matter.`,
+    # `---`. YAML of only comments is an empty document: no fields, not an error.
+    site = _site(
+        tmp_path,
+        {
+            "store.md": "---\n# Do not remove front matter.\n---\n\n## Methods\n\nText.\n",
+            "empty.md": "---\n---\n# Empty\n\nText.\n",
+        },
+    )
+    result = plan(site)
+    assert "## Methods\n\nText." in _twin(result, "store")
+    assert json.loads(_files(result)["/api/v1/content/empty.json"])["title"] == "Empty"
+
+
+def test_a_footnote_definition_is_text_not_a_link(tmp_path: Path) -> None:
+    # vuejs/vitepress docs/en/guide/markdown.md, hugoDocs installation/*.md: `[^1]: Easy
+    # if ...` is a footnote (GFM, Python-Markdown, markdown-it-footnote), not a link
+    # reference definition to `Easy`: it was a broken link error.
+    site = _site(
+        tmp_path,
+        {"page.md": "# Page\n\nSupported[^1], and [linked][ref].\n\n"
+         "[^1]: Definitions can contain **markdown**.\n[ref]: other.md\n",
+         "other.md": "# Other\n\nx\n"},
+    )  # fmt: skip
+    twin = _twin(plan(site), "page")
+    assert "[^1]: Definitions can contain **markdown**." in twin
+    assert "[ref]: https://" in twin and "/api/v1/content/other.md" in twin
+
+
+def test_pymdownx_blocks_degrade_to_text(tmp_path: Path) -> None:
+    # tiangolo/fastapi docs/en/docs/tutorial/body.md (pymdownx.blocks, 2,739 marker lines
+    # in the tree): `/// info`, `/// note | Title`, `//// tab | Python 3.10+` ... closed by
+    # as many slashes; options are YAML indented under the header. They were published as
+    # written.
+    page = (
+        "# Body\n\nIntro.\n\n/// info\n\nTo send data, use `POST`.\n\n///\n\n"
+        '/// note | "Technical Details"\n\nDetails.\n\n///\n\n'
+        '//// tab | Python 3.10+\n\n```Python hl_lines="2"\nx: int | None\n```\n\n'
+        "/// details | Why\n    open: True\n\nNested.\n\n///\n\n////\n\n"
+        "/// admonition | Careful\n    type: warning\n\nWatch out.\n///\n\n"
+        "Rust:\n\n```rust\n/// doc comment\n///\n```\n"
+    )
+    site = _site(tmp_path, {"body.md": page})
+    twin = _twin(plan(site), "body")
+    assert "///" not in twin.replace("```rust\n/// doc comment\n///\n```", "")
+    assert "```rust\n/// doc comment\n///\n```" in twin  # code is code
+    for text in (
+        "**Info**",
+        '**Note: "Technical Details"**',
+        "**Python 3.10+**",
+        "**Why**",
+        "**Careful**",
+        "To send data, use `POST`.",
+        "Nested.",
+        "Watch out.",
+    ):
+        assert text in twin, text
+    assert '```Python hl_lines="2"\nx: int | None\n```' in twin
+    assert "open: True" not in twin and "type: warning" not in twin
+
+
+def test_a_mkdocstrings_directive_is_its_identifier_not_a_container(tmp_path: Path) -> None:
+    # tiangolo/fastapi docs/en/docs/reference/*.md: `::: fastapi.FastAPI` and its options
+    # (YAML, indented) were a forged `**Fastapi: .FastAPI**` and an indented code block.
+    page = (
+        "# `FastAPI` class\n\nImport it:\n\n```python\nfrom fastapi import FastAPI\n```\n\n"
+        "::: fastapi.FastAPI\n    options:\n        members:\n            - openapi\n\n"
+        "::: fastapi.routing.APIRouter\n\nAfter.\n\n::: tip\nA VitePress container.\n:::\n"
+    )
+    site = _site(tmp_path, {"reference.md": page})
+    twin = _twin(plan(site), "reference")
+    assert "`fastapi.FastAPI`\n\n" in twin and "`fastapi.routing.APIRouter`\n\n" in twin
+    assert "Fastapi" not in twin and "options:" not in twin and "- openapi" not in twin
+    assert "After." in twin and "**Tip**\n\nA VitePress container." in twin
+
+
+def test_hugo_toml_front_matter_is_read(tmp_path: Path) -> None:
+    # gohugoio/hugoDocs content/en/getting-started/quick-start.md shows it, and older Hugo
+    # sites write every page so: `+++` ... `+++`, TOML. It was published as text, its
+    # title and ordering lost.
+    site = _site(
+        tmp_path,
+        {
+            "quick.md": '+++\ntitle = "Quick start"\ndescription = "Build a site."\n'
+            "weight = 1\ndate = 2023-01-02T03:04:05Z\n[params]\nx = [1, 2]\n+++\n\n"
+            "Learn Hugo.\n\n## Install\n\nText.\n",
+            "draft.md": '+++\ntitle = "Draft"\ndraft = true\n+++\nNot yet.\n',
+            "bad.md": "+++\ntitle = \n+++\nx\n",
+        },
+    )
+    errors = plan_errors(site)
+    assert any("bad.md" in error and "TOML" in error for error in errors), errors
+    (tmp_path / "docs" / "bad.md").unlink()
+    result = plan(site)
+    files = _files(result)
+    quick = json.loads(files["/api/v1/content/quick.json"])
+    assert quick["title"] == "Quick start"
+    assert "/api/v1/content/quick.json): Build a site. (" in files["/llms.txt"].decode()
+    assert "+++" not in _twin(result, "quick") and 'title = "' not in _twin(result, "quick")
+    assert "/api/v1/content/draft.json" not in files
+
+
+def test_an_attribute_list_after_a_link_or_image_is_dropped(tmp_path: Path) -> None:
+    # tiangolo/fastapi docs (156 times): `[Bigger Applications](bigger-applications.md)`
+    # followed by `{.internal-link target=_blank}`; `![](logo.png){: style="height:50px"}`:
+    # attr_list's HTML attributes, not text.
+    page = (
+        "# Page\n\nSee [Other](other.md){.internal-link target=_blank} and "
+        '![logo](https://example.com/logo.png){: style="height:50px"} or [x](other.md){ #id }.\n\n'
+        "A set {a, b} and `[c](d){.e}` stay.\n"
+    )
+    site = _site(tmp_path, {"page.md": page, "other.md": "# Other\n\nx\n"})
+    twin = _twin(plan(site), "page")
+    assert "/api/v1/content/other.md) and ![logo](https://example.com/logo.png) or [x](" in twin
+    assert "internal-link" not in twin and "height:50px" not in twin and "#id" not in twin
+    assert "A set {a, b} and `[c](d){.e}` stay." in twin
+
+
+def test_a_description_reads_reference_links_as_their_text(tmp_path: Path) -> None:
+    # encode/starlette docs/schemas.md: "the widely used [OpenAPI\nspecification][openapi]"
+    # with `[openapi]: https://...` at the page's end was described with its brackets.
+    page = (
+        "# API Schemas\n\nStarlette supports the widely used [OpenAPI\nspecification][openapi]"
+        " and [Swagger][].\n\n## More\n\nx\n\n[openapi]: https://github.com/OAI/OpenAPI-Specification\n"
+        "[swagger]: https://swagger.io\n"
+    )
+    site = _site(tmp_path, {"schemas.md": page})
+    llms = _files(plan(site))["/llms.txt"].decode()
+    assert "Starlette supports the widely used OpenAPI specification and Swagger. (" in llms
+
+
+def test_a_docusaurus_config_in_website_beside_the_docs_is_found(tmp_path: Path) -> None:
+    # reduxjs/redux (also Jest, React Native): docs/ at the repository's root, the
+    # Docusaurus site in website/ (`path: '../docs'`). Read as a plain tree, `id: index`
+    # was "reserved" and links Docusaurus resolves from the docs root were broken.
+    site = _site(
+        tmp_path,
+        {
+            "usage/index.md": "---\nid: index\ntitle: Usage Guides Index\n---\n# Usage\n\n"
+            "See [the store](api/Store.md).\n",
+            "api/Store.md": "# Store\n\nx\n",
+        },
+    )
+    (tmp_path / "website").mkdir()
+    (tmp_path / "website" / "docusaurus.config.ts").write_text("export default {};\n")
+    result = plan(site)
+    assert "/api/v1/content/api-store.md)" in _twin(result, "usage")
+
+
+def test_a_link_whose_text_runs_over_lines_is_rewritten_and_checked(tmp_path: Path) -> None:
+    # pydantic/pydantic docs/concepts/unions.md, astral-sh/ruff docs/configuration.md:
+    # `[... the\nvalidation input](../errors/troubleshooting.md)`: the link's text wraps,
+    # and the link was published as written (relative, to nothing) and never checked.
+    page = (
+        "# Page\n\nSee [how to inspect the\nvalidation input](errors/troubleshooting.md#x), "
+        "then [more](other.md).\n\nA [wrapped\nbroken link](nope.md).\n"
+    )
+    pages = {"page.md": page, "other.md": "# O\n\nx\n", "errors/troubleshooting.md": "# T\n\nx\n"}
+    site = _site(tmp_path, pages)
+    errors = plan_errors(site)
+    assert any("page.md: line 7" in error and "'nope.md'" in error for error in errors), errors
+    pages["page.md"] = page.replace("nope.md", "other.md")
+    site = _site(tmp_path / "fixed", pages)
+    twin = _twin(plan(site), "page")
+    assert "validation input](https://" in twin and "/errors-troubleshooting.md#x), then" in twin
+    assert "broken link](https://" in twin and "/other.md)." in twin
+
+
+def test_an_admonition_marker_needs_no_space(tmp_path: Path) -> None:
+    # pydantic/pydantic docs/concepts/types.md: `!!!note` (Python-Markdown's admonition
+    # and pymdownx.details allow it) was published as text, its body as indented code.
+    page = '# Types\n\n!!!note\n    This was not possible with V2.3.\n\n???+tip "Hint"\n    Read.\n'
+    twin = _twin(plan(_site(tmp_path, {"types.md": page})), "types")
+    assert "**Note**\n\nThis was not possible with V2.3." in twin
+    assert "**Tip: Hint**\n\nRead." in twin and "!!!" not in twin
+
+
+def test_block_attribute_lists_and_icon_shortcodes_are_dropped(tmp_path: Path) -> None:
+    # pydantic/pydantic docs: `{ .annotate }` under a paragraph, `{#field-plain-serializer}`
+    # alone on a line (attr_list), `## :material-help: Usage Documentation` (an icon of
+    # mkdocs-material's emoji extension): markup for the HTML, with no words.
+    page = (
+        "# Serialization\n\nModels are converted (1) by `model_dump()`:\n{ .annotate }\n\n"
+        "1. Annotation.\n\n{#field-plain-serializer}\n\n## :material-help: Usage Documentation\n\n"
+        "Ask :fontawesome-brands-github: here :tada:.\n\n"
+        "```python\nx = {'.a': 1}\n{ .annotate }\n```\n"
+    )
+    result = plan(_site(tmp_path, {"serialization.md": page}))
+    twin = _twin(result, "serialization")
+    assert "annotate }\n```" in twin  # code is code
+    assert twin.count(".annotate") == 1 and "{#field" not in twin
+    assert "## Usage Documentation\n\nAsk here :tada:." in twin
+    assert "Models are converted (1) by `model_dump()`:\n\n1. Annotation." in twin
+
+
+def test_hugo_shortcodes_degrade_to_their_content(tmp_path: Path) -> None:
+    # gohugoio/hugoDocs content/en (1,219 lines): `{{< new-in 0.123.0 />}}`,
+    # `{{% include "x.md" %}}`, `{{< img` with its arguments on the lines below, paired
+    # `{{< code-toggle >}}` ... `{{< /code-toggle >}}`; Hugo's `ref`/`relref` give a link
+    # its page. Template calls whose output the tree does not hold: tags dropped, content
+    # kept, a `ref` link rewritten; `{{</* x */>}}` (written to show a shortcode) and code
+    # stay as written.
+    page = (
+        '# Resize\n\n{{< new-in 0.123.0 />}}\n\nSee [Process]({{< ref "process" >}}) and '
+        '[the other]({{< relref "/guide/other.md" >}}).\n\n{{< img\n  src="zion.jpg"\n'
+        '  alt="Zion"\n>}}\n\nAfter the image.\n\n{{< code-toggle file=hugo >}}\nbaseURL = "x"\n'
+        "{{< /code-toggle >}}\n\nWrite `{{</* audio */>}}` or {{</* audio */>}}.\n\n"
+        '```go-html-template\n{{< img src="x" >}}\n```\n'
+    )
+    pages = {"resize.md": page, "process.md": "# Process\n\nx\n", "guide/other.md": "# O\n\nx\n"}
+    twin = _twin(plan(_site(tmp_path, pages)), "resize")
+    assert "{{< new-in" not in twin and 'src="zion.jpg"' not in twin and "code-toggle" not in twin
+    assert "After the image." in twin and 'baseURL = "x"' in twin
+    assert "[Process](https://" in twin and "/api/v1/content/process.md)" in twin
+    assert "/api/v1/content/guide-other.md)" in twin
+    assert "Write `{{</* audio */>}}` or {{</* audio */>}}." in twin
+    assert '```go-html-template\n{{< img src="x" >}}\n```' in twin
+
+
+def test_hostile_shortcode_lines_build_in_linear_time(tmp_path: Path) -> None:
+    # The first shortcode pattern had two runs of spaces side by side: one 200 KB line
+    # took minutes.
+    page = (
+        "# Page\n\nx {{< a"
+        + " " * 200_000
+        + "\n\n{{<"
+        + " " * 200_000
+        + "\n\n"
+        + ("{{< a " * 30_000 + "\n")
+    )
+    started = time.perf_counter()
+    plan(_site(tmp_path, {"page.md": page}))
+    assert time.perf_counter() - started < 5
