@@ -17,6 +17,7 @@ import pytest
 import yaml
 
 from content_builder.errors import SiteDataError
+from content_builder.text_rules import FORBIDDEN, LINE_BREAK
 from content_builder.yaml_io import read_yaml_mapping
 from tests.conftest import run_cli, tree_digest
 from tests.test_bad_input import (
@@ -243,6 +244,18 @@ def test_a_device_is_refused_without_reading(tmp_path: Path) -> None:
     with within(5), pytest.raises(SiteDataError) as raised:
         read_site_file("/dev/zero", "zero.yaml")
     assert "a device" in str(raised.value)
+
+
+@pytest.mark.parametrize("name", ["q09-\x1b[2J\x1b[31mred.yaml", "q09-one\nerror: forged.yaml",
+                                  "q09-\u202egnp.yaml"])  # fmt: skip
+def test_a_file_name_with_control_characters_is_shown_escaped(built_site: Built, name: str) -> None:
+    # A file name is author input too (a pull request adds it): printed as it is, an ESC
+    # sequence reached the developer's terminal and a newline forged an `error:` line.
+    (built_site.site / "faq" / name).write_text("id: 5\n", encoding="utf-8")
+    lines = failed_build(built_site)
+    assert len(lines) == len(parse_errors("\n".join(lines))) >= 1
+    assert not any(FORBIDDEN.search(line) or LINE_BREAK.search(line) for line in lines), lines
+    assert any("q09-" in line for line in lines), lines
 
 
 # --- 2. URLs are URLs ------------------------------------------------------------------
