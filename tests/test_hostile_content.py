@@ -19,7 +19,7 @@ import yaml
 from content_builder.errors import SiteDataError
 from content_builder.text_rules import FORBIDDEN, LINE_BREAK
 from content_builder.yaml_io import read_yaml_mapping
-from tests.conftest import run_cli, tree_digest
+from tests.conftest import plan_errors, run_cli, tree_digest
 from tests.test_bad_input import (
     FAQ,
     LOCK,
@@ -563,3 +563,41 @@ def test_headings_found_by_the_properties_are_escaped(text: str, expected: str) 
     from content_builder.render.escape import block
 
     assert block(text) == expected
+
+
+# --- Markdown pages: what a page includes (session 27) ---------------------------------
+
+
+def test_a_snippet_named_many_times_is_read_once(tmp_path: Path) -> None:
+    # A 600 KB block of one-letter names: each was a file opened, read and checked
+    # again (500,000 names: 59 s); a page reads each snippet once.
+    from content_builder.build import plan
+    from tests.test_markdown_source import _site
+
+    block = "--8<--\n" + "x\n" * 300_000 + "--8<--\n"
+    site = _site(tmp_path, {"page.md": "# Page\n\n" + block, "x": "a"})
+    with within(10):
+        plan(site)
+
+
+def test_a_missing_snippet_named_many_times_is_one_error(tmp_path: Path) -> None:
+    from tests.test_markdown_source import _site
+
+    block = "--8<--\n" + "nope.md\n" * 1_000 + "--8<--\n"
+    site = _site(tmp_path, {"page.md": "# Page\n\n" + block})
+    with within(10):
+        errors = plan_errors(site)
+    assert len(errors) == 1 and "page.md" in errors[0] and "nope.md" in errors[0], errors[:3]
+
+
+def test_a_page_with_what_it_includes_stays_under_the_file_limit(tmp_path: Path) -> None:
+    # Included text is parsed as the page's own: 4 Mi characters of headings took 44 s
+    # and 1.5 GB. A page's text with its snippets and partials is bounded as one file is.
+    from content_builder.site_files import MAX_FILE_BYTES
+    from tests.test_markdown_source import _site
+
+    part = "# h\n" * (MAX_FILE_BYTES // 4 // 2)  # half the limit, in headings
+    site = _site(tmp_path, {"page.md": "# Page\n\n" + '--8<-- "part.txt"\n' * 3, "part.txt": part})
+    with within(15):
+        errors = plan_errors(site)
+    assert any("page.md" in e and "part.txt" in e and "1,048,576" in e for e in errors), errors
