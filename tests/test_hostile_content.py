@@ -569,12 +569,12 @@ def test_headings_found_by_the_properties_are_escaped(text: str, expected: str) 
 
 
 def test_a_snippet_named_many_times_is_read_once(tmp_path: Path) -> None:
-    # A 600 KB block of one-letter names: each was a file opened, read and checked
+    # A 400 KB block of one-letter names: each was a file opened, read and checked
     # again (500,000 names: 59 s); a page reads each snippet once.
     from content_builder.build import plan
     from tests.test_markdown_source import _site
 
-    block = "--8<--\n" + "x\n" * 300_000 + "--8<--\n"
+    block = "--8<--\n" + "x\n" * 200_000 + "--8<--\n"
     site = _site(tmp_path, {"page.md": "# Page\n\n" + block, "x": "a"})
     with within(10):
         plan(site)
