@@ -601,3 +601,28 @@ def test_a_page_with_what_it_includes_stays_under_the_file_limit(tmp_path: Path)
     with within(15):
         errors = plan_errors(site)
     assert any("page.md" in e and "part.txt" in e and "1,048,576" in e for e in errors), errors
+
+
+@pytest.mark.parametrize(
+    ("name", "url_path"),
+    [("a?b.md", "a%3Fb"), ("a#b.md", "a%23b"), ("my page.md", "my%20page"),
+     ("100%.md", "100%25"), ("caf\u00e9.md", "caf%C3%A9"), ("guide/x y/index.md", "guide/x%20y/")],
+)  # fmt: skip
+def test_a_pages_url_from_its_file_name_is_percent_encoded(
+    tmp_path: Path, name: str, url_path: str
+) -> None:
+    # A file name is not a URL: `a?b.md` was published at `.../a?b` (a query), and a
+    # name with a space or a non-ASCII letter failed on a canonical_url nobody wrote.
+    import json
+
+    from content_builder.build import plan
+    from tests.test_markdown_source import _site
+
+    result = plan(_site(tmp_path, {name: "# Page\n\nText.\n"}))
+    (page,) = (d.id for d in result.site.documents if d.id != "site")
+    (document,) = (
+        json.loads(artifact.body)
+        for artifact in result.artifacts
+        if artifact.path == f"/api/v1/content/{page}.json"
+    )
+    assert document["canonical_url"] == "https://www.python-httpx.org/" + url_path
