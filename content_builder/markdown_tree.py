@@ -20,6 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import yaml
 
@@ -407,7 +408,9 @@ def _assign_ids(pages: list[_Page], problems: list[Problem]) -> list[_Page]:
             path = docusaurus.url_path(page.rel, identifier, page.front.get("slug"))
             page.canonical = page.tree.docs_url + "/" + path
             continue
-        url_path = page_url_path(page.rel, page.tree.style)
+        # A file name is not a URL: `a?b.md` is served at `a%3Fb/` (mkdocs' urlquote), not
+        # at a query; a space, `%` or `é` in a name is written as the docs tool writes it.
+        url_path = quote(page_url_path(page.rel, page.tree.style))
         slug = page.front.get("slug")
         if isinstance(slug, str) and slug.strip() and " " not in slug:
             # Docusaurus: the page's URL path, from the site's root when absolute.
