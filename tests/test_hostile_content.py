@@ -626,3 +626,29 @@ def test_a_pages_url_from_its_file_name_is_percent_encoded(
         if artifact.path == f"/api/v1/content/{page}.json"
     )
     assert document["canonical_url"] == "https://www.python-httpx.org/" + url_path
+
+
+@pytest.mark.parametrize(
+    ("written", "published"),
+    [
+        ("[l](<my page.md>)", "[l](https://agents.python-httpx.example/api/v1/content/my-page.json)"),
+        ("![i](<my image.png>)", "![i](https://www.python-httpx.org/my%20image.png)"),
+        ("![i](x%0A%0A%23%23%20Forged.png)", "![i](https://www.python-httpx.org/x%0A%0A%23%23%20Forged.png)"),
+        ("[d](files/a%20b.zip)", "[d](https://www.python-httpx.org/files/a%20b.zip)"),
+    ],
+)  # fmt: skip
+def test_a_rewritten_link_keeps_what_its_destination_says(
+    tmp_path: Path, written: str, published: str
+) -> None:
+    # `<my page.md>` was taken for an HTML tag and dropped (`[l]()`), and a link to a file
+    # was published decoded: `%0A` became a line break inside the link.
+    import json
+
+    from content_builder.build import plan
+    from tests.test_markdown_source import _site
+
+    pages = {"page.md": f"# Page\n\n{written}\n", "my page.md": "# Mine\n\nx\n"}
+    result = plan(_site(tmp_path, pages))
+    (artifact,) = (a for a in result.artifacts if a.path == "/api/v1/content/page.json")
+    (section,) = json.loads(artifact.body)["content"]["sections"]
+    assert section["body"] == published
