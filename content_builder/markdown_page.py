@@ -541,7 +541,9 @@ _JSX_STRING = re.compile(r"\{\s*(['\"])([^'\"{}]*)\1\s*\}")
 _DROPPED_ELEMENT = re.compile(r"<(script|style)\b[^>]*>.*?</\1\s*>", re.DOTALL | re.IGNORECASE)
 # A tag, its attribute values quoted or not (`v-if="i < n"` holds a `<`); the
 # alternatives exclude each other, so a tag that does not close fails in linear time.
-_TAG = re.compile(r"</?[A-Za-z][A-Za-z0-9:._-]*(?:\s(?:[^<>\"']|\"[^\"]*\"|'[^']*')*)?/?>")
+# Not right after `](`: there `<my page.md>` is a link's destination (CommonMark's form
+# for one holding a space), not a tag.
+_TAG = re.compile(r"(?<!\]\()</?[A-Za-z][A-Za-z0-9:._-]*(?:\s(?:[^<>\"']|\"[^\"]*\"|'[^']*')*)?/?>")
 #: Vue's interpolation in an HTML block (VitePress): data the page does not hold.
 _MUSTACHE = re.compile(r"\{\{.*?\}\}")
 _CODE_SPAN = re.compile(r"(`+)(.+?)(?<!`)\1(?!`)")
