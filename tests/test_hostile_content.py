@@ -652,3 +652,21 @@ def test_a_rewritten_link_keeps_what_its_destination_says(
     (artifact,) = (a for a in result.artifacts if a.path == "/api/v1/content/page.json")
     (section,) = json.loads(artifact.body)["content"]["sections"]
     assert section["body"] == published
+
+
+def test_a_docs_dir_that_is_no_docs_tree_is_refused_in_bounded_time(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # `docs_dir: /` walked the whole file system (over 60 s, every .md of the machine):
+    # the walk stops at a bound, one error naming the folder.
+    from content_builder import markdown_tree
+    from tests.test_markdown_source import _site
+
+    monkeypatch.setattr(markdown_tree, "MAX_TREE_ENTRIES", 50)
+    site = _site(tmp_path, {f"d{n}/p.md": f"# P{n}\n\nx\n" for n in range(30)})
+    errors = plan_errors(site)
+    assert len(errors) == 1 and "more than 50" in errors[0] and "docs_dir" in errors[0], errors
+    monkeypatch.setattr(markdown_tree, "MAX_TREE_ENTRIES", 60)
+    from content_builder.build import plan
+
+    plan(site)  # 30 folders and 30 pages: within the bound
