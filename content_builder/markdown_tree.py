@@ -53,6 +53,10 @@ _TAKEN_GROUPS = frozenset({"Interfaces", "Optional", "FAQ", DEFAULT_GROUP})
 #: Markdown pages come after YAML documents in publication order (YAML: `order`, 100).
 _ORDER_BASE = 1_000_000
 _SKIPPED_FOLDERS = frozenset({"node_modules"})
+#: The most files and folders a docs tree's walk lists (skipped folders not entered):
+#: `docs_dir: /` walked the whole machine for minutes. The largest real trees hold a few
+#: thousand; 200,000 entries are listed in about a second.
+MAX_TREE_ENTRIES = 200_000
 #: Front matter keys that order pages (Docusaurus, VitePress themes, Hugo, just-the-docs).
 _ORDER_KEYS = ("sidebar_position", "order", "weight", "nav_order")
 _SLUG_RUN = re.compile(r"[^a-z0-9]+")
@@ -341,6 +345,7 @@ def _walk(
     said so)."""
     found: list[tuple[str, str]] = []
     stack = [""]
+    seen = 0
     while stack:
         rel_folder = stack.pop()
         folder = os.path.join(tree.root, rel_folder) if rel_folder else str(tree.root)
@@ -350,6 +355,14 @@ def _walk(
         except OSError as error:
             problems.append(Problem(display_path(Path(folder)), None, f"cannot list: {error}"))
             continue
+        seen += len(listed)
+        if seen > MAX_TREE_ENTRIES:
+            problems.append(
+                Problem(display_path(tree.root), None,
+                        f"holds more than {MAX_TREE_ENTRIES:,} files and folders: not a docs "
+                        "tree (is site.yaml's docs_dir the folder of the docs?)")
+            )  # fmt: skip
+            return []
         for entry in listed:
             rel = f"{rel_folder}/{entry.name}" if rel_folder else entry.name
             if entry.is_dir(follow_symlinks=False):
