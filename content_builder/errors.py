@@ -12,8 +12,14 @@ class Problem:
     message: str
 
     def __str__(self) -> str:
+        # Imported here: text_rules imports this module for Problem.
+        from content_builder.text_rules import shown
+
         where = f"{self.file}: field '{self.field}'" if self.field else self.file
-        return f"{where}: {self.message}"
+        # One terminal line, whatever a file's name holds: a name is author input (a
+        # pull request adds it), and an ESC sequence or a newline in it must not reach
+        # the developer's terminal as it is, nor start a line that reads as an error.
+        return shown(f"{where}: {self.message}")
 
 
 @dataclass

@@ -27,6 +27,7 @@ import posixpath
 import re
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import yaml
 
@@ -77,9 +78,11 @@ def url_path(rel: str, identifier: str, slug: Any) -> str:
     name = posixpath.basename(identifier)
     parent = posixpath.basename(folder)
     unprefixed = _unprefixed(posixpath.basename(_EXTENSION.sub("", rel)))
+    # From file names (a slug above is the author's URL, kept as written): encoded as a
+    # browser asks for them, so `a?b.md` is not published at a query.
     if unprefixed.lower() in ("index", "readme") or (parent and unprefixed == parent):
-        return folder
-    return posixpath.join(folder, name) if folder else name
+        return quote(folder)
+    return quote(posixpath.join(folder, name) if folder else name)
 
 
 def category(folder: str) -> dict[str, Any]:

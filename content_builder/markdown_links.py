@@ -16,7 +16,7 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from urllib.parse import unquote, urljoin
+from urllib.parse import quote, unquote, urljoin
 
 from agent_contract import paths
 from content_builder.errors import Problem, SiteDataError
@@ -254,4 +254,6 @@ def _asset_url(tree: Tree, target: str) -> str | None:
     if rel.startswith("public/"):
         rel = rel[len("public/") :]
     suffix = "/" if target.endswith(os.sep) and rel != "." else ""
-    return f"{tree.docs_url}/{'' if rel == '.' else rel}{suffix}"
+    # The path was decoded to find the file: encoded again, a link's `%20` or `%0A` is
+    # published as written, never as a space or a line break inside the link.
+    return f"{tree.docs_url}/{'' if rel == '.' else quote(rel)}{suffix}"

@@ -24,7 +24,7 @@ from __future__ import annotations
 import difflib
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from content_builder.text_rules import FORBIDDEN, describe
@@ -121,10 +121,12 @@ class Lines:
         self.origin.append(origin)
 
 
-#: The most text a page may include from other files (snippets and MDX partials, all
-#: levels): one included 100 times would otherwise make a 1 MiB page hundreds of MB to
-#: parse (the review of session 23: a 462 KB partial used 100 times, 21 s and 1.1 GB).
-MAX_INCLUDED_CHARS = 4 << 20
+#: The most text a page may be, its own and what it includes from other files (snippets
+#: and MDX partials, all levels): the bound of one site file (site_files.MAX_FILE_BYTES).
+#: Included text is parsed as the page's own: one file included 100 times made a page
+#: hundreds of MB to parse (session 23's review: 21 s and 1.1 GB), and at the 4 Mi
+#: characters included that allowed, a page of headings took 44 s and 1.5 GB (session 27).
+MAX_INCLUDED_CHARS = 1 << 20
 
 
 def _room_for(
@@ -137,7 +139,7 @@ def _room_for(
         return True
     problems.append(
         (origin, f"{name!r}: the page includes more than {MAX_INCLUDED_CHARS:,} characters "
-                 "from other files; include less")
+                 "with its own text (the limit of one site file); include less")
     )  # fmt: skip
     return False
 
@@ -178,6 +180,8 @@ def convert(text: str, body_start: int, context: Context, mdx: bool = False) -> 
     snippets: list[str] = []
     for number, line in enumerate(text.split("\n")[body_start:], body_start + 1):
         lines.add(line, number)
+    lines.included = len(text)  # the page's own text counts against the bound too
+    context = replace(context, read_snippet=_read_once(context.read_snippet))
     lines = _expand_snippets(lines, context, problems, snippets, depth=0)
     lines = _expand_partials(lines, context, problems, snippets)
     lines = _degrade_containers(lines)
@@ -186,9 +190,23 @@ def convert(text: str, body_start: int, context: Context, mdx: bool = False) -> 
     env: dict[str, Any] = {}  # the page's link reference definitions, for its description
     tokens = parser(blocks_only=True, mdx=mdx).parse("\n".join(lines.text) + "\n", env)
     converted = _sections(lines, tokens, context, problems, env.get("references", {}))
-    converted.problems = problems + converted.problems
-    converted.snippets = snippets
+    # One line per problem: a line naming one missing file 1,000 times is one error.
+    converted.problems = list(dict.fromkeys(problems + converted.problems))
+    converted.snippets = list(dict.fromkeys(snippets))
     return converted
+
+
+def _read_once(read: ReadSnippet) -> ReadSnippet:
+    """`read`, each name read once for the page: a block of 500,000 one-letter names
+    opened, read and checked one file 500,000 times (59 s)."""
+    seen: dict[str, tuple[str | None, str | None, str | None]] = {}
+
+    def read_snippet(name: str) -> tuple[str | None, str | None, str | None]:
+        if name not in seen:
+            seen[name] = read(name)
+        return seen[name]
+
+    return read_snippet
 
 
 def forbidden_lines(text: str) -> list[tuple[int, str]]:
@@ -256,7 +274,7 @@ def _expand_snippets(
 ) -> Lines:
     if not any("8<" in line for line in lines.text):
         return lines
-    out = Lines([], [])
+    out = Lines([], [], included=lines.included)
     fences = _Fences()
     index = 0
     while index < len(lines.text):
@@ -333,7 +351,7 @@ def _expand_partials(
     if not imported:
         return lines
     usage = re.compile(r"^(\s*)<(" + "|".join(map(re.escape, imported)) + r")\b[^<>]*/>\s*$")
-    out = Lines([], [], lines.markers)
+    out = Lines([], [], lines.markers, lines.included)
     fences = _Fences()
     for line, origin in zip(lines.text, lines.origin, strict=True):
         used = None if fences.inside(line) else usage.match(line)
@@ -602,7 +620,9 @@ _JSX_STRING = re.compile(r"\{\s*(['\"])([^'\"{}]*)\1\s*\}")
 _DROPPED_ELEMENT = re.compile(r"<(script|style)\b[^>]*>.*?</\1\s*>", re.DOTALL | re.IGNORECASE)
 # A tag, its attribute values quoted or not (`v-if="i < n"` holds a `<`); the
 # alternatives exclude each other, so a tag that does not close fails in linear time.
-_TAG = re.compile(r"</?[A-Za-z][A-Za-z0-9:._-]*(?:\s(?:[^<>\"']|\"[^\"]*\"|'[^']*')*)?/?>")
+# Not right after `](`: there `<my page.md>` is a link's destination (CommonMark's form
+# for one holding a space), not a tag.
+_TAG = re.compile(r"(?<!\]\()</?[A-Za-z][A-Za-z0-9:._-]*(?:\s(?:[^<>\"']|\"[^\"]*\"|'[^']*')*)?/?>")
 #: Vue's interpolation in an HTML block (VitePress): data the page does not hold.
 _MUSTACHE = re.compile(r"\{\{.*?\}\}")
 _CODE_SPAN = re.compile(r"(`+)(.+?)(?<!`)\1(?!`)")

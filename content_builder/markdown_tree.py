@@ -22,6 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import yaml
 
@@ -56,6 +57,10 @@ _TAKEN_GROUPS = frozenset({"Interfaces", "Optional", "FAQ", DEFAULT_GROUP})
 #: Markdown pages come after YAML documents in publication order (YAML: `order`, 100).
 _ORDER_BASE = 1_000_000
 _SKIPPED_FOLDERS = frozenset({"node_modules"})
+#: The most files and folders a docs tree's walk lists (skipped folders not entered):
+#: `docs_dir: /` walked the whole machine for minutes. The largest real trees hold a few
+#: thousand; 200,000 entries are listed in about a second.
+MAX_TREE_ENTRIES = 200_000
 #: Front matter keys that order pages (Docusaurus, VitePress themes, Hugo, just-the-docs).
 _ORDER_KEYS = ("sidebar_position", "order", "weight", "nav_order")
 _SLUG_RUN = re.compile(r"[^a-z0-9]+")
@@ -361,6 +366,7 @@ def _walk(
     said so)."""
     found: list[tuple[str, str]] = []
     stack = [""]
+    seen = 0
     while stack:
         rel_folder = stack.pop()
         folder = os.path.join(tree.root, rel_folder) if rel_folder else str(tree.root)
@@ -370,6 +376,14 @@ def _walk(
         except OSError as error:
             problems.append(Problem(display_path(Path(folder)), None, f"cannot list: {error}"))
             continue
+        seen += len(listed)
+        if seen > MAX_TREE_ENTRIES:
+            problems.append(
+                Problem(display_path(tree.root), None,
+                        f"holds more than {MAX_TREE_ENTRIES:,} files and folders: not a docs "
+                        "tree (is site.yaml's docs_dir the folder of the docs?)")
+            )  # fmt: skip
+            return []
         for entry in listed:
             rel = f"{rel_folder}/{entry.name}" if rel_folder else entry.name
             if entry.is_dir(follow_symlinks=False):
@@ -428,7 +442,9 @@ def _assign_ids(pages: list[_Page], problems: list[Problem]) -> list[_Page]:
             path = docusaurus.url_path(page.rel, identifier, page.front.get("slug"))
             page.canonical = page.tree.docs_url + "/" + path
             continue
-        url_path = page_url_path(page.rel, page.tree.style)
+        # A file name is not a URL: `a?b.md` is served at `a%3Fb/` (mkdocs' urlquote), not
+        # at a query; a space, `%` or `é` in a name is written as the docs tool writes it.
+        url_path = quote(page_url_path(page.rel, page.tree.style))
         slug = page.front.get("slug")
         if isinstance(slug, str) and slug.strip() and " " not in slug:
             # Docusaurus: the page's URL path, from the site's root when absolute.

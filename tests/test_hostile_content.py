@@ -17,8 +17,9 @@ import pytest
 import yaml
 
 from content_builder.errors import SiteDataError
+from content_builder.text_rules import FORBIDDEN, LINE_BREAK
 from content_builder.yaml_io import read_yaml_mapping
-from tests.conftest import run_cli, tree_digest
+from tests.conftest import plan_errors, run_cli, tree_digest
 from tests.test_bad_input import (
     FAQ,
     LOCK,
@@ -243,6 +244,18 @@ def test_a_device_is_refused_without_reading(tmp_path: Path) -> None:
     with within(5), pytest.raises(SiteDataError) as raised:
         read_site_file("/dev/zero", "zero.yaml")
     assert "a device" in str(raised.value)
+
+
+@pytest.mark.parametrize("name", ["q09-\x1b[2J\x1b[31mred.yaml", "q09-one\nerror: forged.yaml",
+                                  "q09-\u202egnp.yaml"])  # fmt: skip
+def test_a_file_name_with_control_characters_is_shown_escaped(built_site: Built, name: str) -> None:
+    # A file name is author input too (a pull request adds it): printed as it is, an ESC
+    # sequence reached the developer's terminal and a newline forged an `error:` line.
+    (built_site.site / "faq" / name).write_text("id: 5\n", encoding="utf-8")
+    lines = failed_build(built_site)
+    assert len(lines) == len(parse_errors("\n".join(lines))) >= 1
+    assert not any(FORBIDDEN.search(line) or LINE_BREAK.search(line) for line in lines), lines
+    assert any("q09-" in line for line in lines), lines
 
 
 # --- 2. URLs are URLs ------------------------------------------------------------------
@@ -550,3 +563,110 @@ def test_headings_found_by_the_properties_are_escaped(text: str, expected: str) 
     from content_builder.render.escape import block
 
     assert block(text) == expected
+
+
+# --- Markdown pages: what a page includes (session 27) ---------------------------------
+
+
+def test_a_snippet_named_many_times_is_read_once(tmp_path: Path) -> None:
+    # A 400 KB block of one-letter names: each was a file opened, read and checked
+    # again (500,000 names: 59 s); a page reads each snippet once.
+    from content_builder.build import plan
+    from tests.test_markdown_source import _site
+
+    block = "--8<--\n" + "x\n" * 200_000 + "--8<--\n"
+    site = _site(tmp_path, {"page.md": "# Page\n\n" + block, "x": "a"})
+    with within(10):
+        plan(site)
+
+
+def test_a_missing_snippet_named_many_times_is_one_error(tmp_path: Path) -> None:
+    from tests.test_markdown_source import _site
+
+    block = "--8<--\n" + "nope.md\n" * 1_000 + "--8<--\n"
+    site = _site(tmp_path, {"page.md": "# Page\n\n" + block})
+    with within(10):
+        errors = plan_errors(site)
+    assert len(errors) == 1 and "page.md" in errors[0] and "nope.md" in errors[0], errors[:3]
+
+
+def test_a_page_with_what_it_includes_stays_under_the_file_limit(tmp_path: Path) -> None:
+    # Included text is parsed as the page's own: 4 Mi characters of headings took 44 s
+    # and 1.5 GB. A page's text with its snippets and partials is bounded as one file is.
+    from content_builder.site_files import MAX_FILE_BYTES
+    from tests.test_markdown_source import _site
+
+    part = "# h\n" * (MAX_FILE_BYTES // 4 // 2)  # half the limit, in headings
+    site = _site(tmp_path, {"page.md": "# Page\n\n" + '--8<-- "part.txt"\n' * 3, "part.txt": part})
+    with within(15):
+        errors = plan_errors(site)
+    assert any("page.md" in e and "part.txt" in e and "1,048,576" in e for e in errors), errors
+
+
+@pytest.mark.parametrize(
+    ("name", "url_path"),
+    [("a?b.md", "a%3Fb"), ("a#b.md", "a%23b"), ("my page.md", "my%20page"),
+     ("100%.md", "100%25"), ("caf\u00e9.md", "caf%C3%A9"), ("guide/x y/index.md", "guide/x%20y/")],
+)  # fmt: skip
+def test_a_pages_url_from_its_file_name_is_percent_encoded(
+    tmp_path: Path, name: str, url_path: str
+) -> None:
+    # A file name is not a URL: `a?b.md` was published at `.../a?b` (a query), and a
+    # name with a space or a non-ASCII letter failed on a canonical_url nobody wrote.
+    import json
+
+    from content_builder.build import plan
+    from tests.test_markdown_source import _site
+
+    result = plan(_site(tmp_path, {name: "# Page\n\nText.\n"}))
+    (page,) = (d.id for d in result.site.documents if d.id != "site")
+    (document,) = (
+        json.loads(artifact.body)
+        for artifact in result.artifacts
+        if artifact.path == f"/api/v1/content/{page}.json"
+    )
+    assert document["canonical_url"] == "https://www.python-httpx.org/" + url_path
+
+
+@pytest.mark.parametrize(
+    ("written", "published"),
+    [
+        ("[l](<my page.md>)", "[l](https://agents.python-httpx.example/api/v1/content/my-page.json)"),
+        ("![i](<my image.png>)", "![i](https://www.python-httpx.org/my%20image.png)"),
+        ("![i](x%0A%0A%23%23%20Forged.png)", "![i](https://www.python-httpx.org/x%0A%0A%23%23%20Forged.png)"),
+        ("[d](files/a%20b.zip)", "[d](https://www.python-httpx.org/files/a%20b.zip)"),
+    ],
+)  # fmt: skip
+def test_a_rewritten_link_keeps_what_its_destination_says(
+    tmp_path: Path, written: str, published: str
+) -> None:
+    # `<my page.md>` was taken for an HTML tag and dropped (`[l]()`), and a link to a file
+    # was published decoded: `%0A` became a line break inside the link.
+    import json
+
+    from content_builder.build import plan
+    from tests.test_markdown_source import _site
+
+    pages = {"page.md": f"# Page\n\n{written}\n", "my page.md": "# Mine\n\nx\n"}
+    result = plan(_site(tmp_path, pages))
+    (artifact,) = (a for a in result.artifacts if a.path == "/api/v1/content/page.json")
+    (section,) = json.loads(artifact.body)["content"]["sections"]
+    assert section["body"] == published
+
+
+def test_a_docs_dir_that_is_no_docs_tree_is_refused_in_bounded_time(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # `docs_dir: /` walked the whole file system (over 60 s, every .md of the machine):
+    # the walk stops at a bound, one error naming the folder.
+    from content_builder import markdown_tree
+    from tests.test_markdown_source import _site
+
+    monkeypatch.setattr(markdown_tree, "MAX_TREE_ENTRIES", 50)
+    site = _site(tmp_path, {f"d{n}/p.md": f"# P{n}\n\nx\n" for n in range(30)})
+    errors = plan_errors(site)
+    assert len(errors) == 1 and "more than 50" in errors[0] and "docs_dir" in errors[0], errors
+    monkeypatch.setattr(markdown_tree, "MAX_TREE_ENTRIES", 60)
+    from content_builder.build import plan
+
+    plan(site)  # 30 folders and 30 pages: within the bound
