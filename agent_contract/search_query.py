@@ -224,7 +224,8 @@ def query(fetch: Fetch, text: str, limit: int | None = 10, offset: int = 0) -> R
 
     A word's postings past its shard's (lower weights) are read only while some entry
     could still enter the page asked for: the "no random access" top-k algorithm (Fagin
-    et al., NRA), each word's unread postings bounded by its idf times their weight."""
+    et al., NRA), each word's unread postings bounded by its idf times their weight,
+    the highest weight read first (`MORE_POSTINGS_BUDGET` may stop the reading)."""
     reader = _Reader(fetch)
     index = _Index(reader)
     words: list[tuple[str, list[tuple[str, _Term, float]]]] = []
@@ -244,12 +245,16 @@ def query(fetch: Fetch, text: str, limit: int | None = 10, offset: int = 0) -> R
         ranked = sorted(
             scores.items(), key=lambda item: (-item[1].total, -len(item[1].held), item[0])
         )
+        # Highest weight first, then idf * weight: under the budget, every word's title
+        # postings are read before any word's prose. By idf * weight alone, a large
+        # site's budget went on a rarer word's prose before a common word's titles, and
+        # an entry titled with every word never got its coordination (docs/decisions.md,
+        # "A real MCP client and 10,000 entries in session 27").
         unread = [
-            (bound, word_index, term_index)
+            ((_next_weight(posting), weight * _next_weight(posting)), word_index, term_index)
             for word_index, (_, found) in enumerate(words)
             for term_index, (_, posting, weight) in enumerate(found)
             if posting.more
-            for bound in [weight * _next_weight(posting)]
         ]
         if not unread or not _may_change(ranked, words, wanted):
             break

@@ -498,6 +498,29 @@ class Catalog:
         kind = "faq" if self.entries[entry_id].content_type == "faq" else "content"
         return f"{self.scheme}://{kind}/{entry_id}"
 
+    def resource_templates(self) -> list[ResourceSpec]:
+        """resources/templates/list: one URI template (RFC 6570) per kind of entry the
+        site has, `entry_uri`'s shape, so that a client reads an entry by the id search
+        gave it without paging resources/list (201 pages at 10,000 entries). `path` is
+        the template of the file it reads."""
+        kinds = {"faq" if e.content_type == "faq" else "content" for e in self.entries.values()}
+        return [
+            ResourceSpec(
+                uri=f"{self.scheme}://{kind}/{{{argument}}}",
+                name=name,
+                description=f"{what} by its id (from search, search_content or "
+                f"get_content_index), as its JSON; one past {FETCH_CHARS:,} characters is "
+                "read in parts: the note after a part names the next part's URI (?part=N).",
+                mime_type="application/json",
+                path=template,
+            )
+            for kind, argument, name, what, template in (
+                ("content", "document_id", "document", "A document", paths.DOCUMENT_TEMPLATE),
+                ("faq", "faq_id", "faq-entry", "An FAQ entry", paths.FAQ_TEMPLATE),
+            )
+            if kind in kinds
+        ]
+
     def _resources(self) -> list[ResourceSpec]:
         listed = list(self._listed_resources)
         # One per document and FAQ entry; the manifest's own entry wins where the two

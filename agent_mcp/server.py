@@ -266,6 +266,15 @@ def create_server(
         for tool in catalog.tools
     ] + [SEARCH_TOOL, FETCH_TOOL]
     schemas = {tool.name: tool.input_schema for tool in tools}
+    templates = [
+        types.ResourceTemplate(
+            uri_template=template.uri,
+            name=template.name,
+            description=template.description,
+            mime_type=template.mime_type,
+        )
+        for template in catalog.resource_templates()
+    ]
 
     async def list_tools(
         ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
@@ -313,6 +322,11 @@ def create_server(
             next_cursor=next_cursor,
         )
 
+    async def list_resource_templates(
+        ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListResourceTemplatesResult:
+        return types.ListResourceTemplatesResult(resource_templates=templates)
+
     async def read_resource(
         ctx: ServerRequestContext[Any], params: types.ReadResourceRequestParams
     ) -> types.ReadResourceResult:
@@ -346,5 +360,6 @@ def create_server(
         on_list_tools=list_tools,
         on_call_tool=call_tool,
         on_list_resources=list_resources,
+        on_list_resource_templates=list_resource_templates,
         on_read_resource=read_resource,
     )

@@ -650,3 +650,46 @@ def test_sized_answers_validate_against_the_official_schema(http_server: Any) ->
         assert answer["result"].get("isError", False) is error, (name, arguments)
     _, resources = post(url, {"jsonrpc": "2.0", "id": 9, "method": "resources/list"}, version)
     check(resources["result"], "ListResourcesResult")
+
+
+def test_resource_templates_name_every_entry_without_paging_the_list(http_server: Any) -> None:
+    """A client reads an entry by its id without paging resources/list (201 pages at
+    10,000 entries): resources/templates/list answers one template per kind of entry, and
+    every entry's URI is its template filled with its id. Before, the server declared the
+    resources capability but answered resources/templates/list with -32601, which MCP
+    Inspector and other clients call beside resources/list."""
+    from agent_mcp.catalog import Catalog
+    from agent_mcp.server import create_server
+    from agent_mcp.sources import MemoryFiles
+
+    schema = json.loads(Path("/work/shared/mcp-schema/2025-11-25.json").read_text())
+    url = http_server.base_url + "/mcp"
+    message = {"jsonrpc": "2.0", "id": 1, "method": "resources/templates/list"}
+    _, answer = post(url, message, "2025-11-25")
+    jsonschema.Draft202012Validator(
+        {"$ref": "#/$defs/ListResourceTemplatesResult", "$defs": schema["$defs"]}
+    ).validate(answer["result"])
+    templates = {t["uriTemplate"]: t for t in answer["result"]["resourceTemplates"]}
+    assert set(templates) == {"service://content/{document_id}", "service://faq/{faq_id}"}
+    assert all(t["mimeType"] == "application/json" for t in templates.values())
+
+    files = {path: a.body for path, a in http_server.edge.artifacts.items()}
+    index = json.loads(files[paths.CONTENT_INDEX])
+
+    async def go() -> None:
+        server = create_server(Catalog(MemoryFiles(files)))
+        async with Client(server, mode="legacy") as client:
+            listed = (await client.list_resource_templates()).resource_templates
+            assert {t.uri_template for t in listed} == set(templates)
+            for entry in index["documents"]:
+                kind, name = (
+                    ("faq", "faq_id")
+                    if entry["content_type"] == "faq"
+                    else ("content", "document_id")
+                )
+                uri = f"service://{kind}/{{{name}}}".replace(f"{{{name}}}", entry["id"])
+                read = await client.read_resource(uri)
+                api_path = entry["api_url"].removeprefix(index_base(files))
+                assert read.contents[0].text.encode("utf-8") == files[api_path]
+
+    run(go)
