@@ -48,8 +48,13 @@ from typing import Any
 #: The most characters of entries one content index page holds.
 PAGE_CHARS = 25_000
 #: The nominal size of an llms-full.txt part, and the window before each nominal cut in
-#: which a heading or a line start is looked for: a part is at most their sum in bytes.
-PART_BYTES = 60_000
+#: which a heading or a line start is looked for: a part is at most their sum in bytes,
+#: 39,000, so that a part and its note stay within catalog.FETCH_CHARS, under the 50,000
+#: characters past which Claude Code keeps a tool result out of the conversation (they
+#: were 60,000 and 15,000: parts of up to 75,000; docs/decisions.md, session 27). The
+#: window stays 15,000, so a cut still falls at an entry's heading where entries are
+#: shorter than that.
+PART_BYTES = 24_000
 WINDOW = 15_000
 HEADING = b"\n## "
 
@@ -106,7 +111,8 @@ def group(sizes: list[int], budget: int) -> tuple[tuple[int, int], ...]:
 
 
 def part_count(size: int) -> int:
-    return max(1, -(-size // PART_BYTES))
+    # A file within one part's bound is one part, whole (as the published file).
+    return 1 if size <= PART_BYTES + WINDOW else -(-size // PART_BYTES)
 
 
 def _cut(window: bytes, offset: int) -> int:

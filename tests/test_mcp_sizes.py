@@ -25,7 +25,7 @@ import pytest
 from agent_contract import paths
 from agent_contract.endpoints import ID_LIST_LIMIT
 from agent_mcp import paging
-from agent_mcp.catalog import RESOURCE_PAGE, Catalog, ToolError
+from agent_mcp.catalog import FETCH_CHARS, RESOURCE_PAGE, Catalog, ToolError
 from agent_mcp.sources import MemoryFiles
 from benchmarks import mcp_sizes, sitegen
 from content_builder.build import plan
@@ -125,6 +125,10 @@ def test_llms_full_parts_join_into_the_file_and_cut_at_headings(large: dict[str,
         answer = catalog.call("get_full_content", {"part": number})
         texts.append(answer.text)
         assert len(answer.text.encode()) <= paging.PART_BYTES + paging.WINDOW
+        # A part and its note within what one `fetch` answer's text may be: under the
+        # 50,000 characters past which Claude Code keeps a tool result out of the
+        # conversation (catalog.FETCH_CHARS); parts ran to 75,000 bytes before.
+        assert len(answer.text) + sum(map(len, answer.notes)) <= FETCH_CHARS
         assert f"part {number:,} of {count:,}" in answer.notes[0]
         if number > 1:  # each part after the first starts at an entry's heading
             assert answer.text.startswith("## ")
