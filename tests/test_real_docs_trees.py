@@ -247,3 +247,16 @@ def test_hostile_shortcode_lines_build_in_linear_time(tmp_path: Path) -> None:
     started = time.perf_counter()
     plan(_site(tmp_path, {"page.md": page}))
     assert time.perf_counter() - started < 5
+
+
+def test_hostile_block_header_lines_build_in_linear_time(tmp_path: Path) -> None:
+    # pymdownx.blocks' header pattern had a lazy title before `\s*$` and a run of spaces
+    # that the title's `|` may follow or not: one 100 KB line took about 45 s.
+    from tests.test_hostile_content import within
+
+    page = (
+        "# Page\n\n/// tip | a" + " " * 100_000 + "b\n\ntext\n\n///\n\n"
+        "/// tip" + " " * 100_000 + "x\n\ntext\n"
+    )
+    with within(5):
+        plan(_site(tmp_path, {"page.md": page}))
