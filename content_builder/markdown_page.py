@@ -388,8 +388,10 @@ _AUTODOC = re.compile(r"^(\s*):::\s+([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+)\s*$")
 #: A Hugo shortcode whose arguments run over the lines below (`{{< img` then `src=...`).
 _SHORTCODE_START = re.compile(r"^\s*\{\{[<%]\s*[\w./-]+(?:\s[^{}]*)?$")
 #: pymdownx.blocks (`/// tip | Title`, `//// tab | Python 3.10+`), closed by a line of as
-#: many slashes; YAML options may follow the header, indented.
-_BLOCK_OPEN = re.compile(r"^(\s*)(/{3,})\s*([\w-]+)\s*(?:\|\s*(.*?))?\s*$")
+#: many slashes; YAML options may follow the header, indented. The title is taken whole
+#: and stripped in code: a lazy title before `\s*$` backtracked quadratically on a run of
+#: spaces (a 100 KB header line: 45 s).
+_BLOCK_OPEN = re.compile(r"^(\s*)(/{3,})\s*([\w-]+)\s*(?:\|(.*))?$")
 _BLOCK_CLOSE = re.compile(r"^\s*(/{3,})\s*$")
 #: Blocks that only wrap their content: no title of their own to show.
 _WRAPPING_BLOCKS = frozenset({"html", "caption", "figure-caption", "define", "definition"})
@@ -507,9 +509,8 @@ def _degrade_containers(lines: Lines) -> Lines:
         if block:
             blocks.append(len(block.group(2)))
             options_under = len(block.group(1))
-            _add_heading(
-                out, block.group(1), _block_heading(block.group(3), block.group(4)), origin
-            )
+            title = (block.group(4) or "").strip()
+            _add_heading(out, block.group(1), _block_heading(block.group(3), title), origin)
             continue
         closed = _BLOCK_CLOSE.match(shifted)
         if closed and len(closed.group(1)) in blocks:
