@@ -260,3 +260,12 @@ def test_hostile_block_header_lines_build_in_linear_time(tmp_path: Path) -> None
     )
     with within(5):
         plan(_site(tmp_path, {"page.md": page}))
+
+
+def test_a_description_keeps_code_spans_as_written(tmp_path: Path) -> None:
+    # The icon and attr_list patterns ran over the description's paragraph code and all:
+    # "Write `:material-help:` ..." was described as "Write  ...", `a(){.b}` as `a)`,
+    # while the page's body kept both as written.
+    page = "# Icons\n\nWrite `:material-help:` for the icon and `a(){.b}` for the class.\n"
+    llms = _files(plan(_site(tmp_path, {"icons.md": page})))["/llms.txt"].decode()
+    assert "Write :material-help: for the icon and a(){.b} for the class." in llms
