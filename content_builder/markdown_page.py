@@ -738,11 +738,7 @@ def _plain(inline: Token, context: Context, references: dict[str, Any]) -> str:
     parts = []
     # The description is a few hundred characters: its paragraph's start is enough, and
     # markdown-it's inline rules are quadratic on some hostile paragraphs (`[a](` * n).
-    head = inline.content[:_DESCRIPTION_SOURCE]
-    if "{" in head:  # attr_list's attributes, of a link or of the paragraph: no words
-        lines = head.split("\n")
-        head = _LINK_ATTRS.sub(")", "\n".join(s for s in lines if not _BLOCK_ATTRS.fullmatch(s)))
-    head = _ICON.sub("", _without_shortcodes(head) if "{{" in head else head)
+    head = _outside_code(inline.content[:_DESCRIPTION_SOURCE], _without_markup)
     env = {"references": references}
     children = parser().parseInline(head, env)[0].children if head else []
     for child in children or ():
@@ -752,6 +748,30 @@ def _plain(inline: Token, context: Context, references: dict[str, Any]) -> str:
             parts.append(" ")
     text = " ".join("".join(parts).split())
     return _substitute_tokens(text, context.tokens)
+
+
+def _without_markup(head: str) -> str:
+    """attr_list's attributes, of a link or of the paragraph, Hugo's shortcodes and
+    mkdocs-material's icons: no words."""
+    if "{" in head:
+        lines = head.split("\n")
+        head = _LINK_ATTRS.sub(")", "\n".join(s for s in lines if not _BLOCK_ATTRS.fullmatch(s)))
+    return _ICON.sub("", _without_shortcodes(head) if "{{" in head else head)
+
+
+def _outside_code(text: str, change: Callable[[str], str]) -> str:
+    """`change` applied to `text` but its code spans, kept as written as a body keeps
+    them (_prose_line): `:material-help:` in code is what the page shows."""
+    if "`" not in text:
+        return change(text)
+    spans: list[str] = []
+
+    def hold(match: re.Match[str]) -> str:
+        spans.append(match.group(0))
+        return f"\0{len(spans) - 1}\0"
+
+    done = change(_CODE_SPAN.sub(hold, text))
+    return _HELD.sub(lambda match: spans[int(match.group(1))], done)
 
 
 #: A tab's opening tag (Docusaurus' `<TabItem value="npm" label="npm">`): its label is
