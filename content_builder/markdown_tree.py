@@ -48,6 +48,7 @@ from content_builder.markdown_page import (
 from content_builder.model_errors import validate_model
 from content_builder.site_files import MARKDOWN_SUFFIXES, has_markdown, kind, read_site_file
 from content_builder.source import DocumentSource, MarkdownPageSource, SiteSource
+from content_builder.text_rules import forbidden_problems
 from content_builder.yaml_io import read_yaml_mapping
 
 #: The llms.txt group of pages outside any nav group, and of YAML documents.
@@ -326,6 +327,14 @@ def _read_pages(
                 front = _toml_front_matter(toml_text)
             except ValueError as error:
                 problems.append(Problem(display, None, f"front matter: invalid TOML ({error})"))
+                continue
+            # TOML's escapes (`\u001b`) write what the page's text may not hold, as
+            # YAML's do: checked as read_yaml_mapping checks YAML's.
+            forbidden = forbidden_problems(toml_text, front, display)
+            if forbidden:
+                problems += [
+                    Problem(p.file, p.field, "front matter: " + p.message) for p in forbidden
+                ]
                 continue
         elif yaml_text is not None and yaml_text.strip():
             try:
