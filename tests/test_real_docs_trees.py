@@ -269,3 +269,11 @@ def test_a_description_keeps_code_spans_as_written(tmp_path: Path) -> None:
     page = "# Icons\n\nWrite `:material-help:` for the icon and `a(){.b}` for the class.\n"
     llms = _files(plan(_site(tmp_path, {"icons.md": page})))["/llms.txt"].decode()
     assert "Write :material-help: for the icon and a(){.b} for the class." in llms
+
+
+def test_invalid_toml_front_matter_names_the_pages_line(tmp_path: Path) -> None:
+    # tomllib counts lines in the TOML, which starts on the page's line 2: the error named
+    # the line above the one at fault (YAML front matter's are counted in the page).
+    page = '+++\ntitle = "x"\n\nweight = = 1\n+++\n\nx\n'
+    errors = plan_errors(_site(tmp_path, {"bad.md": page}))
+    assert len(errors) == 1 and "bad.md" in errors[0] and "line 4," in errors[0], errors
