@@ -326,7 +326,11 @@ def _read_pages(
             try:
                 front = _toml_front_matter(toml_text)
             except ValueError as error:
-                problems.append(Problem(display, None, f"front matter: invalid TOML ({error})"))
+                problems.append(
+                    Problem(
+                        display, None, f"front matter: invalid TOML ({_page_lines(str(error))})"
+                    )
+                )
                 continue
             # TOML's escapes (`\u001b`) write what the page's text may not hold, as
             # YAML's do: checked as read_yaml_mapping checks YAML's.
@@ -360,7 +364,7 @@ def _toml_front_matter(text: str) -> dict[str, Any]:
 
 
 def _page_lines(message: str) -> str:
-    """A front matter problem's `line N` counted in the page (the YAML starts on line 2)."""
+    """A front matter problem's `line N` counted in the page (the YAML or TOML starts on line 2)."""
     return _YAML_LINE.sub(lambda match: f"line {int(match.group(1)) + 1}", message)
 
 
