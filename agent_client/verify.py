@@ -637,7 +637,7 @@ def live_mcp_endpoint(
     # twice `timeout`); one given up on ends with the process.
     found: list[bool] = []
     reader = threading.Thread(
-        target=lambda: found.append(_answers_initialize(request, timeout, clock)),
+        target=lambda: _answers_initialize(request, timeout, clock, found),
         name="mcp-probe",
         daemon=True,
     )
@@ -647,18 +647,25 @@ def live_mcp_endpoint(
 
 
 def _answers_initialize(
-    request: urllib.request.Request, timeout: float, clock: Callable[[], float]
-) -> bool:
+    request: urllib.request.Request,
+    timeout: float,
+    clock: Callable[[], float],
+    found: list[bool],
+) -> None:
     """Whether the server answers `request` (initialize) with a result naming itself,
-    read as the bytes come until the answer, `timeout` passed or _PROBE_MAX_BYTES."""
+    read as the bytes come until the answer, `timeout` passed or _PROBE_MAX_BYTES: put
+    in `found` before the session is ended, so a server slow to answer the DELETE is
+    not taken for none when the caller stops waiting."""
     deadline = clock() + timeout
     received = bytearray()
     event_stream = False
     session: str | None = None
+    answered = False
     try:
         with urllib.request.build_opener(_NoRedirect).open(request, timeout=timeout) as response:
             if response.status != 200:
-                return False
+                found.append(False)
+                return
             session = response.headers.get(_SESSION_HEADER)
             media_type = (response.headers.get("Content-Type") or "").lower()
             event_stream = media_type.startswith("text/event-stream")
@@ -669,12 +676,12 @@ def _answers_initialize(
                 received += chunk
                 if event_stream and _initialize_result(received, event_stream) is not None:
                     break
+        answered = bool(_initialize_result(received, event_stream))
     except (urllib.error.URLError, OSError, http.client.HTTPException, ValueError):
-        return False
-    finally:
-        if session is not None:
-            _end_session(request.full_url, session, received, event_stream, timeout)
-    return bool(_initialize_result(received, event_stream))
+        pass
+    found.append(answered)
+    if session is not None:
+        _end_session(request.full_url, session, received, event_stream, timeout)
 
 
 #: The header a stateful server names its session by (2025-06-18, Transports, Session

@@ -388,8 +388,10 @@ _AUTODOC = re.compile(r"^(\s*):::\s+([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+)\s*$")
 #: A Hugo shortcode whose arguments run over the lines below (`{{< img` then `src=...`).
 _SHORTCODE_START = re.compile(r"^\s*\{\{[<%]\s*[\w./-]+(?:\s[^{}]*)?$")
 #: pymdownx.blocks (`/// tip | Title`, `//// tab | Python 3.10+`), closed by a line of as
-#: many slashes; YAML options may follow the header, indented.
-_BLOCK_OPEN = re.compile(r"^(\s*)(/{3,})\s*([\w-]+)\s*(?:\|\s*(.*?))?\s*$")
+#: many slashes; YAML options may follow the header, indented. The title is taken whole
+#: and stripped in code: a lazy title before `\s*$` backtracked quadratically on a run of
+#: spaces (a 100 KB header line: 45 s).
+_BLOCK_OPEN = re.compile(r"^(\s*)(/{3,})\s*([\w-]+)\s*(?:\|(.*))?$")
 _BLOCK_CLOSE = re.compile(r"^\s*(/{3,})\s*$")
 #: Blocks that only wrap their content: no title of their own to show.
 _WRAPPING_BLOCKS = frozenset({"html", "caption", "figure-caption", "define", "definition"})
@@ -507,9 +509,8 @@ def _degrade_containers(lines: Lines) -> Lines:
         if block:
             blocks.append(len(block.group(2)))
             options_under = len(block.group(1))
-            _add_heading(
-                out, block.group(1), _block_heading(block.group(3), block.group(4)), origin
-            )
+            title = (block.group(4) or "").strip()
+            _add_heading(out, block.group(1), _block_heading(block.group(3), title), origin)
             continue
         closed = _BLOCK_CLOSE.match(shifted)
         if closed and len(closed.group(1)) in blocks:
@@ -737,11 +738,7 @@ def _plain(inline: Token, context: Context, references: dict[str, Any]) -> str:
     parts = []
     # The description is a few hundred characters: its paragraph's start is enough, and
     # markdown-it's inline rules are quadratic on some hostile paragraphs (`[a](` * n).
-    head = inline.content[:_DESCRIPTION_SOURCE]
-    if "{" in head:  # attr_list's attributes, of a link or of the paragraph: no words
-        lines = head.split("\n")
-        head = _LINK_ATTRS.sub(")", "\n".join(s for s in lines if not _BLOCK_ATTRS.fullmatch(s)))
-    head = _ICON.sub("", _without_shortcodes(head) if "{{" in head else head)
+    head = _outside_code(inline.content[:_DESCRIPTION_SOURCE], _without_markup)
     env = {"references": references}
     children = parser().parseInline(head, env)[0].children if head else []
     for child in children or ():
@@ -751,6 +748,30 @@ def _plain(inline: Token, context: Context, references: dict[str, Any]) -> str:
             parts.append(" ")
     text = " ".join("".join(parts).split())
     return _substitute_tokens(text, context.tokens)
+
+
+def _without_markup(head: str) -> str:
+    """attr_list's attributes, of a link or of the paragraph, Hugo's shortcodes and
+    mkdocs-material's icons: no words."""
+    if "{" in head:
+        lines = head.split("\n")
+        head = _LINK_ATTRS.sub(")", "\n".join(s for s in lines if not _BLOCK_ATTRS.fullmatch(s)))
+    return _ICON.sub("", _without_shortcodes(head) if "{{" in head else head)
+
+
+def _outside_code(text: str, change: Callable[[str], str]) -> str:
+    """`change` applied to `text` but its code spans, kept as written as a body keeps
+    them (_prose_line): `:material-help:` in code is what the page shows."""
+    if "`" not in text:
+        return change(text)
+    spans: list[str] = []
+
+    def hold(match: re.Match[str]) -> str:
+        spans.append(match.group(0))
+        return f"\0{len(spans) - 1}\0"
+
+    done = change(_CODE_SPAN.sub(hold, text))
+    return _HELD.sub(lambda match: spans[int(match.group(1))], done)
 
 
 #: A tab's opening tag (Docusaurus' `<TabItem value="npm" label="npm">`): its label is

@@ -48,6 +48,7 @@ from content_builder.markdown_page import (
 from content_builder.model_errors import validate_model
 from content_builder.site_files import MARKDOWN_SUFFIXES, has_markdown, kind, read_site_file
 from content_builder.source import DocumentSource, MarkdownPageSource, SiteSource
+from content_builder.text_rules import forbidden_problems
 from content_builder.yaml_io import read_yaml_mapping
 
 #: The llms.txt group of pages outside any nav group, and of YAML documents.
@@ -325,7 +326,19 @@ def _read_pages(
             try:
                 front = _toml_front_matter(toml_text)
             except ValueError as error:
-                problems.append(Problem(display, None, f"front matter: invalid TOML ({error})"))
+                problems.append(
+                    Problem(
+                        display, None, f"front matter: invalid TOML ({_page_lines(str(error))})"
+                    )
+                )
+                continue
+            # TOML's escapes (`\u001b`) write what the page's text may not hold, as
+            # YAML's do: checked as read_yaml_mapping checks YAML's.
+            forbidden = forbidden_problems(toml_text, front, display)
+            if forbidden:
+                problems += [
+                    Problem(p.file, p.field, "front matter: " + p.message) for p in forbidden
+                ]
                 continue
         elif yaml_text is not None and yaml_text.strip():
             try:
@@ -351,7 +364,7 @@ def _toml_front_matter(text: str) -> dict[str, Any]:
 
 
 def _page_lines(message: str) -> str:
-    """A front matter problem's `line N` counted in the page (the YAML starts on line 2)."""
+    """A front matter problem's `line N` counted in the page (the YAML or TOML starts on line 2)."""
     return _YAML_LINE.sub(lambda match: f"line {int(match.group(1)) + 1}", message)
 
 

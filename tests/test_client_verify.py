@@ -605,3 +605,26 @@ def test_the_mcp_probe_gives_up_on_headers_sent_a_byte_at_a_time() -> None:
 
     with _probe_server(trickled) as (base, _):
         assert _probe_within(base, 4) is None
+
+
+def test_a_server_slow_to_end_its_session_is_still_found_live() -> None:
+    """The probe's verdict is made before the session's DELETE: a server that answers
+    `initialize` at once but holds the DELETE (its headers a line at a time) was
+    reported as no MCP server, the verdict waiting behind the DELETE past the bound."""
+    body = _RESULT.encode()
+
+    def stateful(handler: Any) -> None:
+        if handler.command == "DELETE":
+            handler.wfile.write(b"HTTP/1.1 200 OK\r\n")
+            _drip(handler, b"X-Slow: 1\r\n")
+            return
+        handler.send_response(200)
+        handler.send_header("Content-Type", "application/json")
+        handler.send_header("Mcp-Session-Id", "s1")
+        handler.send_header("Content-Length", str(len(body)))
+        handler.end_headers()
+        handler.wfile.write(body)
+
+    with _probe_server(stateful) as (base, seen):
+        assert _probe_within(base, 5) == base + "/mcp"
+        assert seen[0] == "POST /mcp HTTP/1.1" and seen[1].startswith("DELETE"), seen

@@ -670,3 +670,14 @@ def test_a_docs_dir_that_is_no_docs_tree_is_refused_in_bounded_time(
     from content_builder.build import plan
 
     plan(site)  # 30 folders and 30 pages: within the bound
+
+
+def test_toml_front_matter_escapes_no_control_character(tmp_path: Path) -> None:
+    # TOML's `\u001b` writes ESC into a value, as YAML's "\e" does: YAML front matter was
+    # checked for control characters and bidi overrides, TOML's went to llms.txt raw.
+    from tests.test_markdown_source import _site
+
+    page = '+++\ntitle = "a\\u001b[31mb"\ndescription = "c\\u202ed"\n+++\n\nx\n'
+    errors = plan_errors(_site(tmp_path, {"page.md": page}))
+    assert any("page.md" in e and "title" in e and "U+001B" in e for e in errors), errors
+    assert any("page.md" in e and "description" in e and "U+202E" in e for e in errors), errors

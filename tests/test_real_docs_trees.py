@@ -247,3 +247,33 @@ def test_hostile_shortcode_lines_build_in_linear_time(tmp_path: Path) -> None:
     started = time.perf_counter()
     plan(_site(tmp_path, {"page.md": page}))
     assert time.perf_counter() - started < 5
+
+
+def test_hostile_block_header_lines_build_in_linear_time(tmp_path: Path) -> None:
+    # pymdownx.blocks' header pattern had a lazy title before `\s*$` and a run of spaces
+    # that the title's `|` may follow or not: one 100 KB line took about 45 s.
+    from tests.test_hostile_content import within
+
+    page = (
+        "# Page\n\n/// tip | a" + " " * 100_000 + "b\n\ntext\n\n///\n\n"
+        "/// tip" + " " * 100_000 + "x\n\ntext\n"
+    )
+    with within(5):
+        plan(_site(tmp_path, {"page.md": page}))
+
+
+def test_a_description_keeps_code_spans_as_written(tmp_path: Path) -> None:
+    # The icon and attr_list patterns ran over the description's paragraph code and all:
+    # "Write `:material-help:` ..." was described as "Write  ...", `a(){.b}` as `a)`,
+    # while the page's body kept both as written.
+    page = "# Icons\n\nWrite `:material-help:` for the icon and `a(){.b}` for the class.\n"
+    llms = _files(plan(_site(tmp_path, {"icons.md": page})))["/llms.txt"].decode()
+    assert "Write :material-help: for the icon and a(){.b} for the class." in llms
+
+
+def test_invalid_toml_front_matter_names_the_pages_line(tmp_path: Path) -> None:
+    # tomllib counts lines in the TOML, which starts on the page's line 2: the error named
+    # the line above the one at fault (YAML front matter's are counted in the page).
+    page = '+++\ntitle = "x"\n\nweight = = 1\n+++\n\nx\n'
+    errors = plan_errors(_site(tmp_path, {"bad.md": page}))
+    assert len(errors) == 1 and "bad.md" in errors[0] and "line 4," in errors[0], errors
