@@ -777,11 +777,13 @@ def verify(
     after a publish the CDN may serve old copies until its invalidation completes).
     `expected`, asked again before each attempt, names the files to expect in place of
     `expect_from`: what a deployment should serve may change meanwhile (its MCP server
-    starts answering: `verify --site`)."""
+    starts answering: `verify --site`). The time starts after the first `expected`: a
+    first build of a large site is no time the deployment had to catch up in."""
+    folder = expected() if expected is not None else expect_from
     deadline = clock() + retry_for
     while True:
-        folder = expected() if expected is not None else expect_from
         report = Verifier(base_url, folder, timeout).run()
         if not report.failures or clock() >= deadline:
             return report
         sleep(RETRY_INTERVAL)
+        folder = expected() if expected is not None else expect_from

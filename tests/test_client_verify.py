@@ -214,6 +214,37 @@ def test_verify_retries_until_the_deployment_catches_up(server: EdgeServer, tmp_
     assert stuck.failures, "gives up when the time is up, with the failures"
 
 
+def test_the_retry_time_starts_after_the_first_build_of_the_expected_files(
+    server: EdgeServer, tmp_path: Path
+) -> None:
+    """`verify --site --retry-for 60` on a site whose build takes longer than 60 s still
+    retries: the deployment's time to catch up starts once the expected files exist."""
+    out = tmp_path / "dist"
+    assert (
+        run_cli(
+            "build", "--site", SPEC_SITE, "--frozen", "--out", out, "--base-url", server.base_url
+        ).code
+        == 0
+    )
+    assert server.edge is not None
+    good = server.edge
+    server.edge = _without(good, "/api/v1/faq/q04-protocols.json")  # still "propagating"
+    now = [0.0]
+
+    def a_long_build() -> Path:
+        now[0] += 100.0  # longer than the retry time
+        return out
+
+    def sleep(seconds: float) -> None:
+        now[0] += seconds
+        server.edge = good
+
+    report = verify(
+        server.base_url, retry_for=60, sleep=sleep, clock=lambda: now[0], expected=a_long_build
+    )
+    assert not report.failures, "retried after the build, within the retry time"
+
+
 # --- verify is total: network failures are failed checks naming the URL ----------------
 
 
