@@ -462,7 +462,8 @@ def _assign_ids(pages: list[_Page], problems: list[Problem]) -> list[_Page]:
         if isinstance(slug, str) and slug.strip() and " " not in slug:
             # Docusaurus: the page's URL path, from the site's root when absolute.
             folder = page.rel.rpartition("/")[0]
-            url_path = slug.lstrip("/") if slug.startswith("/") else f"{folder}/{slug}".lstrip("/")
+            written = slug.lstrip("/") if slug.startswith("/") else f"{folder}/{slug}".lstrip("/")
+            url_path = docusaurus.slug_url_path(written)
         page.canonical = page.tree.docs_url + "/" + url_path
     return kept
 

@@ -277,3 +277,27 @@ def test_invalid_toml_front_matter_names_the_pages_line(tmp_path: Path) -> None:
     page = '+++\ntitle = "x"\n\nweight = = 1\n+++\n\nx\n'
     errors = plan_errors(_site(tmp_path, {"bad.md": page}))
     assert len(errors) == 1 and "bad.md" in errors[0] and "line 4," in errors[0], errors
+
+
+def test_a_slug_a_url_cannot_hold_as_written_is_percent_encoded(tmp_path: Path) -> None:
+    # `slug: /café` (Docusaurus, and the plain trees that take its front matter): the
+    # router serves it at /caf%C3%A9. The build failed on `canonical_url`, a field the
+    # author never wrote. An escape already written, and sub-delimiters, stay as written.
+    pages = {
+        "cafe.md": "---\nslug: /café\n---\n# Café\n\nx\n",
+        "sub/plan.md": "---\nslug: tarifs&plans?v=2\n---\n# Plans\n\nx\n",
+        "escaped.md": "---\nslug: /caf%C3%A9-2\n---\n# Escaped\n\nx\n",
+        "index.md": "# Home\n\nSee [the café](cafe.md) and [plans](sub/plan.md).\n",
+    }
+    for tree in ("plain", "docusaurus"):
+        site = _site(tmp_path / tree, pages)
+        if tree == "docusaurus":
+            (tmp_path / tree / "docusaurus.config.js").write_text("module.exports = {};\n")
+        result = plan(site)
+        index = json.loads(_files(result)["/api/v1/content/index.json"])
+        urls = {entry["title"]: entry["canonical_url"] for entry in index["documents"]}
+        home = next(entry["id"] for entry in index["documents"] if entry["title"] == "Home")
+        assert urls["Café"].endswith("/caf%C3%A9"), (tree, urls)
+        assert urls["Plans"].endswith("/sub/tarifs&plans%3Fv=2"), (tree, urls)
+        assert urls["Escaped"].endswith("/caf%C3%A9-2"), (tree, urls)
+        assert "[the café](https://" in _twin(result, home)
