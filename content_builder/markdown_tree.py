@@ -26,10 +26,12 @@ from typing import Any
 import yaml
 
 from content_builder import markdown_docusaurus as docusaurus
+from content_builder import markdown_hugo as hugo
 from content_builder.cache import EntryCache, entry_key
 from content_builder.errors import Problem, SiteDataError
 from content_builder.loader import MarkdownPages, validate_model
 from content_builder.markdown_links import (
+    FOLDED,
     INDEX_NAMES,
     SCHEME,
     Tree,
@@ -127,6 +129,9 @@ def load_markdown(
     pages = _assign_ids(pages, problems)  # a page whose id collides: reported, left out
     _assign_order(pages, found)
     ids = {page.path: page.id for page in pages}
+    # Hugo finds a page by its path in any case (`/methods/page/title/` is Title.md):
+    # under a NUL-prefixed key, which no path has (markdown_links.FOLDED).
+    ids.update((FOLDED + page.path.lower(), page.id) for page in pages if page.tree.tool == "hugo")
     urls = {page.canonical.rstrip("/"): page.id for page in pages}
     for page in pages:
         document = _document(page, ids, urls, base_url, tokens, config, cache, problems,
@@ -196,6 +201,9 @@ def _trees(
             url = (config.docs_url or f"{website}/{docusaurus.ROUTE_BASE}").rstrip("/")
             style = config.docs_url_style or "clean"
             trees.append(Tree(root, root, style, url, None, tool="docusaurus", site_url=website))
+        elif hugo.is_hugo(root):
+            style = config.docs_url_style or "directory"  # Hugo's pretty URLs
+            trees.append(Tree(root, root, style, docs_url, None, tool="hugo"))
         else:
             style = config.docs_url_style or "clean"
             trees.append(Tree(root, root, style, docs_url, None))
@@ -428,6 +436,9 @@ def _assign_ids(pages: list[_Page], problems: list[Problem]) -> list[_Page]:
             page.canonical = page.tree.docs_url + "/" + path
             continue
         url_path = page_url_path(page.rel, page.tree.style)
+        if page.tree.tool == "hugo":
+            page.canonical = page.tree.docs_url + "/" + hugo.url_path(url_path, page.front)
+            continue
         slug = page.front.get("slug")
         if isinstance(slug, str) and slug.strip() and " " not in slug:
             # Docusaurus: the page's URL path, from the site's root when absolute.

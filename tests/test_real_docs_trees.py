@@ -247,3 +247,47 @@ def test_hostile_shortcode_lines_build_in_linear_time(tmp_path: Path) -> None:
     started = time.perf_counter()
     plan(_site(tmp_path, {"page.md": page}))
     assert time.perf_counter() - started < 5
+
+
+def test_a_hugo_content_tree_has_hugos_urls_and_links(tmp_path: Path) -> None:
+    # gohugoio/hugoDocs: content/en beside hugo.toml. Hugo publishes `/section/page/`,
+    # lower case (`methods/page/GitInfo.md` is `/methods/page/gitinfo/`), honours `url`
+    # and `slug`, and its link render hook finds `/methods/page/gitinfo/` and
+    # `methods/page/title/` (from templates/introduction.md) by URL and from the content
+    # root. They were `.../GitInfo` canonical URLs and 9 broken links.
+    site = _site(tmp_path, {})
+    yaml_text = (site / "site.yaml").read_text().replace("../docs", "../hugo/content/en")
+    (site / "site.yaml").write_text(yaml_text)
+    content = tmp_path / "hugo" / "content" / "en"
+    pages = {
+        "_index.md": "---\ntitle: Hugo\n---\nHome.\n",
+        "methods/page/GitInfo.md": "# GitInfo\n\nx\n",
+        "methods/page/Title.md": "---\nslug: page-title\n---\n# Title\n\nx\n",
+        "about/license.md": "+++\nurl = '/license/'\n+++\n# License\n\nx\n",
+        "templates/introduction.md": "# Intro\n\n[GitInfo](/methods/page/gitinfo/#x), "
+        "[Title](methods/page/title/) and [nope](methods/nope/).\n",
+    }
+    for rel, text in pages.items():
+        (content / rel).parent.mkdir(parents=True, exist_ok=True)
+        (content / rel).write_text(text)
+    (tmp_path / "hugo" / "hugo.toml").write_text("baseURL = 'https://gohugo.io/'\n")
+    errors = plan_errors(site)
+    assert any("introduction.md: line 3" in e and "methods/nope/" in e for e in errors), errors
+    (content / "templates/introduction.md").write_text(pages["templates/introduction.md"].replace(
+        " and [nope](methods/nope/)", ""))  # fmt: skip
+    result = plan(site)
+    files = _files(result)
+    canonical = {
+        name: json.loads(files[f"/api/v1/content/{name}.json"])["canonical_url"]
+        for name in ("home", "methods-page-gitinfo", "methods-page-title", "about-license")
+    }
+    website = "https://www.python-httpx.org/"
+    assert canonical == {
+        "home": website,
+        "methods-page-gitinfo": website + "methods/page/gitinfo/",
+        "methods-page-title": website + "methods/page/page-title/",
+        "about-license": website + "license/",
+    }
+    twin = _twin(result, "templates-introduction")
+    assert "/api/v1/content/methods-page-gitinfo.md#x)" in twin
+    assert "/api/v1/content/methods-page-title.md)" in twin
