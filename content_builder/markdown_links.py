@@ -75,8 +75,12 @@ def page_context(
     root = str(tree.root)
     folder = os.path.dirname(page_path)
     page_stem, name = stem(page_path), stem(os.path.basename(page_path))
+    # mkdocs leaves a link that names no .md file to the browser (from the page's URL);
+    # Hugo's link render hook finds every link's page from the page's file (GetPage).
     url_folder = (
-        page_stem if tree.style == "directory" and name.lower() not in INDEX_NAMES else None
+        page_stem
+        if tree.style == "directory" and name.lower() not in INDEX_NAMES and not hugo
+        else None
     )
 
     def target_of(dest: str) -> tuple[str, str] | None:

@@ -265,7 +265,8 @@ def test_a_hugo_content_tree_has_hugos_urls_and_links(tmp_path: Path) -> None:
         "methods/page/Title.md": "---\nslug: page-title\n---\n# Title\n\nx\n",
         "about/license.md": "+++\nurl = '/license/'\n+++\n# License\n\nx\n",
         "templates/introduction.md": "# Intro\n\n[GitInfo](/methods/page/gitinfo/#x), "
-        "[Title](methods/page/title/) and [nope](methods/nope/).\n",
+        "[Title](methods/page/title/) and [nope](methods/nope/).\n\n[Menus](menus/#m)\n",
+        "templates/menus.md": "# Menus\n\nx\n",
     }
     for rel, text in pages.items():
         (content / rel).parent.mkdir(parents=True, exist_ok=True)
@@ -291,3 +292,4 @@ def test_a_hugo_content_tree_has_hugos_urls_and_links(tmp_path: Path) -> None:
     twin = _twin(result, "templates-introduction")
     assert "/api/v1/content/methods-page-gitinfo.md#x)" in twin
     assert "/api/v1/content/methods-page-title.md)" in twin
+    assert "/api/v1/content/templates-menus.md#m)" in twin  # from the page's folder
