@@ -605,6 +605,7 @@ _DROPPED_ELEMENT = re.compile(r"<(script|style)\b[^>]*>.*?</\1\s*>", re.DOTALL |
 _TAG = re.compile(r"</?[A-Za-z][A-Za-z0-9:._-]*(?:\s(?:[^<>\"']|\"[^\"]*\"|'[^']*')*)?/?>")
 #: Vue's interpolation in an HTML block (VitePress): data the page does not hold.
 _MUSTACHE = re.compile(r"\{\{.*?\}\}")
+_WORD = re.compile(r"[^\W_]")  # a letter or digit
 _CODE_SPAN = re.compile(r"(`+)(.+?)(?<!`)\1(?!`)")
 _INLINE_LINK = re.compile(
     r"(!?)\[((?:[^\[\]]|\[[^\[\]]*\])*)\]\(\s*(<[^<>\n]*>|[^\s()]*(?:\([^\s()]*\)[^\s()]*)*)"
@@ -650,6 +651,9 @@ def _sections(
     boundaries: list[tuple[int, int, str]] = []  # (first line, line after, title)
     title: str | None = None
     description: str | None = None
+    # A paragraph above the title's heading is a banner (logos, badges, "Documentation:
+    # <url>"): the description only when no paragraph follows the title.
+    before_title: str | None = None
     for index, token in enumerate(tokens):
         if token.map is None:
             continue
@@ -669,6 +673,7 @@ def _sections(
             if token.tag == "h1" and title is None and not boundaries:
                 title = heading
                 boundaries.append((start, end, ""))  # the title line: not a section
+                before_title, description = description, None
                 continue
             boundaries.append((start, end, heading))
         elif token.type == "inline":
@@ -680,7 +685,9 @@ def _sections(
                 and opening.level == 0
                 and start not in lines.markers
             ):
-                description = _plain(token, context, references) or None
+                text = _plain(token, context, references)
+                # A paragraph of template expressions alone (`{{ version }}.`) says nothing.
+                description = text if _WORD.search(_MUSTACHE.sub("", text)) else None
 
     def body(start: int, stop: int) -> str:
         return _body(lines, start, stop, protected, dropped, degraded, context, problems)
@@ -697,7 +704,7 @@ def _sections(
     first = "\n\n".join(part for part in opening if part.strip())
     if first:
         sections.insert(0, (None, first))
-    return Converted(title, description, sections)
+    return Converted(title, description or before_title, sections)
 
 
 def _heading_text(

@@ -293,3 +293,24 @@ def test_a_hugo_content_tree_has_hugos_urls_and_links(tmp_path: Path) -> None:
     assert "/api/v1/content/methods-page-gitinfo.md#x)" in twin
     assert "/api/v1/content/methods-page-title.md)" in twin
     assert "/api/v1/content/templates-menus.md#m)" in twin  # from the page's folder
+
+
+def test_a_description_is_the_pages_words_not_its_banner_or_a_template(
+    tmp_path: Path,
+) -> None:
+    # encode/starlette and tiangolo/fastapi docs/index.md: logos, badges and
+    # "**Documentation**: <a href=...>https://www.starlette.io</a>" above `# Introduction`
+    # made the home page's description "Documentation: https://www.starlette.io";
+    # pydantic/pydantic docs/index.md: badges, then `{{ version }}.` (mkdocs-macros).
+    pages = {
+        "index.md": '<p align="center"><em>The little framework.</em></p>\n\n---\n\n'
+        '**Documentation**: <a href="https://x.example">https://x.example</a>\n\n---\n\n'
+        "# Introduction\n\nStarlette is a lightweight ASGI framework.\n",
+        "pydantic.md": "# Pydantic Validation\n\n[![CI](https://img.example/ci.svg)](https://ci.example)\n\n"
+        "{{ version }}.\n\nPydantic is the most widely used data validation library.\n",
+        "banner-only.md": "Made with care.\n\n# Banner\n\n## Section\n\n```sh\nx\n```\n",
+    }
+    llms = _files(plan(_site(tmp_path, pages)))["/llms.txt"].decode()
+    assert "/home.json): Starlette is a lightweight ASGI framework. (" in llms
+    assert "/pydantic.json): Pydantic is the most widely used data validation library. (" in llms
+    assert "/banner-only.json): Made with care. (" in llms  # nothing follows its title
