@@ -314,3 +314,19 @@ def test_a_description_is_the_pages_words_not_its_banner_or_a_template(
     assert "/home.json): Starlette is a lightweight ASGI framework. (" in llms
     assert "/pydantic.json): Pydantic is the most widely used data validation library. (" in llms
     assert "/banner-only.json): Made with care. (" in llms  # nothing follows its title
+
+
+def test_a_fence_inside_a_list_item_is_published_byte_for_byte(tmp_path: Path) -> None:
+    # vuejs/vitepress docs/en/reference/default-theme-prev-next-links.md: a ```yaml fence
+    # inside a list item showing front matter (`---` lines) was published with `\---`;
+    # a shell comment or a `###` line in such a fence was escaped or moved down too.
+    fence = "```yaml\n---\nprev: false\n---\n```"
+    shell = "```bash\n# install it\npip install x\n### not a heading\n```"
+    indented = lambda block: "\n".join("    " + line for line in block.split("\n"))  # noqa: E731
+    page = (
+        f"# Links\n\n## prev\n\n- To hide previous page:\n\n{indented(fence)}\n\n"
+        f"1. Install:\n\n{indented(shell)}\n\n> {fence.replace(chr(10), chr(10) + '> ')}\n"
+    )
+    twin = _twin(plan(_site(tmp_path, {"links.md": page})), "links")
+    assert indented(fence) in twin and indented(shell) in twin
+    assert "> ```yaml\n> ---\n> prev: false\n> ---\n> ```" in twin
