@@ -22,11 +22,13 @@ Problems name the page and the line the author wrote.
 from __future__ import annotations
 
 import difflib
+import posixpath
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from content_builder.site_files import MARKDOWN_SUFFIXES
 from content_builder.text_rules import FORBIDDEN, describe
 
 if TYPE_CHECKING:
@@ -351,8 +353,48 @@ def _expand_partials(
         text = included.replace("\r\n", "\n").replace("\r", "\n")
         front, start = split_front_matter(text)
         body = text.split("\n")[start:] if front is not None else text.split("\n")
-        for part in ["", *body, ""]:
+        for part in ["", *_rebased(body, posixpath.dirname(name)), ""]:
             out.add(part, origin)
+    return out
+
+
+_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
+
+
+def _rebased(lines: list[str], folder: str) -> list[str]:
+    """A partial's lines, its links to files (`.md`/`.mdx` pages, images) made to start
+    from the page that uses it: MDX compiles the partial as a file of its own, so they
+    start from its folder. A link to a URL (`./installation`) is the browser's, from the
+    page's URL, and stays."""
+    if not folder:
+        return lines
+
+    def moved(dest: str, image: bool) -> str:
+        path = dest.partition("#")[0]
+        if (
+            not path
+            or path.startswith(("/", "<", "{"))
+            or _SCHEME.match(path)
+            or not (image or path.lower().endswith(MARKDOWN_SUFFIXES))
+        ):
+            return dest
+        return posixpath.normpath(posixpath.join(folder, dest))
+
+    def link(match: re.Match[str]) -> str:
+        new = moved(match.group(3), image=bool(match.group(1)))
+        return match.group(0)[: match.start(3) - match.start()] + new
+
+    fences = _Fences()
+    out = []
+    for line in lines:
+        if not fences.inside(line):
+            reference = _REFERENCE.match(line)
+            if reference:
+                new = moved(reference.group(2), image=False)
+                line = line[: reference.start(2)] + new + line[reference.end(2) :]
+            elif "](" in line:
+                line = _INLINE_LINK.sub(link, line)
+        out.append(line)
     return out
 
 

@@ -330,3 +330,27 @@ def test_a_fence_inside_a_list_item_is_published_byte_for_byte(tmp_path: Path) -
     twin = _twin(plan(_site(tmp_path, {"links.md": page})), "links")
     assert indented(fence) in twin and indented(shell) in twin
     assert "> ```yaml\n> ---\n> prev: false\n> ---\n> ```" in twin
+
+
+def test_a_partials_links_start_from_the_partials_folder(tmp_path: Path) -> None:
+    # reduxjs/redux docs/components/_FundamentalsWarning.mdx, used by six pages of
+    # tutorials/fundamentals/: its `../tutorials/fundamentals/part-8-modern-redux.md`
+    # starts from components/ (MDX compiles the partial as its own file), and was
+    # resolved from each page's folder: 12 broken links.
+    site = _site(
+        tmp_path,
+        {
+            "components/_Warning.mdx": "See [part 8](../tutorials/basics/part-8.md#rtk) and "
+            "![a diagram](./diagram.png); [install](./installation) is a URL.\n",
+            "tutorials/basics/part-1.md": "import Warning from '../../components/_Warning.mdx';"
+            "\n\n# Part 1\n\n<Warning />\n",
+            "tutorials/basics/part-8.md": "# Part 8\n\nx\n",
+            "tutorials/basics/installation.md": "# Installation\n\nx\n",
+        },
+    )
+    (tmp_path / "website").mkdir()
+    (tmp_path / "website" / "docusaurus.config.ts").write_text("export default {};\n")
+    twin = _twin(plan(site), "tutorials-basics-part-1")
+    assert "/api/v1/content/tutorials-basics-part-8.md#rtk)" in twin
+    assert "![a diagram](https://www.python-httpx.org/docs/components/diagram.png)" in twin
+    assert "/api/v1/content/tutorials-basics-installation.md)" in twin  # a URL: the page's
