@@ -172,12 +172,18 @@ class Context:
     tokens: dict[str, str]  # "{base_url}" -> value
 
 
-def convert(text: str, body_start: int, context: Context, mdx: bool = False) -> Converted:
+def convert(
+    text: str, body_start: int, context: Context, mdx: bool = False, lead: str = ""
+) -> Converted:
     """The page's fields from its text (universal newlines) and the line its body starts;
-    `mdx` for an .mdx page (no indented code)."""
+    `mdx` for an .mdx page (no indented code); `lead`: Markdown the page's front matter
+    stands for (a VitePress home page's hero), read before its body, as of its last
+    front matter line."""
     lines = Lines([], [])
     problems: list[tuple[int, str]] = []
     snippets: list[str] = []
+    for line in [*lead.split("\n"), ""] if lead else ():
+        lines.add(line, max(body_start, 1))
     for number, line in enumerate(text.split("\n")[body_start:], body_start + 1):
         lines.add(line, number)
     lines = _expand_snippets(lines, context, problems, snippets, depth=0)

@@ -27,6 +27,7 @@ import yaml
 
 from content_builder import markdown_docusaurus as docusaurus
 from content_builder import markdown_hugo as hugo
+from content_builder import markdown_vitepress as vitepress
 from content_builder.cache import EntryCache, entry_key
 from content_builder.errors import Problem, SiteDataError
 from content_builder.loader import MarkdownPages, validate_model
@@ -611,14 +612,23 @@ def _recording(context: Context, names: list[str], links: list[str]) -> Context:
 
 
 def _models(page: _Page, context: Context, problems: list[Problem]) -> tuple[Any, ...] | None:
-    converted: Converted = convert(page.text, page.body_start, context, page.rel.endswith(".mdx"))
+    lead = vitepress.home_text(page.front)
+    converted: Converted = convert(
+        page.text, page.body_start, context, page.rel.endswith(".mdx"), lead
+    )
     found = [Problem(page.display, None, f"line {line}: {message}")
              for line, message in converted.problems]  # fmt: skip
     problems += found
     front = page.front
     nav = page.tree.nav or {}
     nav_title = nav[page.rel][2] if page.rel in nav else None
-    title = front.get("title") or converted.title or nav_title or _title_from_name(page.rel)
+    title = (
+        front.get("title")
+        or converted.title
+        or nav_title
+        or vitepress.hero_name(front)
+        or _title_from_name(page.rel)
+    )
     # The author's description as written (a one-line field: a line break is refused);
     # the first paragraph, when it stands in, as one bounded line.
     description = front.get("description") or (

@@ -354,3 +354,30 @@ def test_a_partials_links_start_from_the_partials_folder(tmp_path: Path) -> None
     assert "/api/v1/content/tutorials-basics-part-8.md#rtk)" in twin
     assert "![a diagram](https://www.python-httpx.org/docs/components/diagram.png)" in twin
     assert "/api/v1/content/tutorials-basics-installation.md)" in twin  # a URL: the page's
+
+
+def test_a_vitepress_home_pages_hero_and_features_are_its_text(tmp_path: Path) -> None:
+    # vuejs/vitepress docs/en/index.md (`layout: home`): the page's words are its front
+    # matter's hero and features; its body is empty. It was published as "Home" with an
+    # empty section.
+    page = (
+        "---\nlayout: home\n\nhero:\n  name: VitePress\n  text: Vite & Vue Powered Static Site"
+        " Generator\n  tagline: Markdown to beautiful docs in minutes\n  actions:\n"
+        "    - theme: brand\n      text: What is VitePress?\n      link: ./guide/what-is\n"
+        "    - theme: alt\n      text: GitHub\n      link: https://github.com/vuejs/vitepress\n"
+        'features:\n  - icon: <span class="memo"></span>\n    title: Focus on your content\n'
+        "    details: Effortlessly create beautiful documentation sites with just markdown.\n"
+        "---\n\n<style>\n:root { --x: 1; }\n</style>\n"
+    )
+    site = _site(tmp_path, {"index.md": page, "guide/what-is.md": "# What is it\n\nx\n"})
+    result = plan(site)
+    home = json.loads(_files(result)["/api/v1/content/home.json"])
+    assert home["title"] == "VitePress"
+    twin = _twin(result, "home")
+    assert (
+        "Vite & Vue Powered Static Site Generator\n\nMarkdown to beautiful docs in minutes" in twin
+    )
+    assert "[What is VitePress?](https://" in twin and "/api/v1/content/guide-what-is.md)" in twin
+    assert "[GitHub](https://github.com/vuejs/vitepress)" in twin
+    assert "- **Focus on your content**: Effortlessly create beautiful documentation" in twin
+    assert "memo" not in twin
