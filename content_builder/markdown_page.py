@@ -417,6 +417,8 @@ _COLON_CLOSE = re.compile(r"^(\s*)(:{3,})\s*$")
 _AUTODOC = re.compile(r"^(\s*):::\s+([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+)\s*$")
 #: A Hugo shortcode whose arguments run over the lines below (`{{< img` then `src=...`).
 _SHORTCODE_START = re.compile(r"^\s*\{\{[<%]\s*[\w./-]+(?:\s[^{}]*)?$")
+#: A GitHub-style alert's first line (`> [!NOTE]`: GitHub, VitePress, Hugo).
+_ALERT = re.compile(r"^(\s*(?:>[ \t]?)+)\[!(note|tip|important|warning|caution)\][ \t]*$", re.I)
 #: pymdownx.blocks (`/// tip | Title`, `//// tab | Python 3.10+`), closed by a line of as
 #: many slashes; YAML options may follow the header, indented.
 _BLOCK_OPEN = re.compile(r"^(\s*)(/{3,})\s*([\w-]+)\s*(?:\|\s*(.*?))?\s*$")
@@ -456,6 +458,7 @@ def _degrade_containers(lines: Lines) -> Lines:
             or "{/*" in t
             or "mdx-code-block" in t
             or "{{" in t
+            or "[!" in t
         )
         for t in text
     ):
@@ -554,6 +557,11 @@ def _degrade_containers(lines: Lines) -> Lines:
             continue
         if _OPEN_TAG_START.match(shifted):
             skipping = "tag"  # a JSX tag whose attributes run over lines: dropped
+            continue
+        alert = _ALERT.match(shifted) if "[!" in shifted else None
+        if alert:  # the quote's title, as GitHub shows it
+            out.markers.add(len(out.text))
+            out.add(f"{alert.group(1)}**{alert.group(2).capitalize()}**", origin)
             continue
         admonition = _ADMONITION.match(shifted)
         tab = None if admonition else _TAB.match(shifted)

@@ -381,3 +381,12 @@ def test_a_vitepress_home_pages_hero_and_features_are_its_text(tmp_path: Path) -
     assert "[GitHub](https://github.com/vuejs/vitepress)" in twin
     assert "- **Focus on your content**: Effortlessly create beautiful documentation" in twin
     assert "memo" not in twin
+
+
+def test_a_github_alert_is_a_bold_title_in_its_quote(tmp_path: Path) -> None:
+    # gohugoio/hugoDocs (315 of them) and vuejs/vitepress docs/en/guide/markdown.md:
+    # `> [!NOTE]` opens a GitHub-style alert (GitHub, VitePress, Hugo render it titled).
+    page = "# Page\n\n> [!NOTE]\n> Highlights information.\n\n> [!warning]\n> Careful.\n"
+    twin = _twin(plan(_site(tmp_path, {"page.md": page})), "page")
+    assert "> **Note**\n> Highlights information." in twin
+    assert "> **Warning**\n> Careful." in twin and "[!" not in twin
