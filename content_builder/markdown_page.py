@@ -417,8 +417,12 @@ _COLON_CLOSE = re.compile(r"^(\s*)(:{3,})\s*$")
 _AUTODOC = re.compile(r"^(\s*):::\s+([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+)\s*$")
 #: A Hugo shortcode whose arguments run over the lines below (`{{< img` then `src=...`).
 _SHORTCODE_START = re.compile(r"^\s*\{\{[<%]\s*[\w./-]+(?:\s[^{}]*)?$")
-#: A GitHub-style alert's first line (`> [!NOTE]`: GitHub, VitePress, Hugo).
-_ALERT = re.compile(r"^(\s*(?:>[ \t]?)+)\[!(note|tip|important|warning|caution)\][ \t]*$", re.I)
+#: A GitHub-style alert's first line (`> [!NOTE]`: GitHub, VitePress; Hugo and Obsidian
+#: also take a title after it, `> [!NOTE] Modules`). The title is taken greedily and
+#: stripped after: a lazy one before trailing spaces is quadratic.
+_ALERT = re.compile(
+    r"^(\s*(?:>[ \t]?)+)\[!(note|tip|important|warning|caution)\][+-]?(?:[ \t]+(.*))?$", re.I
+)
 #: pymdownx.blocks (`/// tip | Title`, `//// tab | Python 3.10+`), closed by a line of as
 #: many slashes; YAML options may follow the header, indented.
 _BLOCK_OPEN = re.compile(r"^(\s*)(/{3,})\s*([\w-]+)\s*(?:\|\s*(.*?))?\s*$")
@@ -561,7 +565,9 @@ def _degrade_containers(lines: Lines) -> Lines:
         alert = _ALERT.match(shifted) if "[!" in shifted else None
         if alert:  # the quote's title, as GitHub shows it
             out.markers.add(len(out.text))
-            out.add(f"{alert.group(1)}**{alert.group(2).capitalize()}**", origin)
+            kind, title = alert.group(2).capitalize(), (alert.group(3) or "").strip()
+            heading = f"{kind}: {title}" if title else kind
+            out.add(f"{alert.group(1)}**{_bold_safe(heading)}**", origin)
             continue
         admonition = _ADMONITION.match(shifted)
         tab = None if admonition else _TAB.match(shifted)

@@ -386,7 +386,18 @@ def test_a_vitepress_home_pages_hero_and_features_are_its_text(tmp_path: Path) -
 def test_a_github_alert_is_a_bold_title_in_its_quote(tmp_path: Path) -> None:
     # gohugoio/hugoDocs (315 of them) and vuejs/vitepress docs/en/guide/markdown.md:
     # `> [!NOTE]` opens a GitHub-style alert (GitHub, VitePress, Hugo render it titled).
-    page = "# Page\n\n> [!NOTE]\n> Highlights information.\n\n> [!warning]\n> Careful.\n"
+    page = (
+        "# Page\n\n> [!NOTE]\n> Highlights information.\n\n> [!warning]\n> Careful.\n\n"
+        "> [!NOTE] Hugo modules are Go modules\n> Text.\n"
+    )
     twin = _twin(plan(_site(tmp_path, {"page.md": page})), "page")
     assert "> **Note**\n> Highlights information." in twin
     assert "> **Warning**\n> Careful." in twin and "[!" not in twin
+    assert "> **Note: Hugo modules are Go modules**\n> Text." in twin
+
+
+def test_a_hostile_alert_title_builds_in_linear_time(tmp_path: Path) -> None:
+    page = "# Page\n\n> [!NOTE] x" + " " * 200_000 + "y\n"
+    started = time.perf_counter()
+    plan(_site(tmp_path, {"page.md": page}))
+    assert time.perf_counter() - started < 5
