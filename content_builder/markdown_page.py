@@ -425,7 +425,7 @@ _ALERT = re.compile(
 )
 #: pymdownx.blocks (`/// tip | Title`, `//// tab | Python 3.10+`), closed by a line of as
 #: many slashes; YAML options may follow the header, indented.
-_BLOCK_OPEN = re.compile(r"^(\s*)(/{3,})\s*([\w-]+)\s*(?:\|\s*(.*?))?\s*$")
+_BLOCK_OPEN = re.compile(r"^(\s*)(/{3,})\s*([\w-]+)\s*(?:\|(.*))?$")  # the title stripped after
 _BLOCK_CLOSE = re.compile(r"^\s*(/{3,})\s*$")
 #: Blocks that only wrap their content: no title of their own to show.
 _WRAPPING_BLOCKS = frozenset({"html", "caption", "figure-caption", "define", "definition"})
@@ -620,7 +620,7 @@ def _degrade_containers(lines: Lines) -> Lines:
 
 def _block_heading(kind: str, title: str | None) -> str:
     """What a pymdownx block shows above its content, as the bold line it becomes."""
-    kind = kind.lower()
+    kind, title = kind.lower(), (title or "").strip()
     if kind in _WRAPPING_BLOCKS:
         return ""
     if kind in _TITLED_BLOCKS:

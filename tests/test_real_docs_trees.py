@@ -401,3 +401,10 @@ def test_a_hostile_alert_title_builds_in_linear_time(tmp_path: Path) -> None:
     started = time.perf_counter()
     plan(_site(tmp_path, {"page.md": page}))
     assert time.perf_counter() - started < 5
+
+
+def test_a_hostile_block_title_builds_in_linear_time(tmp_path: Path) -> None:
+    page = "# Page\n\n/// tip | x" + " " * 200_000 + "y\n\nText.\n\n///\n"
+    started = time.perf_counter()
+    twin = _twin(plan(_site(tmp_path, {"page.md": page})), "page")
+    assert time.perf_counter() - started < 5 and "Text." in twin
