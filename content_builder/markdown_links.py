@@ -115,6 +115,9 @@ def page_context(
         return f"{base_url}{paths.document(hit)}{'#' + fragment if fragment else ''}"
 
     def resolve_link(dest: str, line: int | None = None) -> tuple[str | None, str | None]:
+        if dest.startswith("?") and page_url:
+            # The page itself with a query (a search link): its human page.
+            return page_url + dest, None
         if docusaurus and dest.startswith("pathname://"):
             # Docusaurus' escape hatch: a path on the site, left to the browser.
             return tree.site_url + "/" + dest[len("pathname://") :].lstrip("/"), None

@@ -680,7 +680,11 @@ _CONTINUED_LINK = re.compile(r"^[^\[\]]*\]\(\s*(<[^<>\n]*>|[^\s()]*(?:\([^\s()]*
 _REFERENCE = re.compile(r"^(\s{0,3}\[(?!\^)[^\]]+\]:\s*)(<[^<>\n]*>|\S+)")
 #: attr_list's attributes on a link or image (`[x](y){.internal-link target=_blank}`,
 #: `![](z){: style="..."}`): the docs tool's HTML attributes, not words.
-_LINK_ATTRS = re.compile(r"\)\{:?[ \t]*(?:[.#][\w-]|[\w-]+=)[^{}\n]*\}")
+_LINK_ATTRS = re.compile(r"([)\]])\{:?[ \t]*(?:[.#][\w-]|[\w-]+=)[^{}\n]*\}")
+#: attr_list's attributes ending a paragraph's line (`_Martin_ { .mdx-heart }`): only the
+#: class and id forms, which prose does not write. Matched from the line's last `{`
+#: (`_without_trailing_attrs`): searched from every position it is quadratic on spaces.
+_TRAILING_ATTRS = re.compile(r"\{:?[ \t]*[.#][\w-][^{}\n]*\}[ \t]*")
 #: attr_list's attributes alone on a line, for the block above (`{ .annotate }`,
 #: `{#some-id}`): no words.
 _BLOCK_ATTRS = re.compile(r"[ \t]*\{:?[ \t]*(?:[.#][\w-]|[\w-]+=)[^{}\n]*\}[ \t]*")
@@ -789,7 +793,8 @@ def _plain(inline: Token, context: Context, references: dict[str, Any]) -> str:
     head = inline.content[:_DESCRIPTION_SOURCE]
     if "{" in head:  # attr_list's attributes, of a link or of the paragraph: no words
         lines = head.split("\n")
-        head = _LINK_ATTRS.sub(")", "\n".join(s for s in lines if not _BLOCK_ATTRS.fullmatch(s)))
+        kept = (_without_trailing_attrs(s) for s in lines if not _BLOCK_ATTRS.fullmatch(s))
+        head = _LINK_ATTRS.sub(r"\1", "\n".join(kept))
     head = _ICON.sub("", _without_shortcodes(head) if "{{" in head else head)
     env = {"references": references}
     children = parser().parseInline(head, env)[0].children if head else []
@@ -919,11 +924,20 @@ def _prose(
             new = _rewritten(continued.group(1), origin, context, problems, image=False)
             text = text[: continued.start(1)] + new + text[continued.end(1) :]
         text = _INLINE_LINK.sub(link, text)
-        if "){" in text:
-            text = _LINK_ATTRS.sub(")", text)
     if "{" in text:
+        if "){" in text or "]{" in text:
+            text = _LINK_ATTRS.sub(r"\1", text)
+        text = _without_trailing_attrs(text)
         text = _tokens_in_prose(text, context.tokens, origin, problems)
     return text
+
+
+def _without_trailing_attrs(text: str) -> str:
+    """`text` without attr_list's class or id attributes at its end, after a space."""
+    start = text.rfind("{")
+    if start < 1 or text[start - 1] not in " \t" or not _TRAILING_ATTRS.fullmatch(text, start):
+        return text
+    return text[:start].rstrip(" \t")
 
 
 def _without_shortcodes(text: str) -> str:

@@ -408,3 +408,27 @@ def test_a_hostile_block_title_builds_in_linear_time(tmp_path: Path) -> None:
     started = time.perf_counter()
     twin = _twin(plan(_site(tmp_path, {"page.md": page})), "page")
     assert time.perf_counter() - started < 5 and "Text." in twin
+
+
+def test_a_query_only_link_is_the_human_page_with_its_query(tmp_path: Path) -> None:
+    # squidfunk/mkdocs-material docs/plugins/search.md: `[searchHighlight](?q=searchHighlight)`
+    # links the page itself with a search query; it was a broken link to "index.md".
+    page = "# Search\n\nTry [this search](?q=search+su) or [that](?q=%22x%22#results).\n"
+    twin = _twin(plan(_site(tmp_path, {"plugins/search.md": page})), "plugins-search")
+    assert "[this search](https://www.python-httpx.org/plugins/search?q=search+su)" in twin
+    assert "[that](https://www.python-httpx.org/plugins/search?q=%22x%22#results)" in twin
+
+
+def test_attribute_lists_after_a_reference_link_or_ending_a_paragraph_are_dropped(
+    tmp_path: Path,
+) -> None:
+    # squidfunk/mkdocs-material docs: `[Create reproduction][Create reproduction]{ .md-button
+    # .md-button--primary }`, `_Martin, Alex and Kathi_ { .mdx-heart .mdx-insiders }`.
+    page = (
+        "# Bug\n\n[Create reproduction][repro]{ .md-button .md-button--primary }\n\n"
+        "_Martin, Alex and Kathi_ { .mdx-heart .mdx-insiders }\n\nA set {a, b} stays.\n\n"
+        "[repro]: https://example.com/repro\n"
+    )
+    twin = _twin(plan(_site(tmp_path, {"bug.md": page})), "bug")
+    assert "[Create reproduction][repro]\n" in twin and "_Martin, Alex and Kathi_\n" in twin
+    assert "md-button" not in twin and "mdx-heart" not in twin and "A set {a, b} stays." in twin
