@@ -417,6 +417,9 @@ _COLON_CLOSE = re.compile(r"^(\s*)(:{3,})\s*$")
 _AUTODOC = re.compile(r"^(\s*):::\s+([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+)\s*$")
 #: A Hugo shortcode whose arguments run over the lines below (`{{< img` then `src=...`).
 _SHORTCODE_START = re.compile(r"^\s*\{\{[<%]\s*[\w./-]+(?:\s[^{}]*)?$")
+#: A definition's first line (def_list: Python-Markdown, PHP Markdown Extra, Hugo):
+#: `:   text`, its body indented 4 below it.
+_DEFINITION = re.compile(r"^( {0,3}):[ \t]+(\S.*)$")
 #: A GitHub-style alert's first line (`> [!NOTE]`: GitHub, VitePress; Hugo and Obsidian
 #: also take a title after it, `> [!NOTE] Modules`). The title is taken greedily and
 #: stripped after: a lazy one before trailing spaces is quadratic.
@@ -463,6 +466,7 @@ def _degrade_containers(lines: Lines) -> Lines:
             or "mdx-code-block" in t
             or "{{" in t
             or "[!" in t
+            or t[:4].lstrip().startswith(":")
         )
         for t in text
     ):
@@ -561,6 +565,11 @@ def _degrade_containers(lines: Lines) -> Lines:
             continue
         if _OPEN_TAG_START.match(shifted):
             skipping = "tag"  # a JSX tag whose attributes run over lines: dropped
+            continue
+        definition = _DEFINITION.match(shifted) if shifted[:4].lstrip()[:1] == ":" else None
+        if definition:  # its text a paragraph, its body unindented (not code)
+            out.add(definition.group(1) + definition.group(2), origin)
+            bodies.append((_indent(line), 4))
             continue
         alert = _ALERT.match(shifted) if "[!" in shifted else None
         if alert:  # the quote's title, as GitHub shows it

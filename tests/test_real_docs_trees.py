@@ -432,3 +432,21 @@ def test_attribute_lists_after_a_reference_link_or_ending_a_paragraph_are_droppe
     twin = _twin(plan(_site(tmp_path, {"bug.md": page})), "bug")
     assert "[Create reproduction][repro]\n" in twin and "_Martin, Alex and Kathi_\n" in twin
     assert "md-button" not in twin and "mdx-heart" not in twin and "A set {a, b} stays." in twin
+
+
+def test_a_definition_lists_indented_body_is_text_not_code(tmp_path: Path) -> None:
+    # squidfunk/mkdocs-material docs/setup/extensions/*.md (def_list, as Python-Markdown
+    # and Hugo read it): `:   text` and its body indented 4, tabs and fences inside; to
+    # CommonMark the body after a blank line is indented code, so 63 fences were
+    # published inside code blocks.
+    page = (
+        "# Extensions\n\n`mode`\n\n:   Default `view`. Configure:\n\n"
+        '    === "Accept changes"\n\n        ``` yaml\n        markdown_extensions:\n'
+        "          - pymdownx.critic:\n              mode: accept\n        ```\n\n"
+        "    More text.\n\n`other`\n: One line.\n"
+    )
+    twin = _twin(plan(_site(tmp_path, {"extensions.md": page})), "extensions")
+    fence = "``` yaml\nmarkdown_extensions:\n  - pymdownx.critic:\n      mode: accept\n```"
+    assert ":   " not in twin and f"**Accept changes**\n\n{fence}" in twin
+    assert "`mode`\n\nDefault `view`. Configure:" in twin and "\nMore text." in twin
+    assert "`other`\nOne line." in twin
