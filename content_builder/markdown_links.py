@@ -31,6 +31,9 @@ def stem(rel: str) -> str:
 #: A folder's own page: index.md, README.md, _index.md (Hugo).
 INDEX_NAMES = frozenset({"index", "readme", "_index"})
 SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
+#: The prefix of a Hugo page's path in lower case among a tree's ids (Hugo's lookups
+#: ignore case); no path starts with NUL.
+FOLDED = "\0"
 _LINE_RANGE = re.compile(r"(?::-?\d*){1,2}$")
 
 
@@ -68,11 +71,16 @@ def page_context(
     `page_url` this page's, for Docusaurus' URL links), its images' URLs, the snippets
     it may include."""
     docusaurus = tree.tool == "docusaurus"
+    hugo = tree.tool == "hugo"
     root = str(tree.root)
     folder = os.path.dirname(page_path)
     page_stem, name = stem(page_path), stem(os.path.basename(page_path))
+    # mkdocs leaves a link that names no .md file to the browser (from the page's URL);
+    # Hugo's link render hook finds every link's page from the page's file (GetPage).
     url_folder = (
-        page_stem if tree.style == "directory" and name.lower() not in INDEX_NAMES else None
+        page_stem
+        if tree.style == "directory" and name.lower() not in INDEX_NAMES and not hugo
+        else None
     )
 
     def target_of(dest: str) -> tuple[str, str] | None:
@@ -107,6 +115,9 @@ def page_context(
         return f"{base_url}{paths.document(hit)}{'#' + fragment if fragment else ''}"
 
     def resolve_link(dest: str, line: int | None = None) -> tuple[str | None, str | None]:
+        if dest.startswith("?") and page_url:
+            # The page itself with a query (a search link): its human page.
+            return page_url + dest, None
         if docusaurus and dest.startswith("pathname://"):
             # Docusaurus' escape hatch: a path on the site, left to the browser.
             return tree.site_url + "/" + dest[len("pathname://") :].lstrip("/"), None
@@ -128,22 +139,27 @@ def page_context(
             relative = unquote(dest.partition("#")[0].split("?", 1)[0])
             bases = (root, str(tree.root.parent)) if relative.startswith("/") else (folder, root)
             candidates = [os.path.normpath(os.path.join(b, relative.lstrip("/"))) for b in bases]
-        elif extension in MARKDOWN_SUFFIXES:
-            candidates = [target]
-        elif extension == ".html":
-            candidates = [target[:-5] + suffix for suffix in MARKDOWN_SUFFIXES]
-            candidates += _folder_pages(target[:-5])
-        elif target.endswith(os.sep):
-            candidates = _folder_pages(target)
-        elif extension == "":
-            candidates = [target + suffix for suffix in MARKDOWN_SUFFIXES]
-            candidates += _folder_pages(target)
+        elif extension in (*MARKDOWN_SUFFIXES, ".html", ""):
+            candidates = _page_files(target, extension)
         else:  # a file that is not a page (an image, a download): the human site's
             return _asset_url(tree, target), None
+        if hugo:
+            # Hugo's link render hook (`.Page.GetPage`): a path from the page's folder,
+            # then from the content root, in any case; `x/` may be the page x.md.
+            rooted = target_of("/" + dest) if not dest.startswith(("/", ".")) else None
+            targets = [target, rooted[0]] if rooted else [target]
+            candidates += _page_files(rooted[0], extension) if rooted else []
+            candidates += [t.rstrip(os.sep) + ".md" for t in targets if t.endswith(os.sep)]
+            candidates += [FOLDED + candidate.lower() for candidate in candidates]
         for candidate in candidates:
             hit = ids.get(candidate)
             if hit is not None:
                 return f"{base_url}{paths.document(hit)}{anchor}", None
+        if hugo and dest.partition("#")[0]:
+            # Hugo publishes lower-case URLs: a link by URL finds its page so.
+            hit = by_url(dest.partition("#")[0].lower() + anchor)
+            if hit is not None:
+                return hit, None
         if dest.startswith("/") and extension not in MARKDOWN_SUFFIXES:
             # A path on the site that is no page of the tree (the blog, a download
             # area): a link to the human site, as the docs tool would publish it.
@@ -234,6 +250,18 @@ def page_context(
 @lru_cache(maxsize=16)
 def _real_folder(folder: str) -> str:
     return os.path.join(os.path.realpath(folder), "")
+
+
+def _page_files(target: str, extension: str) -> list[str]:
+    """The files a link to `target` may name, in the order docs tools try them: the file,
+    an `.html` page's source, an extensionless link's `.md`/`.mdx`, a folder's page."""
+    if extension in MARKDOWN_SUFFIXES:
+        return [target]
+    if extension == ".html":
+        return [target[:-5] + suffix for suffix in MARKDOWN_SUFFIXES] + _folder_pages(target[:-5])
+    if target.endswith(os.sep):
+        return _folder_pages(target)
+    return [target + suffix for suffix in MARKDOWN_SUFFIXES] + _folder_pages(target)
 
 
 def _folder_pages(folder: str) -> list[str]:

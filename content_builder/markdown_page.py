@@ -22,11 +22,13 @@ Problems name the page and the line the author wrote.
 from __future__ import annotations
 
 import difflib
+import posixpath
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
+from content_builder.site_files import MARKDOWN_SUFFIXES
 from content_builder.text_rules import FORBIDDEN, describe
 
 if TYPE_CHECKING:
@@ -172,12 +174,18 @@ class Context:
     tokens: dict[str, str]  # "{base_url}" -> value
 
 
-def convert(text: str, body_start: int, context: Context, mdx: bool = False) -> Converted:
+def convert(
+    text: str, body_start: int, context: Context, mdx: bool = False, lead: str = ""
+) -> Converted:
     """The page's fields from its text (universal newlines) and the line its body starts;
-    `mdx` for an .mdx page (no indented code)."""
+    `mdx` for an .mdx page (no indented code); `lead`: Markdown the page's front matter
+    stands for (a VitePress home page's hero), read before its body, as of its last
+    front matter line."""
     lines = Lines([], [])
     problems: list[tuple[int, str]] = []
     snippets: list[str] = []
+    for line in [*lead.split("\n"), ""] if lead else ():
+        lines.add(line, max(body_start, 1))
     for number, line in enumerate(text.split("\n")[body_start:], body_start + 1):
         lines.add(line, number)
     lines.included = len(text)  # the page's own text counts against the bound too
@@ -369,8 +377,48 @@ def _expand_partials(
         text = included.replace("\r\n", "\n").replace("\r", "\n")
         front, start = split_front_matter(text)
         body = text.split("\n")[start:] if front is not None else text.split("\n")
-        for part in ["", *body, ""]:
+        for part in ["", *_rebased(body, posixpath.dirname(name)), ""]:
             out.add(part, origin)
+    return out
+
+
+_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
+
+
+def _rebased(lines: list[str], folder: str) -> list[str]:
+    """A partial's lines, its links to files (`.md`/`.mdx` pages, images) made to start
+    from the page that uses it: MDX compiles the partial as a file of its own, so they
+    start from its folder. A link to a URL (`./installation`) is the browser's, from the
+    page's URL, and stays."""
+    if not folder:
+        return lines
+
+    def moved(dest: str, image: bool) -> str:
+        path = dest.partition("#")[0]
+        if (
+            not path
+            or path.startswith(("/", "<", "{"))
+            or _SCHEME.match(path)
+            or not (image or path.lower().endswith(MARKDOWN_SUFFIXES))
+        ):
+            return dest
+        return posixpath.normpath(posixpath.join(folder, dest))
+
+    def link(match: re.Match[str]) -> str:
+        new = moved(match.group(3), image=bool(match.group(1)))
+        return match.group(0)[: match.start(3) - match.start()] + new
+
+    fences = _Fences()
+    out = []
+    for line in lines:
+        if not fences.inside(line):
+            reference = _REFERENCE.match(line)
+            if reference:
+                new = moved(reference.group(2), image=False)
+                line = line[: reference.start(2)] + new + line[reference.end(2) :]
+            elif "](" in line:
+                line = _INLINE_LINK.sub(link, line)
+        out.append(line)
     return out
 
 
@@ -387,6 +435,15 @@ _COLON_CLOSE = re.compile(r"^(\s*)(:{3,})\s*$")
 _AUTODOC = re.compile(r"^(\s*):::\s+([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+)\s*$")
 #: A Hugo shortcode whose arguments run over the lines below (`{{< img` then `src=...`).
 _SHORTCODE_START = re.compile(r"^\s*\{\{[<%]\s*[\w./-]+(?:\s[^{}]*)?$")
+#: A definition's first line (def_list: Python-Markdown, PHP Markdown Extra, Hugo):
+#: `:   text`, its body indented 4 below it.
+_DEFINITION = re.compile(r"^( {0,3}):[ \t]+(\S.*)$")
+#: A GitHub-style alert's first line (`> [!NOTE]`: GitHub, VitePress; Hugo and Obsidian
+#: also take a title after it, `> [!NOTE] Modules`). The title is taken greedily and
+#: stripped after: a lazy one before trailing spaces is quadratic.
+_ALERT = re.compile(
+    r"^(\s*(?:>[ \t]?)+)\[!(note|tip|important|warning|caution)\][+-]?(?:[ \t]+(.*))?$", re.I
+)
 #: pymdownx.blocks (`/// tip | Title`, `//// tab | Python 3.10+`), closed by a line of as
 #: many slashes; YAML options may follow the header, indented. The title is taken whole
 #: and stripped in code: a lazy title before `\s*$` backtracked quadratically on a run of
@@ -428,6 +485,8 @@ def _degrade_containers(lines: Lines) -> Lines:
             or "{/*" in t
             or "mdx-code-block" in t
             or "{{" in t
+            or "[!" in t
+            or t[:4].lstrip().startswith(":")
         )
         for t in text
     ):
@@ -526,6 +585,18 @@ def _degrade_containers(lines: Lines) -> Lines:
         if _OPEN_TAG_START.match(shifted):
             skipping = "tag"  # a JSX tag whose attributes run over lines: dropped
             continue
+        definition = _DEFINITION.match(shifted) if shifted[:4].lstrip()[:1] == ":" else None
+        if definition:  # its text a paragraph, its body unindented (not code)
+            out.add(definition.group(1) + definition.group(2), origin)
+            bodies.append((_indent(line), 4))
+            continue
+        alert = _ALERT.match(shifted) if "[!" in shifted else None
+        if alert:  # the quote's title, as GitHub shows it
+            out.markers.add(len(out.text))
+            kind, title = alert.group(2).capitalize(), (alert.group(3) or "").strip()
+            heading = f"{kind}: {title}" if title else kind
+            out.add(f"{alert.group(1)}**{_bold_safe(heading)}**", origin)
+            continue
         admonition = _ADMONITION.match(shifted)
         tab = None if admonition else _TAB.match(shifted)
         if admonition or tab:
@@ -577,7 +648,7 @@ def _degrade_containers(lines: Lines) -> Lines:
 
 def _block_heading(kind: str, title: str | None) -> str:
     """What a pymdownx block shows above its content, as the bold line it becomes."""
-    kind = kind.lower()
+    kind, title = kind.lower(), (title or "").strip()
     if kind in _WRAPPING_BLOCKS:
         return ""
     if kind in _TITLED_BLOCKS:
@@ -626,6 +697,7 @@ _DROPPED_ELEMENT = re.compile(r"<(script|style)\b[^>]*>.*?</\1\s*>", re.DOTALL |
 _TAG = re.compile(r"(?<!\]\()</?[A-Za-z][A-Za-z0-9:._-]*(?:\s(?:[^<>\"']|\"[^\"]*\"|'[^']*')*)?/?>")
 #: Vue's interpolation in an HTML block (VitePress): data the page does not hold.
 _MUSTACHE = re.compile(r"\{\{.*?\}\}")
+_WORD = re.compile(r"[^\W_]")  # a letter or digit
 _CODE_SPAN = re.compile(r"(`+)(.+?)(?<!`)\1(?!`)")
 _INLINE_LINK = re.compile(
     r"(!?)\[((?:[^\[\]]|\[[^\[\]]*\])*)\]\(\s*(<[^<>\n]*>|[^\s()]*(?:\([^\s()]*\)[^\s()]*)*)"
@@ -638,7 +710,11 @@ _CONTINUED_LINK = re.compile(r"^[^\[\]]*\]\(\s*(<[^<>\n]*>|[^\s()]*(?:\([^\s()]*
 _REFERENCE = re.compile(r"^(\s{0,3}\[(?!\^)[^\]]+\]:\s*)(<[^<>\n]*>|\S+)")
 #: attr_list's attributes on a link or image (`[x](y){.internal-link target=_blank}`,
 #: `![](z){: style="..."}`): the docs tool's HTML attributes, not words.
-_LINK_ATTRS = re.compile(r"\)\{:?[ \t]*(?:[.#][\w-]|[\w-]+=)[^{}\n]*\}")
+_LINK_ATTRS = re.compile(r"([)\]])\{:?[ \t]*(?:[.#][\w-]|[\w-]+=)[^{}\n]*\}")
+#: attr_list's attributes ending a paragraph's line (`_Martin_ { .mdx-heart }`): only the
+#: class and id forms, which prose does not write. Matched from the line's last `{`
+#: (`_without_trailing_attrs`): searched from every position it is quadratic on spaces.
+_TRAILING_ATTRS = re.compile(r"\{:?[ \t]*[.#][\w-][^{}\n]*\}[ \t]*")
 #: attr_list's attributes alone on a line, for the block above (`{ .annotate }`,
 #: `{#some-id}`): no words.
 _BLOCK_ATTRS = re.compile(r"[ \t]*\{:?[ \t]*(?:[.#][\w-]|[\w-]+=)[^{}\n]*\}[ \t]*")
@@ -671,6 +747,9 @@ def _sections(
     boundaries: list[tuple[int, int, str]] = []  # (first line, line after, title)
     title: str | None = None
     description: str | None = None
+    # A paragraph above the title's heading is a banner (logos, badges, "Documentation:
+    # <url>"): the description only when no paragraph follows the title.
+    before_title: str | None = None
     for index, token in enumerate(tokens):
         if token.map is None:
             continue
@@ -690,6 +769,7 @@ def _sections(
             if token.tag == "h1" and title is None and not boundaries:
                 title = heading
                 boundaries.append((start, end, ""))  # the title line: not a section
+                before_title, description = description, None
                 continue
             boundaries.append((start, end, heading))
         elif token.type == "inline":
@@ -701,7 +781,9 @@ def _sections(
                 and opening.level == 0
                 and start not in lines.markers
             ):
-                description = _plain(token, context, references) or None
+                text = _plain(token, context, references)
+                # A paragraph of template expressions alone (`{{ version }}.`) says nothing.
+                description = text if _WORD.search(_MUSTACHE.sub("", text)) else None
 
     def body(start: int, stop: int) -> str:
         return _body(lines, start, stop, protected, dropped, degraded, context, problems)
@@ -718,7 +800,7 @@ def _sections(
     first = "\n\n".join(part for part in opening if part.strip())
     if first:
         sections.insert(0, (None, first))
-    return Converted(title, description, sections)
+    return Converted(title, description or before_title, sections)
 
 
 def _heading_text(
@@ -755,7 +837,8 @@ def _without_markup(head: str) -> str:
     mkdocs-material's icons: no words."""
     if "{" in head:
         lines = head.split("\n")
-        head = _LINK_ATTRS.sub(")", "\n".join(s for s in lines if not _BLOCK_ATTRS.fullmatch(s)))
+        kept = (_without_trailing_attrs(s) for s in lines if not _BLOCK_ATTRS.fullmatch(s))
+        head = _LINK_ATTRS.sub(r"\1", "\n".join(kept))
     return _ICON.sub("", _without_shortcodes(head) if "{{" in head else head)
 
 
@@ -891,11 +974,20 @@ def _prose(
             new = _rewritten(continued.group(1), origin, context, problems, image=False)
             text = text[: continued.start(1)] + new + text[continued.end(1) :]
         text = _INLINE_LINK.sub(link, text)
-        if "){" in text:
-            text = _LINK_ATTRS.sub(")", text)
     if "{" in text:
+        if "){" in text or "]{" in text:
+            text = _LINK_ATTRS.sub(r"\1", text)
+        text = _without_trailing_attrs(text)
         text = _tokens_in_prose(text, context.tokens, origin, problems)
     return text
+
+
+def _without_trailing_attrs(text: str) -> str:
+    """`text` without attr_list's class or id attributes at its end, after a space."""
+    start = text.rfind("{")
+    if start < 1 or text[start - 1] not in " \t" or not _TRAILING_ATTRS.fullmatch(text, start):
+        return text
+    return text[:start].rstrip(" \t")
 
 
 def _without_shortcodes(text: str) -> str:

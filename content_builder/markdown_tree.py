@@ -27,10 +27,13 @@ from urllib.parse import quote
 import yaml
 
 from content_builder import markdown_docusaurus as docusaurus
+from content_builder import markdown_hugo as hugo
+from content_builder import markdown_vitepress as vitepress
 from content_builder.cache import EntryCache, entry_key
 from content_builder.errors import Problem, SiteDataError
 from content_builder.loaded import MarkdownPages
 from content_builder.markdown_links import (
+    FOLDED,
     INDEX_NAMES,
     SCHEME,
     Tree,
@@ -134,6 +137,9 @@ def load_markdown(
     pages = _assign_ids(pages, problems)  # a page whose id collides: reported, left out
     _assign_order(pages, found)
     ids = {page.path: page.id for page in pages}
+    # Hugo finds a page by its path in any case (`/methods/page/title/` is Title.md):
+    # under a NUL-prefixed key, which no path has (markdown_links.FOLDED).
+    ids.update((FOLDED + page.path.lower(), page.id) for page in pages if page.tree.tool == "hugo")
     urls = {page.canonical.rstrip("/"): page.id for page in pages}
     for page in pages:
         document = _document(page, ids, urls, base_url, tokens, config, cache, problems,
@@ -203,6 +209,9 @@ def _trees(
             url = (config.docs_url or f"{website}/{docusaurus.ROUTE_BASE}").rstrip("/")
             style = config.docs_url_style or "clean"
             trees.append(Tree(root, root, style, url, None, tool="docusaurus", site_url=website))
+        elif hugo.is_hugo(root):
+            style = config.docs_url_style or "directory"  # Hugo's pretty URLs
+            trees.append(Tree(root, root, style, docs_url, None, tool="hugo"))
         else:
             style = config.docs_url_style or "clean"
             trees.append(Tree(root, root, style, docs_url, None))
@@ -455,9 +464,16 @@ def _assign_ids(pages: list[_Page], problems: list[Problem]) -> list[_Page]:
             path = docusaurus.url_path(page.rel, identifier, page.front.get("slug"))
             page.canonical = page.tree.docs_url + "/" + path
             continue
+        url_path = page_url_path(page.rel, page.tree.style)
+        if page.tree.tool == "hugo":
+            # What a URL cannot hold as written (`é`, `?`, a space) percent-encoded, as
+            # for a slug below.
+            hugo_path = docusaurus.slug_url_path(hugo.url_path(url_path, page.front))
+            page.canonical = page.tree.docs_url + "/" + hugo_path
+            continue
         # A file name is not a URL: `a?b.md` is served at `a%3Fb/` (mkdocs' urlquote), not
         # at a query; a space, `%` or `é` in a name is written as the docs tool writes it.
-        url_path = quote(page_url_path(page.rel, page.tree.style))
+        url_path = quote(url_path)
         slug = page.front.get("slug")
         if isinstance(slug, str) and slug.strip() and " " not in slug:
             # Docusaurus: the page's URL path, from the site's root when absolute.
@@ -631,14 +647,23 @@ def _recording(context: Context, names: list[str], links: list[str]) -> Context:
 
 
 def _models(page: _Page, context: Context, problems: list[Problem]) -> tuple[Any, ...] | None:
-    converted: Converted = convert(page.text, page.body_start, context, page.rel.endswith(".mdx"))
+    lead = vitepress.home_text(page.front)
+    converted: Converted = convert(
+        page.text, page.body_start, context, page.rel.endswith(".mdx"), lead
+    )
     found = [Problem(page.display, None, f"line {line}: {message}")
              for line, message in converted.problems]  # fmt: skip
     problems += found
     front = page.front
     nav = page.tree.nav or {}
     nav_title = nav[page.rel][2] if page.rel in nav else None
-    title = front.get("title") or converted.title or nav_title or _title_from_name(page.rel)
+    title = (
+        front.get("title")
+        or converted.title
+        or nav_title
+        or vitepress.hero_name(front)
+        or _title_from_name(page.rel)
+    )
     # The author's description as written (a one-line field: a line break is refused);
     # the first paragraph, when it stands in, as one bounded line.
     description = front.get("description") or (

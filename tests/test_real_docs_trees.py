@@ -301,3 +301,206 @@ def test_a_slug_a_url_cannot_hold_as_written_is_percent_encoded(tmp_path: Path) 
         assert urls["Plans"].endswith("/sub/tarifs&plans%3Fv=2"), (tree, urls)
         assert urls["Escaped"].endswith("/caf%C3%A9-2"), (tree, urls)
         assert "[the café](https://" in _twin(result, home)
+
+
+def test_a_hugo_content_tree_has_hugos_urls_and_links(tmp_path: Path) -> None:
+    # gohugoio/hugoDocs: content/en beside hugo.toml. Hugo publishes `/section/page/`,
+    # lower case (`methods/page/GitInfo.md` is `/methods/page/gitinfo/`), honours `url`
+    # and `slug`, and its link render hook finds `/methods/page/gitinfo/` and
+    # `methods/page/title/` (from templates/introduction.md) by URL and from the content
+    # root. They were `.../GitInfo` canonical URLs and 9 broken links.
+    site = _site(tmp_path, {})
+    yaml_text = (site / "site.yaml").read_text().replace("../docs", "../hugo/content/en")
+    (site / "site.yaml").write_text(yaml_text)
+    content = tmp_path / "hugo" / "content" / "en"
+    pages = {
+        "_index.md": "---\ntitle: Hugo\n---\nHome.\n",
+        "methods/page/GitInfo.md": "# GitInfo\n\nx\n",
+        "methods/page/Title.md": "---\nslug: page-title\n---\n# Title\n\nx\n",
+        "about/license.md": "+++\nurl = '/license/'\n+++\n# License\n\nx\n",
+        "templates/introduction.md": "# Intro\n\n[GitInfo](/methods/page/gitinfo/#x), "
+        "[Title](methods/page/title/) and [nope](methods/nope/).\n\n[Menus](menus/#m)\n",
+        "templates/menus.md": "# Menus\n\nx\n",
+    }
+    for rel, text in pages.items():
+        (content / rel).parent.mkdir(parents=True, exist_ok=True)
+        (content / rel).write_text(text)
+    (tmp_path / "hugo" / "hugo.toml").write_text("baseURL = 'https://gohugo.io/'\n")
+    errors = plan_errors(site)
+    assert any("introduction.md: line 3" in e and "methods/nope/" in e for e in errors), errors
+    (content / "templates/introduction.md").write_text(pages["templates/introduction.md"].replace(
+        " and [nope](methods/nope/)", ""))  # fmt: skip
+    result = plan(site)
+    files = _files(result)
+    canonical = {
+        name: json.loads(files[f"/api/v1/content/{name}.json"])["canonical_url"]
+        for name in ("home", "methods-page-gitinfo", "methods-page-title", "about-license")
+    }
+    website = "https://www.python-httpx.org/"
+    assert canonical == {
+        "home": website,
+        "methods-page-gitinfo": website + "methods/page/gitinfo/",
+        "methods-page-title": website + "methods/page/page-title/",
+        "about-license": website + "license/",
+    }
+    twin = _twin(result, "templates-introduction")
+    assert "/api/v1/content/methods-page-gitinfo.md#x)" in twin
+    assert "/api/v1/content/methods-page-title.md)" in twin
+    assert "/api/v1/content/templates-menus.md#m)" in twin  # from the page's folder
+
+
+def test_a_description_is_the_pages_words_not_its_banner_or_a_template(
+    tmp_path: Path,
+) -> None:
+    # encode/starlette and tiangolo/fastapi docs/index.md: logos, badges and
+    # "**Documentation**: <a href=...>https://www.starlette.io</a>" above `# Introduction`
+    # made the home page's description "Documentation: https://www.starlette.io";
+    # pydantic/pydantic docs/index.md: badges, then `{{ version }}.` (mkdocs-macros).
+    pages = {
+        "index.md": '<p align="center"><em>The little framework.</em></p>\n\n---\n\n'
+        '**Documentation**: <a href="https://x.example">https://x.example</a>\n\n---\n\n'
+        "# Introduction\n\nStarlette is a lightweight ASGI framework.\n",
+        "pydantic.md": "# Pydantic Validation\n\n[![CI](https://img.example/ci.svg)](https://ci.example)\n\n"
+        "{{ version }}.\n\nPydantic is the most widely used data validation library.\n",
+        "banner-only.md": "Made with care.\n\n# Banner\n\n## Section\n\n```sh\nx\n```\n",
+    }
+    llms = _files(plan(_site(tmp_path, pages)))["/llms.txt"].decode()
+    assert "/home.json): Starlette is a lightweight ASGI framework. (" in llms
+    assert "/pydantic.json): Pydantic is the most widely used data validation library. (" in llms
+    assert "/banner-only.json): Made with care. (" in llms  # nothing follows its title
+
+
+def test_a_fence_inside_a_list_item_is_published_byte_for_byte(tmp_path: Path) -> None:
+    # vuejs/vitepress docs/en/reference/default-theme-prev-next-links.md: a ```yaml fence
+    # inside a list item showing front matter (`---` lines) was published with `\---`;
+    # a shell comment or a `###` line in such a fence was escaped or moved down too.
+    fence = "```yaml\n---\nprev: false\n---\n```"
+    shell = "```bash\n# install it\npip install x\n### not a heading\n```"
+    indented = lambda block: "\n".join("    " + line for line in block.split("\n"))  # noqa: E731
+    page = (
+        f"# Links\n\n## prev\n\n- To hide previous page:\n\n{indented(fence)}\n\n"
+        f"1. Install:\n\n{indented(shell)}\n\n> {fence.replace(chr(10), chr(10) + '> ')}\n"
+    )
+    twin = _twin(plan(_site(tmp_path, {"links.md": page})), "links")
+    assert indented(fence) in twin and indented(shell) in twin
+    assert "> ```yaml\n> ---\n> prev: false\n> ---\n> ```" in twin
+
+
+def test_a_partials_links_start_from_the_partials_folder(tmp_path: Path) -> None:
+    # reduxjs/redux docs/components/_FundamentalsWarning.mdx, used by six pages of
+    # tutorials/fundamentals/: its `../tutorials/fundamentals/part-8-modern-redux.md`
+    # starts from components/ (MDX compiles the partial as its own file), and was
+    # resolved from each page's folder: 12 broken links.
+    site = _site(
+        tmp_path,
+        {
+            "components/_Warning.mdx": "See [part 8](../tutorials/basics/part-8.md#rtk) and "
+            "![a diagram](./diagram.png); [install](./installation) is a URL.\n",
+            "tutorials/basics/part-1.md": "import Warning from '../../components/_Warning.mdx';"
+            "\n\n# Part 1\n\n<Warning />\n",
+            "tutorials/basics/part-8.md": "# Part 8\n\nx\n",
+            "tutorials/basics/installation.md": "# Installation\n\nx\n",
+        },
+    )
+    (tmp_path / "website").mkdir()
+    (tmp_path / "website" / "docusaurus.config.ts").write_text("export default {};\n")
+    twin = _twin(plan(site), "tutorials-basics-part-1")
+    assert "/api/v1/content/tutorials-basics-part-8.md#rtk)" in twin
+    assert "![a diagram](https://www.python-httpx.org/docs/components/diagram.png)" in twin
+    assert "/api/v1/content/tutorials-basics-installation.md)" in twin  # a URL: the page's
+
+
+def test_a_vitepress_home_pages_hero_and_features_are_its_text(tmp_path: Path) -> None:
+    # vuejs/vitepress docs/en/index.md (`layout: home`): the page's words are its front
+    # matter's hero and features; its body is empty. It was published as "Home" with an
+    # empty section.
+    page = (
+        "---\nlayout: home\n\nhero:\n  name: VitePress\n  text: Vite & Vue Powered Static Site"
+        " Generator\n  tagline: Markdown to beautiful docs in minutes\n  actions:\n"
+        "    - theme: brand\n      text: What is VitePress?\n      link: ./guide/what-is\n"
+        "    - theme: alt\n      text: GitHub\n      link: https://github.com/vuejs/vitepress\n"
+        'features:\n  - icon: <span class="memo"></span>\n    title: Focus on your content\n'
+        "    details: Effortlessly create beautiful documentation sites with just markdown.\n"
+        "---\n\n<style>\n:root { --x: 1; }\n</style>\n"
+    )
+    site = _site(tmp_path, {"index.md": page, "guide/what-is.md": "# What is it\n\nx\n"})
+    result = plan(site)
+    home = json.loads(_files(result)["/api/v1/content/home.json"])
+    assert home["title"] == "VitePress"
+    twin = _twin(result, "home")
+    assert (
+        "Vite & Vue Powered Static Site Generator\n\nMarkdown to beautiful docs in minutes" in twin
+    )
+    assert "[What is VitePress?](https://" in twin and "/api/v1/content/guide-what-is.md)" in twin
+    assert "[GitHub](https://github.com/vuejs/vitepress)" in twin
+    assert "- **Focus on your content**: Effortlessly create beautiful documentation" in twin
+    assert "memo" not in twin
+
+
+def test_a_github_alert_is_a_bold_title_in_its_quote(tmp_path: Path) -> None:
+    # gohugoio/hugoDocs (315 of them) and vuejs/vitepress docs/en/guide/markdown.md:
+    # `> [!NOTE]` opens a GitHub-style alert (GitHub, VitePress, Hugo render it titled).
+    page = (
+        "# Page\n\n> [!NOTE]\n> Highlights information.\n\n> [!warning]\n> Careful.\n\n"
+        "> [!NOTE] Hugo modules are Go modules\n> Text.\n"
+    )
+    twin = _twin(plan(_site(tmp_path, {"page.md": page})), "page")
+    assert "> **Note**\n> Highlights information." in twin
+    assert "> **Warning**\n> Careful." in twin and "[!" not in twin
+    assert "> **Note: Hugo modules are Go modules**\n> Text." in twin
+
+
+def test_a_hostile_alert_title_builds_in_linear_time(tmp_path: Path) -> None:
+    page = "# Page\n\n> [!NOTE] x" + " " * 200_000 + "y\n"
+    started = time.perf_counter()
+    plan(_site(tmp_path, {"page.md": page}))
+    assert time.perf_counter() - started < 5
+
+
+def test_a_hostile_block_title_builds_in_linear_time(tmp_path: Path) -> None:
+    page = "# Page\n\n/// tip | x" + " " * 200_000 + "y\n\nText.\n\n///\n"
+    started = time.perf_counter()
+    twin = _twin(plan(_site(tmp_path, {"page.md": page})), "page")
+    assert time.perf_counter() - started < 5 and "Text." in twin
+
+
+def test_a_query_only_link_is_the_human_page_with_its_query(tmp_path: Path) -> None:
+    # squidfunk/mkdocs-material docs/plugins/search.md: `[searchHighlight](?q=searchHighlight)`
+    # links the page itself with a search query; it was a broken link to "index.md".
+    page = "# Search\n\nTry [this search](?q=search+su) or [that](?q=%22x%22#results).\n"
+    twin = _twin(plan(_site(tmp_path, {"plugins/search.md": page})), "plugins-search")
+    assert "[this search](https://www.python-httpx.org/plugins/search?q=search+su)" in twin
+    assert "[that](https://www.python-httpx.org/plugins/search?q=%22x%22#results)" in twin
+
+
+def test_attribute_lists_after_a_reference_link_or_ending_a_paragraph_are_dropped(
+    tmp_path: Path,
+) -> None:
+    # squidfunk/mkdocs-material docs: `[Create reproduction][Create reproduction]{ .md-button
+    # .md-button--primary }`, `_Martin, Alex and Kathi_ { .mdx-heart .mdx-insiders }`.
+    page = (
+        "# Bug\n\n[Create reproduction][repro]{ .md-button .md-button--primary }\n\n"
+        "_Martin, Alex and Kathi_ { .mdx-heart .mdx-insiders }\n\nA set {a, b} stays.\n\n"
+        "[repro]: https://example.com/repro\n"
+    )
+    twin = _twin(plan(_site(tmp_path, {"bug.md": page})), "bug")
+    assert "[Create reproduction][repro]\n" in twin and "_Martin, Alex and Kathi_\n" in twin
+    assert "md-button" not in twin and "mdx-heart" not in twin and "A set {a, b} stays." in twin
+
+
+def test_a_definition_lists_indented_body_is_text_not_code(tmp_path: Path) -> None:
+    # squidfunk/mkdocs-material docs/setup/extensions/*.md (def_list, as Python-Markdown
+    # and Hugo read it): `:   text` and its body indented 4, tabs and fences inside; to
+    # CommonMark the body after a blank line is indented code, so 63 fences were
+    # published inside code blocks.
+    page = (
+        "# Extensions\n\n`mode`\n\n:   Default `view`. Configure:\n\n"
+        '    === "Accept changes"\n\n        ``` yaml\n        markdown_extensions:\n'
+        "          - pymdownx.critic:\n              mode: accept\n        ```\n\n"
+        "    More text.\n\n`other`\n: One line.\n"
+    )
+    twin = _twin(plan(_site(tmp_path, {"extensions.md": page})), "extensions")
+    fence = "``` yaml\nmarkdown_extensions:\n  - pymdownx.critic:\n      mode: accept\n```"
+    assert ":   " not in twin and f"**Accept changes**\n\n{fence}" in twin
+    assert "`mode`\n\nDefault `view`. Configure:" in twin and "\nMore text." in twin
+    assert "`other`\nOne line." in twin

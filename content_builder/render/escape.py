@@ -100,6 +100,10 @@ def block(text: str, deeper: int | None = None) -> str:
         return text
     lines = text.split("\n")
     fence: str | None = None  # the open fence's characters, while inside one
+    # A Markdown page's code that the line scan cannot see (a fence inside a list item
+    # or a quote): the lines CommonMark reads as code, found only when a line would
+    # change, so most bodies are never parsed twice.
+    code: frozenset[int] | None = None
     for index, line in enumerate(lines):
         first = line.lstrip(_INERT)[:1]
         if first not in _MAY_START and (first or not line.strip(" \t")):
@@ -113,6 +117,10 @@ def block(text: str, deeper: int | None = None) -> str:
             fence = opened.group(1)
             continue
         if deeper is not None:
+            if code is None:
+                code = _code_lines(text) if _NESTED_FENCE.search(text) else frozenset()
+            if index in code:
+                continue
             kept = _DEEPER_HEADING.match(line)
             if kept is not None:
                 level = min(6, len(kept.group(1)) + deeper)
@@ -134,6 +142,24 @@ def block(text: str, deeper: int | None = None) -> str:
     if fence is not None:
         lines.append(fence)  # what follows the field is not code
     return "\n".join(lines)
+
+
+#: A fence the line scan does not follow: behind a list item's or a quote's marker, or
+#: indented past three spaces (inside a list item).
+_NESTED_FENCE = re.compile(r"^(?=[ \t>*+\-\d.)]*(?:```|~~~))(?! {0,3}(?:```|~~~))", re.MULTILINE)
+
+
+def _code_lines(text: str) -> frozenset[int]:
+    """The lines of `text` inside a fence or indented code, as CommonMark reads it (the
+    twin's readers do): 0-based."""
+    from content_builder.markdown_page import parser  # only Markdown pages need it
+
+    return frozenset(
+        line
+        for token in parser(blocks_only=True).parse(text)
+        if token.type in ("fence", "code_block") and token.map
+        for line in range(*token.map)
+    )
 
 
 def code_fence(code: str) -> str:
