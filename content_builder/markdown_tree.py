@@ -134,6 +134,14 @@ def load_markdown(
     if not pages:
         return found
     pages = [page for page in pages if page.front.get("draft") is not True]
+    if any(page.tree.tool == "hugo" for page in pages):
+        # A page Hugo does not render (headless, `build.render: never`, cascaded).
+        cascades = hugo.section_cascades([(p.rel, p.front) for p in pages if p.tree.tool == "hugo"])
+        pages = [
+            page
+            for page in pages
+            if page.tree.tool != "hugo" or hugo.rendered(page.rel, page.front, cascades)
+        ]
     pages = _assign_ids(pages, problems)  # a page whose id collides: reported, left out
     _assign_order(pages, found)
     ids = {page.path: page.id for page in pages}

@@ -504,3 +504,38 @@ def test_a_definition_lists_indented_body_is_text_not_code(tmp_path: Path) -> No
     assert ":   " not in twin and f"**Accept changes**\n\n{fence}" in twin
     assert "`mode`\n\nDefault `view`. Configure:" in twin and "\nMore text." in twin
     assert "`other`\nOne line." in twin
+
+
+def test_a_page_hugo_does_not_render_is_not_published(tmp_path: Path) -> None:
+    # gohugoio/hugoDocs content/en/_common/_index.md cascades `build: {render: never}` to
+    # its snippets (included by a shortcode, never pages): 203 of them were published.
+    site = _site(tmp_path, {})
+    yaml_text = (site / "site.yaml").read_text().replace("../docs", "../hugo/content/en")
+    (site / "site.yaml").write_text(yaml_text)
+    content = tmp_path / "hugo" / "content" / "en"
+    pages = {
+        "_index.md": "---\ntitle: Hugo\n---\nHome.\n",
+        "_common/_index.md": "---\ncascade:\n  build:\n    list: never\n    render: never\n"
+        "---\n\n<!-- snippets -->\n",
+        "_common/menu.md": "---\n---\nA snippet.\n",
+        "_common/deeper/table.md": "# Table\n\nAnother snippet.\n",
+        "_common/shown.md": "---\nbuild:\n  render: always\n---\n# Shown\n\nIts own wins.\n",
+        "guide/_index.md": "+++\ntitle = 'Guide'\n[[cascade]]\n[cascade.build]\nrender = 'link'"
+        "\n[cascade.target]\npath = '/nowhere/**'\n+++\nThe guide.\n",
+        "guide/kept.md": "# Kept\n\nA target the tree cannot match: not applied.\n",
+        "bundle/index.md": "---\nheadless: true\n---\n# Headless\n\nx\n",
+        "old.md": "---\n_build:\n  render: false\n---\n# Old\n\nx\n",
+        "linked.md": "---\nbuild:\n  render: link\n---\n# Linked\n\nx\n",
+        "page.md": "# Page\n\nx\n",
+    }
+    for rel, text in pages.items():
+        (content / rel).parent.mkdir(parents=True, exist_ok=True)
+        (content / rel).write_text(text)
+    (tmp_path / "hugo" / "hugo.toml").write_text("baseURL = 'https://gohugo.io/'\n")
+    index = json.loads(_files(plan(site))["/api/v1/content/index.json"])
+    titles = sorted(entry["title"] for entry in index["documents"])
+    assert "Page" in titles and "Guide" in titles and "Kept" in titles, titles
+    assert "Shown" in titles, "a page's own build options win over a cascade"
+    for gone in ("Table", "Headless", "Old", "Linked"):
+        assert gone not in titles, titles
+    assert not any("snippet" in entry["description"].lower() for entry in index["documents"])
