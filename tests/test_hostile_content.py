@@ -670,3 +670,20 @@ def test_a_docs_dir_that_is_no_docs_tree_is_refused_in_bounded_time(
     from content_builder.build import plan
 
     plan(site)  # 30 folders and 30 pages: within the bound
+
+
+def test_a_deeply_nested_lock_is_one_error(built_site: Built) -> None:
+    # json.loads recurses per level: 100,000 levels raised RecursionError, a traceback.
+    (built_site.site / LOCK).write_text("[" * 100_000 + "]" * 100_000)
+    (line,) = failed_build(built_site, lock_replaced=True)
+    assert LOCK in line and "not valid JSON" in line, line
+
+
+def test_a_deeply_nested_category_file_builds(tmp_path: Path) -> None:
+    from content_builder.build import plan
+    from tests.test_markdown_source import _site
+
+    site = _site(tmp_path, {"guide/a.md": "# A\n\nx\n"})
+    (tmp_path / "docusaurus.config.js").write_text("export default {};\n")
+    (tmp_path / "docs/guide/_category_.json").write_text("[" * 100_000 + "]" * 100_000)
+    plan(site)  # a category only labels and orders: unreadable, it is not used
