@@ -229,7 +229,7 @@ class AgentClient:
     def get_json(self, url: str) -> Any:
         try:
             return json.loads(self.fetch(url).body)
-        except ValueError as error:
+        except (ValueError, RecursionError) as error:  # RecursionError: nested too deep
             raise ClientError(url, 200, f"not JSON ({error})") from error
 
     def _parse_once(self, url: str, key: str, parse: Any, response: Fetched | None = None) -> Any:
@@ -251,7 +251,7 @@ class AgentClient:
     def _json(body: bytes, url: str) -> Any:
         try:
             return json.loads(body)
-        except ValueError as error:
+        except (ValueError, RecursionError) as error:  # RecursionError: nested too deep
             raise ClientError(url, 200, f"not JSON ({error})") from error
 
     def get_model(self, url: str, model: type[M]) -> M:

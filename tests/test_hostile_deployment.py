@@ -42,9 +42,16 @@ def _answering(server: EdgeServer, path: str, body: bytes) -> None:
     server.edge = _Answering(server.edge, path, body)
 
 
-@pytest.mark.parametrize("path", [paths.discovery("service"), paths.CONTENT_INDEX])
-def test_verify_reports_deeply_nested_json_as_a_failed_check(server: EdgeServer, path: str) -> None:
-    _answering(server, path, DEEP)
+@pytest.mark.parametrize(
+    ("path", "body"),
+    [(paths.discovery("service"), DEEP), (paths.CONTENT_INDEX, DEEP),
+     (paths.discovery("service"), b"{}"), (paths.discovery("service"), b"[]")],
+)  # fmt: skip
+def test_verify_reports_a_body_it_cannot_use_as_a_failed_check(
+    server: EdgeServer, path: str, body: bytes
+) -> None:
+    # A discovery document that is JSON but not one (`{}`) raised ValidationError too.
+    _answering(server, path, body)
     result = run_cli("verify", server.base_url)
     assert result.code == 1
     assert "Traceback" not in result.out + result.err
