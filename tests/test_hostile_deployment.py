@@ -4,7 +4,10 @@ never a traceback."""
 
 from __future__ import annotations
 
+import socket
+import threading
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
 
@@ -14,6 +17,7 @@ from agent_contract import paths
 from agent_edge.edge import Edge, Response
 from agent_edge.serve import EdgeServer
 from tests.conftest import run_cli, running_server
+from tests.test_hostile_content import within
 
 #: JSON nested past the decoder's recursion limit (json.loads raised RecursionError).
 DEEP = b"[" * 100_000 + b"]" * 100_000
@@ -63,3 +67,57 @@ def test_mcp_from_a_deployment_answering_deep_json_is_one_error(server: EdgeServ
     result = run_cli("mcp", "--from", server.base_url)
     assert result.code == 1
     assert result.err.startswith("error: ") and "not an agent-access API" in result.err, result.err
+
+
+@contextmanager
+def _dripping_server() -> Iterator[str]:
+    """Answers every request 200 with a 100,000-byte body sent one byte every 0.05 s:
+    each read gets a byte before its timeout, so only a deadline for the whole answer
+    ends it (about 80 minutes otherwise)."""
+    listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(16)
+    listener.settimeout(0.2)
+    stop = threading.Event()
+
+    def drip(conn: socket.socket) -> None:
+        with conn:
+            try:
+                conn.recv(65536)
+                conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n"
+                             b"Content-Length: 100000\r\n\r\n")  # fmt: skip
+                while not stop.wait(0.05):
+                    conn.sendall(b"x")
+            except OSError:
+                return
+
+    def serve() -> None:
+        while not stop.is_set():
+            try:
+                conn, _ = listener.accept()
+            except TimeoutError:
+                continue
+            threading.Thread(target=drip, args=(conn,), daemon=True).start()
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{listener.getsockname()[1]}"
+    finally:
+        stop.set()
+        thread.join(timeout=5)
+        listener.close()
+
+
+def test_verify_gives_up_on_an_answer_that_never_ends() -> None:
+    with _dripping_server() as base_url, within(20):
+        result = run_cli("verify", base_url, "--timeout", "1")
+    assert result.code == 1
+    assert any(line.startswith("FAIL") and base_url in line for line in result.out.splitlines())
+
+
+def test_mcp_from_gives_up_on_an_answer_that_never_ends() -> None:
+    with _dripping_server() as base_url, within(60):
+        result = run_cli("mcp", "--from", base_url)
+    assert result.code == 1
+    assert result.err.startswith("error: "), result.err
