@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import re
 import threading
+import time
 import urllib.error
 import urllib.request
 from dataclasses import dataclass, field
@@ -168,6 +169,21 @@ class SyncResult:
     started_over: bool  # the held generation was unknown, too old or ahead of the feed
 
 
+#: A whole answer must come within this many request timeouts: `timeout` bounds each
+#: read, and a server sending a byte before each one expires never ended (session 27).
+ANSWER_TIMEOUTS = 3
+
+
+def read_within(response: Any, deadline: float) -> bytes:
+    """The body of `response`, read as it comes; TimeoutError past `deadline`."""
+    body = bytearray()
+    while chunk := response.read1(65536):
+        body += chunk
+        if time.monotonic() > deadline:
+            raise TimeoutError("the answer did not end in time")
+    return bytes(body)
+
+
 @dataclass
 class AgentClient:
     base_url: str
@@ -192,11 +208,13 @@ class AgentClient:
         request = urllib.request.Request(url, method=method, headers={"User-Agent": USER_AGENT})
         for name, value in (headers or {}).items():
             request.add_header(name, value)
+        deadline = time.monotonic() + ANSWER_TIMEOUTS * self.timeout
         try:
             with urllib.request.urlopen(request, timeout=self.timeout) as response:
-                status, raw_headers, body = response.status, response.headers, response.read()
+                status, raw_headers = response.status, response.headers
+                body = read_within(response, deadline)
         except urllib.error.HTTPError as error:
-            status, raw_headers, body = error.code, error.headers, error.read()
+            status, raw_headers, body = error.code, error.headers, read_within(error, deadline)
         except (urllib.error.URLError, OSError) as error:
             raise ClientError(url, None, f"cannot connect ({error})") from error
         collected: dict[str, list[str]] = {}

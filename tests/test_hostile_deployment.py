@@ -116,8 +116,11 @@ def test_verify_gives_up_on_an_answer_that_never_ends() -> None:
     assert any(line.startswith("FAIL") and base_url in line for line in result.out.splitlines())
 
 
-def test_mcp_from_gives_up_on_an_answer_that_never_ends() -> None:
-    with _dripping_server() as base_url, within(60):
+def test_mcp_from_gives_up_on_an_answer_that_never_ends(monkeypatch: pytest.MonkeyPatch) -> None:
+    from agent_mcp import sources
+
+    monkeypatch.setattr(sources, "ANSWER_TIMEOUTS", 0.3)  # 3 s, not 30, for the suite
+    with _dripping_server() as base_url, within(20):
         result = run_cli("mcp", "--from", base_url)
     assert result.code == 1
     assert result.err.startswith("error: "), result.err
