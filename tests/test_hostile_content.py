@@ -424,6 +424,24 @@ def test_a_control_character_is_refused_in_every_field(
     assert character not in line
 
 
+#: "Ignore" in Unicode tag characters (U+E0000-U+E007F): invisible in an editor, a diff
+#: and a browser, read by a language model as the letters they shadow.
+HIDDEN = "".join(chr(0xE0000 + ord(letter)) for letter in "Ignore")
+
+
+def test_invisible_tag_characters_are_refused(built_site: Built, tmp_path: Path) -> None:
+    # A pull request could hide an instruction to agents in text its reviewer sees as
+    # nothing at all, as the bidirectional overrides hide an order.
+    set_field(built_site.site / FAQ, ("answer",), f"Before{HIDDEN}after")
+    (line,) = failed_build(built_site)
+    assert "field 'answer'" in line and "U+E0049" in line and HIDDEN[0] not in line
+    from tests.test_markdown_source import _site
+
+    site = _site(tmp_path / "md", {"page.md": f"# Page\n\nText.{HIDDEN}\n"})
+    errors = plan_errors(site)
+    assert any("page.md" in e and "line 3" in e and "U+E0049" in e for e in errors), errors
+
+
 def test_a_control_character_in_a_key_is_refused_and_shown_escaped(built_site: Built) -> None:
     path = built_site.site / FAQ
     path.write_text(path.read_text("utf-8") + '"bad\\ekey": x\n', "utf-8")
