@@ -194,7 +194,7 @@ def _read_once(read: ReadSnippet) -> ReadSnippet:
 
 
 def forbidden_lines(text: str) -> list[tuple[int, str]]:
-    """Control characters and bidirectional overrides (text_rules.py), by line."""
+    """Control characters, bidirectional overrides, tag characters (text_rules.py), by line."""
     if FORBIDDEN.search(text) is None:  # one scan in C: nearly every page
         return []
     found = []
@@ -204,9 +204,9 @@ def forbidden_lines(text: str) -> list[tuple[int, str]]:
             found.append(
                 (
                     number,
-                    f"holds {describe(match.group())}: control characters and bidirectional "
-                    "overrides are not allowed in site data (they reach llms.txt and the "
-                    "Markdown twins as they are)",
+                    f"holds {describe(match.group())}: control characters, bidirectional "
+                    "overrides and invisible tag characters are not allowed in site data "
+                    "(they reach llms.txt and the Markdown twins as they are)",
                 )
             )
     return found
