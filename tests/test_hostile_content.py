@@ -705,3 +705,21 @@ def test_a_deeply_nested_category_file_builds(tmp_path: Path) -> None:
     (tmp_path / "docusaurus.config.js").write_text("export default {};\n")
     (tmp_path / "docs/guide/_category_.json").write_text("[" * 100_000 + "]" * 100_000)
     plan(site)  # a category only labels and orders: unreadable, it is not used
+
+
+@pytest.mark.parametrize("name", [".git/config", ".env", "docs/.secrets/key.txt"])
+def test_a_snippet_of_a_hidden_file_is_refused(tmp_path: Path, name: str) -> None:
+    # mkdocs.yml sits at the repository's root, so the snippets' tree is the whole
+    # checkout: `--8<-- ".git/config"` published the token actions/checkout leaves there
+    # by default (persist-credentials), `.env` its secrets. Pages in hidden folders are
+    # never read; snippets from them are not either.
+    from tests.test_markdown_source import _site
+
+    site = _site(tmp_path, {"page.md": f'# Page\n\n--8<-- "{name}"\n'})
+    (tmp_path / "mkdocs.yml").write_text("site_name: X\ndocs_dir: docs\n")
+    secret = tmp_path / name
+    secret.parent.mkdir(parents=True, exist_ok=True)
+    secret.write_text(f"token = {SECRET}\n")
+    errors = plan_errors(site)
+    assert any("page.md" in e and "line 3" in e and "hidden" in e for e in errors), errors
+    assert not any(SECRET in e for e in errors)
