@@ -124,3 +124,55 @@ def test_mcp_from_gives_up_on_an_answer_that_never_ends(monkeypatch: pytest.Monk
         result = run_cli("mcp", "--from", base_url)
     assert result.code == 1
     assert result.err.startswith("error: "), result.err
+
+
+@contextmanager
+def _endless_server() -> Iterator[str]:
+    """Answers every request 200 with a body that never ends, as fast as it is read."""
+    listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(16)
+    listener.settimeout(0.2)
+    stop = threading.Event()
+
+    def flood(conn: socket.socket) -> None:
+        with conn:
+            try:
+                conn.recv(65536)
+                conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n\r\n")
+                while not stop.is_set():
+                    conn.sendall(b" " * 65536)
+            except OSError:
+                return
+
+    def serve() -> None:
+        while not stop.is_set():
+            try:
+                conn, _ = listener.accept()
+            except TimeoutError:
+                continue
+            threading.Thread(target=flood, args=(conn,), daemon=True).start()
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{listener.getsockname()[1]}"
+    finally:
+        stop.set()
+        thread.join(timeout=5)
+        listener.close()
+
+
+def test_an_answer_past_the_size_bound_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    # An answer was read whole into memory: 2 GB in 10 s, an endless one until the
+    # deadline (gigabytes). The bound is lowered here so the test reads little.
+    from agent_client import client
+    from agent_mcp import sources
+
+    monkeypatch.setattr(client, "MAX_ANSWER_BYTES", 1 << 20)
+    monkeypatch.setattr(sources, "MAX_ANSWER_BYTES", 1 << 20)
+    with _endless_server() as base_url, within(20):
+        verified = run_cli("verify", base_url)
+        served = run_cli("mcp", "--from", base_url)
+    assert verified.code == 1 and "too large" in verified.out, verified.out
+    assert served.code == 1 and "too large" in served.err, served.err
