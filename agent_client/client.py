@@ -172,13 +172,19 @@ class SyncResult:
 #: A whole answer must come within this many request timeouts: `timeout` bounds each
 #: read, and a server sending a byte before each one expires never ended (session 27).
 ANSWER_TIMEOUTS = 3
+#: The most an answer may hold: the largest published file is the client-side search
+#: index, 9.4 MB at 10,000 entries; an answer was read whole into memory (2 GB in 10 s).
+MAX_ANSWER_BYTES = 64 << 20
 
 
 def read_within(response: Any, deadline: float) -> bytes:
-    """The body of `response`, read as it comes; TimeoutError past `deadline`."""
+    """The body of `response`, read as it comes; TimeoutError past `deadline`, ValueError
+    past MAX_ANSWER_BYTES."""
     body = bytearray()
     while chunk := response.read1(65536):
         body += chunk
+        if len(body) > MAX_ANSWER_BYTES:
+            raise ValueError(f"the answer is too large (over {MAX_ANSWER_BYTES:,} bytes)")
         if time.monotonic() > deadline:
             raise TimeoutError("the answer did not end in time")
     return bytes(body)
@@ -217,6 +223,8 @@ class AgentClient:
             status, raw_headers, body = error.code, error.headers, read_within(error, deadline)
         except (urllib.error.URLError, OSError) as error:
             raise ClientError(url, None, f"cannot connect ({error})") from error
+        except ValueError as error:  # past MAX_ANSWER_BYTES
+            raise ClientError(url, None, str(error)) from error
         collected: dict[str, list[str]] = {}
         for name, value in raw_headers.items():
             collected.setdefault(name.lower(), []).append(value)

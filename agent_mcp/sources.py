@@ -115,12 +115,16 @@ class DirectoryFiles:
 #: read, and a deployment sending a byte before each one expires never ended (as
 #: agent_client.client.read_within, which this package may not import).
 ANSWER_TIMEOUTS = 3
+#: The most an answer may hold (as agent_client.client.MAX_ANSWER_BYTES).
+MAX_ANSWER_BYTES = 64 << 20
 
 
 def _read_within(response: Any, deadline: float) -> bytes:
     body = bytearray()
     while chunk := response.read1(65536):
         body += chunk
+        if len(body) > MAX_ANSWER_BYTES:
+            raise SourceError(f"the answer is too large (over {MAX_ANSWER_BYTES:,} bytes)")
         if time.monotonic() > deadline:
             raise TimeoutError("the answer did not end in time")
     return bytes(body)
