@@ -541,14 +541,26 @@ _JSX_STRING = re.compile(r"\{\s*(['\"])([^'\"{}]*)\1\s*\}")
 _DROPPED_ELEMENT = re.compile(r"<(script|style)\b[^>]*>.*?</\1\s*>", re.DOTALL | re.IGNORECASE)
 # A tag, its attribute values quoted or not (`v-if="i < n"` holds a `<`); the
 # alternatives exclude each other, so a tag that does not close fails in linear time.
-# Not right after `](`: there `<my page.md>` is a link's destination (CommonMark's form
-# for one holding a space), not a tag.
-_TAG = re.compile(r"(?<!\]\()</?[A-Za-z][A-Za-z0-9:._-]*(?:\s(?:[^<>\"']|\"[^\"]*\"|'[^']*')*)?/?>")
+_TAG = re.compile(r"</?[A-Za-z][A-Za-z0-9:._-]*(?:\s(?:[^<>\"']|\"[^\"]*\"|'[^']*')*)?/?>")
+
+
+def _tag_dropped(match: re.Match[str]) -> str:
+    """A tag's replacement in prose: nothing, unless it opens a link's destination
+    (`[l]( <my page.md>)`: CommonMark's form for one holding a space), kept as written."""
+    text, at = match.string, match.start() - 1
+    while at >= 0 and text[at] in " \t":  # linear: each run of blanks precedes one tag
+        at -= 1
+    return match.group(0) if text[at - 1 : at + 1] == "](" else ""
+
+
 #: Vue's interpolation in an HTML block (VitePress): data the page does not hold.
 _MUSTACHE = re.compile(r"\{\{.*?\}\}")
 _CODE_SPAN = re.compile(r"(`+)(.+?)(?<!`)\1(?!`)")
+# The destination only when the link closes as CommonMark closes it (an optional title,
+# then `)`): `[l](a a)` and `[i](<x>.png>)` are text, not links, and stay as written.
 _INLINE_LINK = re.compile(
     r"(!?)\[((?:[^\[\]]|\[[^\[\]]*\])*)\]\(\s*(<[^<>\n]*>|[^\s()]*(?:\([^\s()]*\)[^\s()]*)*)"
+    r"(?=\s*(?:\"[^\"]*\"|'[^']*'|\([^()]*\))?\s*\))"
 )
 _REFERENCE = re.compile(r"^(\s{0,3}\[[^\]]+\]:\s*)(<[^<>\n]*>|\S+)")
 _BRACED = re.compile(r"\{\{?([A-Za-z_][A-Za-z0-9_-]*)\}\}?")
@@ -735,7 +747,7 @@ def _prose(
     if "<" in text:
         if "<TabItem" in text:
             text = _TAB_ITEM.sub(_tab_label, text)
-        text = _FRAGMENT.sub("", _TAG.sub("", _COMMENT.sub("", text)))
+        text = _FRAGMENT.sub("", _TAG.sub(_tag_dropped, _COMMENT.sub("", text)))
     if "{/*" in text:  # an MDX comment
         text = _JSX_COMMENT.sub("", text)
     if "{'" in text or '{"' in text:  # MDX's string expression `{'text'}`: its text

@@ -650,6 +650,8 @@ def test_a_pages_url_from_its_file_name_is_percent_encoded(
     ("written", "published"),
     [
         ("[l](<my page.md>)", "[l](https://agents.python-httpx.example/api/v1/content/my-page.json)"),
+        ("[l](  <my page.md>)", "[l](  https://agents.python-httpx.example/api/v1/content/my-page.json)"),
+        ("[l](a a) <b>x</b>", "[l](a a) x"),  # not a link in CommonMark: as written
         ("![i](<my image.png>)", "![i](https://www.python-httpx.org/my%20image.png)"),
         ("![i](x%0A%0A%23%23%20Forged.png)", "![i](https://www.python-httpx.org/x%0A%0A%23%23%20Forged.png)"),
         ("[d](files/a%20b.zip)", "[d](https://www.python-httpx.org/files/a%20b.zip)"),

