@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import re
 import threading
+import time
 import urllib.error
 import urllib.request
 from dataclasses import dataclass, field
@@ -168,6 +169,27 @@ class SyncResult:
     started_over: bool  # the held generation was unknown, too old or ahead of the feed
 
 
+#: A whole answer must come within this many request timeouts: `timeout` bounds each
+#: read, and a server sending a byte before each one expires never ended (session 27).
+ANSWER_TIMEOUTS = 3
+#: The most an answer may hold: the largest published file is the client-side search
+#: index, 9.4 MB at 10,000 entries; an answer was read whole into memory (2 GB in 10 s).
+MAX_ANSWER_BYTES = 64 << 20
+
+
+def read_within(response: Any, deadline: float) -> bytes:
+    """The body of `response`, read as it comes; TimeoutError past `deadline`, ValueError
+    past MAX_ANSWER_BYTES."""
+    body = bytearray()
+    while chunk := response.read1(65536):
+        body += chunk
+        if len(body) > MAX_ANSWER_BYTES:
+            raise ValueError(f"the answer is too large (over {MAX_ANSWER_BYTES:,} bytes)")
+        if time.monotonic() > deadline:
+            raise TimeoutError("the answer did not end in time")
+    return bytes(body)
+
+
 @dataclass
 class AgentClient:
     base_url: str
@@ -192,13 +214,17 @@ class AgentClient:
         request = urllib.request.Request(url, method=method, headers={"User-Agent": USER_AGENT})
         for name, value in (headers or {}).items():
             request.add_header(name, value)
+        deadline = time.monotonic() + ANSWER_TIMEOUTS * self.timeout
         try:
             with urllib.request.urlopen(request, timeout=self.timeout) as response:
-                status, raw_headers, body = response.status, response.headers, response.read()
+                status, raw_headers = response.status, response.headers
+                body = read_within(response, deadline)
         except urllib.error.HTTPError as error:
-            status, raw_headers, body = error.code, error.headers, error.read()
+            status, raw_headers, body = error.code, error.headers, read_within(error, deadline)
         except (urllib.error.URLError, OSError) as error:
             raise ClientError(url, None, f"cannot connect ({error})") from error
+        except ValueError as error:  # past MAX_ANSWER_BYTES
+            raise ClientError(url, None, str(error)) from error
         collected: dict[str, list[str]] = {}
         for name, value in raw_headers.items():
             collected.setdefault(name.lower(), []).append(value)
@@ -229,7 +255,7 @@ class AgentClient:
     def get_json(self, url: str) -> Any:
         try:
             return json.loads(self.fetch(url).body)
-        except ValueError as error:
+        except (ValueError, RecursionError) as error:  # RecursionError: nested too deep
             raise ClientError(url, 200, f"not JSON ({error})") from error
 
     def _parse_once(self, url: str, key: str, parse: Any, response: Fetched | None = None) -> Any:
@@ -251,7 +277,7 @@ class AgentClient:
     def _json(body: bytes, url: str) -> Any:
         try:
             return json.loads(body)
-        except ValueError as error:
+        except (ValueError, RecursionError) as error:  # RecursionError: nested too deep
             raise ClientError(url, 200, f"not JSON ({error})") from error
 
     def get_model(self, url: str, model: type[M]) -> M:

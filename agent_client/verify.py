@@ -237,7 +237,7 @@ class Verifier:
             return
         try:
             data = json.loads(body)
-        except ValueError as error:
+        except (ValueError, RecursionError) as error:  # RecursionError: nested too deep
             self.report.check(False, path, f"not JSON: {error}")
             return
         model = model_for(path, self.client.discovery_path or "")
@@ -283,7 +283,7 @@ class Verifier:
         body = self.check_file(paths.OPENAPI)
         try:
             operations = json.loads(body or b"{}").get("paths", {})
-        except ValueError:
+        except (ValueError, RecursionError):  # RecursionError: nested too deep
             return []  # check_file reported it
         urls = []
         for template in templates:
@@ -329,7 +329,11 @@ class Verifier:
         discovery_body = self.check_file(discovery_path)
         if discovery_body is None:
             return self.report
-        discovery = DiscoveryDocument.model_validate_json(discovery_body)
+        try:
+            discovery = DiscoveryDocument.model_validate_json(discovery_body)
+        except ValidationError:  # check_file reported why; nothing else can be walked
+            self.report.check(False, discovery_path, "a discovery document to walk")
+            return self.report
         entry_urls = self._entry_urls(discovery)
         interface_urls = [
             *discovery.interfaces.model_dump(exclude_none=True).values(),
@@ -723,7 +727,7 @@ def _initialize_answer(received: bytes | bytearray, event_stream: bool) -> dict[
     for message in _event_data(text) if event_stream else [text]:
         try:
             answer = json.loads(message)
-        except ValueError:
+        except (ValueError, RecursionError):  # RecursionError: nested too deep
             continue
         if isinstance(answer, dict) and answer.get("id") == 1 and "method" not in answer:
             return answer

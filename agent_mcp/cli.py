@@ -42,7 +42,7 @@ def run(args: argparse.Namespace) -> int:
         source = build_in_memory(args.site or Path("site_data"), args.base_url)
     try:
         catalog = Catalog(source)  # fail before the client connects, with the reason
-    except (MissingFile, SourceError, ValueError) as error:
+    except (MissingFile, SourceError, ValueError, RecursionError) as error:  # JSON too deep
         print(f"error: {source.label} is not an agent-access API: {error}", file=sys.stderr)
         return 1
     run_stdio(catalog)

@@ -12,6 +12,7 @@ files only, never on how the builder makes them. Three sources, one interface:
 from __future__ import annotations
 
 import threading
+import time
 import urllib.error
 import urllib.request
 from collections.abc import Mapping
@@ -110,6 +111,25 @@ class DirectoryFiles:
             return file.read(max(0, end - start))
 
 
+#: A whole answer must come within this many request timeouts: `timeout` bounds each
+#: read, and a deployment sending a byte before each one expires never ended (as
+#: agent_client.client.read_within, which this package may not import).
+ANSWER_TIMEOUTS = 3
+#: The most an answer may hold (as agent_client.client.MAX_ANSWER_BYTES).
+MAX_ANSWER_BYTES = 64 << 20
+
+
+def _read_within(response: Any, deadline: float) -> bytes:
+    body = bytearray()
+    while chunk := response.read1(65536):
+        body += chunk
+        if len(body) > MAX_ANSWER_BYTES:
+            raise SourceError(f"the answer is too large (over {MAX_ANSWER_BYTES:,} bytes)")
+        if time.monotonic() > deadline:
+            raise TimeoutError("the answer did not end in time")
+    return bytes(body)
+
+
 class HttpFiles:
     """A deployment read over HTTP(S), one GET per path, kept for the process's life.
 
@@ -140,9 +160,10 @@ class HttpFiles:
         request = urllib.request.Request(
             url, method=method, headers={"User-Agent": USER_AGENT, **(headers or {})}
         )
+        deadline = time.monotonic() + ANSWER_TIMEOUTS * self.timeout
         try:
             with urllib.request.urlopen(request, timeout=self.timeout) as response:
-                return response, response.read()
+                return response, _read_within(response, deadline)
         except urllib.error.HTTPError as error:
             if error.code in (403, 404):  # S3 behind CloudFront answers 403 for a missing key
                 raise MissingFile(path, f"HTTP {error.code} from {url}") from None

@@ -159,7 +159,7 @@ def read_history(path: Path, display: str, raw: bytes | None = None) -> History:
 def _parse_history(text: str, display: str) -> History:
     try:
         data = json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):  # nested past the decoder's recursion limit
         return History()  # read_lock reports it
     if not isinstance(data, dict):
         return History()
@@ -418,7 +418,7 @@ def _parse_text(text: str, display: str, which: str) -> Lock:
     advice = _RECREATE.format(display)
     try:
         data = json.loads(text)
-    except ValueError as error:
+    except (ValueError, RecursionError) as error:  # nested past the decoder's recursion limit
         raise SiteDataError.single(
             display, None, f"{which}lock file is not valid JSON ({error}); {advice}"
         ) from error

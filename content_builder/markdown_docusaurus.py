@@ -107,8 +107,8 @@ def category(folder: str) -> dict[str, Any]:
         try:
             text = read_site_file(path, path).decode("utf-8")
             found = json.loads(text) if name.endswith(".json") else yaml.safe_load(text)
-        except (SiteDataError, UnicodeDecodeError, ValueError, yaml.YAMLError):
-            return {}
+        except (SiteDataError, UnicodeDecodeError, ValueError, RecursionError, yaml.YAMLError):
+            return {}  # RecursionError: nested past the decoder's recursion limit
         return found if isinstance(found, dict) else {}
     return {}
 

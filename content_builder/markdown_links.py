@@ -209,6 +209,14 @@ def page_context(
                         "inside it are included"
                     ),
                 )
+            hidden = _hidden_part(candidate, str(tree.project)) or _hidden_part(real, project)
+            if hidden:
+                # The tree is often the whole checkout (mkdocs.yml at its root): .git/config
+                # holds the CI's token, .env its secrets. Pages in hidden folders are never
+                # read, and neither are snippets.
+                message = (f"snippet {name!r} is inside {hidden!r}, a hidden file or folder: "
+                           "those (.git, .env, ...) are never included")  # fmt: skip
+                return None, None, message
             try:
                 data = read_site_file(candidate, candidate)
             except SiteDataError as error:
@@ -245,6 +253,12 @@ def page_context(
         )
 
     return Context(resolve_link, resolve_image, read_snippet, tokens)
+
+
+def _hidden_part(path: str, folder: str) -> str | None:
+    """The first part of `path` below `folder` whose name starts with a dot, if any."""
+    return next((part for part in os.path.relpath(path, folder).split(os.sep)
+                 if part.startswith(".") and part not in (".", "..")), None)  # fmt: skip
 
 
 @lru_cache(maxsize=16)

@@ -218,7 +218,7 @@ def _read_once(read: ReadSnippet) -> ReadSnippet:
 
 
 def forbidden_lines(text: str) -> list[tuple[int, str]]:
-    """Control characters and bidirectional overrides (text_rules.py), by line."""
+    """Control characters, bidirectional overrides, tag characters (text_rules.py), by line."""
     if FORBIDDEN.search(text) is None:  # one scan in C: nearly every page
         return []
     found = []
@@ -228,9 +228,9 @@ def forbidden_lines(text: str) -> list[tuple[int, str]]:
             found.append(
                 (
                     number,
-                    f"holds {describe(match.group())}: control characters and bidirectional "
-                    "overrides are not allowed in site data (they reach llms.txt and the "
-                    "Markdown twins as they are)",
+                    f"holds {describe(match.group())}: control characters, bidirectional "
+                    "overrides and invisible tag characters are not allowed in site data "
+                    "(they reach llms.txt and the Markdown twins as they are)",
                 )
             )
     return found
@@ -692,15 +692,27 @@ _JSX_STRING = re.compile(r"\{\s*(['\"])([^'\"{}]*)\1\s*\}")
 _DROPPED_ELEMENT = re.compile(r"<(script|style)\b[^>]*>.*?</\1\s*>", re.DOTALL | re.IGNORECASE)
 # A tag, its attribute values quoted or not (`v-if="i < n"` holds a `<`); the
 # alternatives exclude each other, so a tag that does not close fails in linear time.
-# Not right after `](`: there `<my page.md>` is a link's destination (CommonMark's form
-# for one holding a space), not a tag.
-_TAG = re.compile(r"(?<!\]\()</?[A-Za-z][A-Za-z0-9:._-]*(?:\s(?:[^<>\"']|\"[^\"]*\"|'[^']*')*)?/?>")
+_TAG = re.compile(r"</?[A-Za-z][A-Za-z0-9:._-]*(?:\s(?:[^<>\"']|\"[^\"]*\"|'[^']*')*)?/?>")
+
+
+def _tag_dropped(match: re.Match[str]) -> str:
+    """A tag's replacement in prose: nothing, unless it opens a link's destination
+    (`[l]( <my page.md>)`: CommonMark's form for one holding a space), kept as written."""
+    text, at = match.string, match.start() - 1
+    while at >= 0 and text[at] in " \t":  # linear: each run of blanks precedes one tag
+        at -= 1
+    return match.group(0) if text[at - 1 : at + 1] == "](" else ""
+
+
 #: Vue's interpolation in an HTML block (VitePress): data the page does not hold.
 _MUSTACHE = re.compile(r"\{\{.*?\}\}")
 _WORD = re.compile(r"[^\W_]")  # a letter or digit
 _CODE_SPAN = re.compile(r"(`+)(.+?)(?<!`)\1(?!`)")
+# The destination only when the link closes as CommonMark closes it (an optional title,
+# then `)`): `[l](a a)` and `[i](<x>.png>)` are text, not links, and stay as written.
 _INLINE_LINK = re.compile(
     r"(!?)\[((?:[^\[\]]|\[[^\[\]]*\])*)\]\(\s*(<[^<>\n]*>|[^\s()]*(?:\([^\s()]*\)[^\s()]*)*)"
+    r"(?=\s*(?:\"[^\"]*\"|'[^']*'|\([^()]*\))?\s*\))"
 )
 #: A link reference definition; `[^1]: text` is a footnote (GFM, Python-Markdown,
 #: markdown-it-footnote), its text no destination.
@@ -955,7 +967,7 @@ def _prose(
     if "<" in text:
         if "<TabItem" in text:
             text = _TAB_ITEM.sub(_tab_label, text)
-        text = _FRAGMENT.sub("", _TAG.sub("", _COMMENT.sub("", text)))
+        text = _FRAGMENT.sub("", _TAG.sub(_tag_dropped, _COMMENT.sub("", text)))
     if ":" in text and "-" in text:
         text = _ICON.sub("", text)
     if "{/*" in text:  # an MDX comment

@@ -6,7 +6,8 @@ Every published field reaches llms.txt, llms-full.txt and the Markdown twins as 
 - no control character in any field: C0 but tab and newline, DEL, C1 (NEL too), and no
   bidirectional override or isolate (U+202A-U+202E, U+2066-U+2069), which make text
   read differently from what it holds (a terminal, an editor, a reviewer of the pull
-  request);
+  request), nor a Unicode tag character (U+E0000-U+E007F), which shows as nothing in an
+  editor or a diff but is read by a language model as the ASCII letter it shadows;
 - a one-line field (a title, a name, a description, a keyword, an id, a URL) holds no
   line break of any kind and no tab: it is written inside a line (`## {title}`,
   `- [{title}](url): {description}`), where a newline would start a line of its own.
@@ -24,7 +25,9 @@ from typing import Any
 from content_builder.errors import Problem
 
 #: Characters no field may hold (tab and newline are the only C0 characters allowed).
-FORBIDDEN = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+FORBIDDEN = re.compile(
+    "[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\U000e0000-\U000e007f]"
+)
 #: What breaks a line for some reader (str.splitlines' separators), and the tab: not in a
 #: one-line field.
 LINE_BREAK = re.compile("[\t\n\x0b\x0c\r\x1c-\x1e\x85\u2028\u2029]")
@@ -32,7 +35,7 @@ LINE_BREAK = re.compile("[\t\n\x0b\x0c\r\x1c-\x1e\x85\u2028\u2029]")
 #: parser refuses the other C0 and C1 characters), or a double-quoted scalar's escape of
 #: one (`\0 \a \b \e \f \r \v \N`, `\xXX`, `\uXXXX`, `\UXXXXXXXX`); the other escapes
 #: and a backslash anywhere else (a shell line continuation in a code example) cannot.
-_RAW_FORBIDDEN = re.compile("[\x85\u202a-\u202e\u2066-\u2069]")
+_RAW_FORBIDDEN = re.compile("[\x85\u202a-\u202e\u2066-\u2069\U000e0000-\U000e007f]")
 _ESCAPED_FORBIDDEN = re.compile(r"\\[0abefrvNxuU]")
 
 
@@ -77,8 +80,9 @@ def forbidden_problems(text: str, data: Any, display: str) -> list[Problem]:
                         display,
                         location or None,
                         f"holds {describe(match.group())} at position {match.start() + 1}: "
-                        "control characters and bidirectional overrides are not allowed in "
-                        "site data (they reach llms.txt and the Markdown twins as they are)",
+                        "control characters, bidirectional overrides and invisible tag "
+                        "characters are not allowed in site data (they reach llms.txt and "
+                        "the Markdown twins as they are)",
                     )
                 )
         elif isinstance(value, dict):

@@ -424,6 +424,24 @@ def test_a_control_character_is_refused_in_every_field(
     assert character not in line
 
 
+#: "Ignore" in Unicode tag characters (U+E0000-U+E007F): invisible in an editor, a diff
+#: and a browser, read by a language model as the letters they shadow.
+HIDDEN = "".join(chr(0xE0000 + ord(letter)) for letter in "Ignore")
+
+
+def test_invisible_tag_characters_are_refused(built_site: Built, tmp_path: Path) -> None:
+    # A pull request could hide an instruction to agents in text its reviewer sees as
+    # nothing at all, as the bidirectional overrides hide an order.
+    set_field(built_site.site / FAQ, ("answer",), f"Before{HIDDEN}after")
+    (line,) = failed_build(built_site)
+    assert "field 'answer'" in line and "U+E0049" in line and HIDDEN[0] not in line
+    from tests.test_markdown_source import _site
+
+    site = _site(tmp_path / "md", {"page.md": f"# Page\n\nText.{HIDDEN}\n"})
+    errors = plan_errors(site)
+    assert any("page.md" in e and "line 3" in e and "U+E0049" in e for e in errors), errors
+
+
 def test_a_control_character_in_a_key_is_refused_and_shown_escaped(built_site: Built) -> None:
     path = built_site.site / FAQ
     path.write_text(path.read_text("utf-8") + '"bad\\ekey": x\n', "utf-8")
@@ -632,6 +650,8 @@ def test_a_pages_url_from_its_file_name_is_percent_encoded(
     ("written", "published"),
     [
         ("[l](<my page.md>)", "[l](https://agents.python-httpx.example/api/v1/content/my-page.json)"),
+        ("[l](  <my page.md>)", "[l](  https://agents.python-httpx.example/api/v1/content/my-page.json)"),
+        ("[l](a a) <b>x</b>", "[l](a a) x"),  # not a link in CommonMark: as written
         ("![i](<my image.png>)", "![i](https://www.python-httpx.org/my%20image.png)"),
         ("![i](x%0A%0A%23%23%20Forged.png)", "![i](https://www.python-httpx.org/x%0A%0A%23%23%20Forged.png)"),
         ("[d](files/a%20b.zip)", "[d](https://www.python-httpx.org/files/a%20b.zip)"),
@@ -681,3 +701,38 @@ def test_toml_front_matter_escapes_no_control_character(tmp_path: Path) -> None:
     errors = plan_errors(_site(tmp_path, {"page.md": page}))
     assert any("page.md" in e and "title" in e and "U+001B" in e for e in errors), errors
     assert any("page.md" in e and "description" in e and "U+202E" in e for e in errors), errors
+
+
+def test_a_deeply_nested_lock_is_one_error(built_site: Built) -> None:
+    # json.loads recurses per level: 100,000 levels raised RecursionError, a traceback.
+    (built_site.site / LOCK).write_text("[" * 100_000 + "]" * 100_000)
+    (line,) = failed_build(built_site, lock_replaced=True)
+    assert LOCK in line and "not valid JSON" in line, line
+
+
+def test_a_deeply_nested_category_file_builds(tmp_path: Path) -> None:
+    from content_builder.build import plan
+    from tests.test_markdown_source import _site
+
+    site = _site(tmp_path, {"guide/a.md": "# A\n\nx\n"})
+    (tmp_path / "docusaurus.config.js").write_text("export default {};\n")
+    (tmp_path / "docs/guide/_category_.json").write_text("[" * 100_000 + "]" * 100_000)
+    plan(site)  # a category only labels and orders: unreadable, it is not used
+
+
+@pytest.mark.parametrize("name", [".git/config", ".env", "docs/.secrets/key.txt"])
+def test_a_snippet_of_a_hidden_file_is_refused(tmp_path: Path, name: str) -> None:
+    # mkdocs.yml sits at the repository's root, so the snippets' tree is the whole
+    # checkout: `--8<-- ".git/config"` published the token actions/checkout leaves there
+    # by default (persist-credentials), `.env` its secrets. Pages in hidden folders are
+    # never read; snippets from them are not either.
+    from tests.test_markdown_source import _site
+
+    site = _site(tmp_path, {"page.md": f'# Page\n\n--8<-- "{name}"\n'})
+    (tmp_path / "mkdocs.yml").write_text("site_name: X\ndocs_dir: docs\n")
+    secret = tmp_path / name
+    secret.parent.mkdir(parents=True, exist_ok=True)
+    secret.write_text(f"token = {SECRET}\n")
+    errors = plan_errors(site)
+    assert any("page.md" in e and "line 3" in e and "hidden" in e for e in errors), errors
+    assert not any(SECRET in e for e in errors)

@@ -10,7 +10,9 @@ are modest: each example is a whole build of a small site.
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
@@ -29,6 +31,7 @@ from content_builder.errors import SiteDataError
 from content_builder.text_rules import FORBIDDEN
 from tests.conftest import SPEC_SITE
 from tests.test_hostile_content import SECRET, within
+from tests.test_markdown_source import _site
 
 FAQ = "faq/q03-protection.yaml"
 PAGE = "content/compatibility.yaml"
@@ -300,3 +303,72 @@ def test_nothing_outside_the_tree_is_read(
         target.unlink()
         if original is not None:
             target.write_bytes(original)
+
+
+# --- link destinations in Markdown pages (session 27) --------------------------------
+
+_DESTINATION_PIECES = [
+    *"ab/.-_%0A2F",
+    " ",
+    "(",
+    ")",
+    "#",
+    "?",
+    "`",
+    "[",
+    "]",
+    "\\",
+    "%0A",
+    "%20",
+    "../",
+    "x.md",
+    "x.png",
+    "\u2028",
+    "\u00e9",
+    "{base_url}",
+]  # fmt: skip  (no `<`: a tag in prose is dropped, as documented; `<dest>`: hostile_content)
+_COMMONMARK = MarkdownIt("commonmark")
+
+
+@SETTINGS
+@given(
+    destination=st.lists(st.sampled_from(_DESTINATION_PIECES), min_size=1, max_size=12).map(
+        "".join
+    ),
+    image=st.booleans(),
+)
+def test_a_link_destination_changes_nothing_around_it(
+    tmp_path_factory: pytest.TempPathFactory, destination: str, image: bool
+) -> None:
+    """Whatever a link's destination holds: the text around the link and the page's
+    headings stay as written, and a URL the build writes for it holds no whitespace or
+    control character (`%0A` was decoded into a line break, `<x y.md>` dropped)."""
+    folder = tmp_path_factory.mktemp("link")
+    mark = "!" if image else ""
+    pages = {"page.md": f"# Page\n\nText {mark}[l]({destination}) end.\n", "x.md": "# X\n\nx\n",
+             "x.png": "p"}  # fmt: skip
+    site = _site(folder, pages, "broken_links: warn\n")
+    try:
+        with within(SECONDS):
+            result = plan(site)
+    except SiteDataError as error:
+        assert all("page.md" in problem.file for problem in error.problems), error.problems
+        return
+    files = {artifact.path: artifact.body for artifact in result.artifacts}
+    (section,) = json.loads(files["/api/v1/content/page.json"])["content"]["sections"]
+    assert section["body"].startswith("Text ") and section["body"].endswith(" end."), section
+    # One line stays one line (`%0A` was decoded into a line break), and a destination
+    # is never emptied (`<x y.md>` was dropped as a tag: `[l]()`).
+    assert "\n" not in section["body"], section
+    assert "]()" not in section["body"] or "]()" in pages["page.md"], section
+    tokens = _COMMONMARK.parse(files["/api/v1/content/page.md"].decode())
+    assert [t.tag for t in tokens if t.type == "heading_open"] == ["h1", "h2"]
+    written = [
+        child.attrs.get("href") or child.attrs.get("src")
+        for token in tokens
+        for child in token.children or ()
+        if child.type in ("link_open", "image")
+    ]
+    website = "https://www.python-httpx.org"  # the site's: URLs of files of the tree
+    made = [str(url) for url in written if str(url).startswith(website)]
+    assert not any(re.search(r"[ \x00-\x1f]", url) for url in made), made
