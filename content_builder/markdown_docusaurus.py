@@ -31,6 +31,7 @@ from urllib.parse import quote
 
 import yaml
 
+from agent_contract.uri import PATH_SAFE
 from content_builder.errors import SiteDataError
 from content_builder.site_files import read_site_file
 
@@ -80,8 +81,8 @@ def url_path(rel: str, identifier: str, slug: Any) -> str:
     # From file names (a slug above is the author's URL, kept as written): encoded as a
     # browser asks for them, so `a?b.md` is not published at a query.
     if unprefixed.lower() in ("index", "readme") or (parent and unprefixed == parent):
-        return quote(folder)
-    return quote(posixpath.join(folder, name) if folder else name)
+        return quote(folder, safe=PATH_SAFE)
+    return quote(posixpath.join(folder, name) if folder else name, safe=PATH_SAFE)
 
 
 def category(folder: str) -> dict[str, Any]:
