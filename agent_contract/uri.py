@@ -30,6 +30,10 @@ import unicodedata
 _UNRESERVED = r"A-Za-z0-9\-._~"
 _SUB_DELIMS = r"!$&'()*+,;="
 _PCT_ENCODED = r"%[0-9A-Fa-f]{2}"
+#: What a path may hold as it is besides letters, digits and `-._~` (RFC 3986: `/` and
+#: pchar's sub-delims, `:` and `@`): `urllib.parse.quote(path, safe=PATH_SAFE)` encodes
+#: only what a URL's path may not hold (a space, `?`, `#`, `%`, non-ASCII).
+PATH_SAFE = "/!$&'()*+,;=:@"
 # pchar = unreserved / pct-encoded / sub-delims / ":" / "@"; a run of them, possessive
 # (`*+`, Python 3.11): each character is read one way only, so a URL that fails to match
 # fails in linear time (a nested `(?:[...]+|...)*` backtracked exponentially).

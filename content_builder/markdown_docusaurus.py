@@ -31,6 +31,7 @@ from urllib.parse import quote
 
 import yaml
 
+from agent_contract.uri import PATH_SAFE
 from content_builder.errors import SiteDataError
 from content_builder.site_files import read_site_file
 
@@ -69,9 +70,9 @@ def doc_id(rel: str, front_id: Any) -> str:
     return "/".join(parts)
 
 
-#: What a slug keeps as its author wrote it: RFC 3986's path characters (section 3.3) and
-#: the `%` of an escape already written.
-_SLUG_SAFE = "/%:@!$&'()*+,;=~"
+#: What a slug keeps as its author wrote it: a path's characters (RFC 3986 section 3.3)
+#: and the `%` of an escape already written.
+_SLUG_SAFE = PATH_SAFE + "%"
 
 
 def slug_url_path(path: str) -> str:
@@ -93,8 +94,8 @@ def url_path(rel: str, identifier: str, slug: Any) -> str:
     # From file names (a slug above is the author's URL, kept as written): encoded as a
     # browser asks for them, so `a?b.md` is not published at a query.
     if unprefixed.lower() in ("index", "readme") or (parent and unprefixed == parent):
-        return quote(folder)
-    return quote(posixpath.join(folder, name) if folder else name)
+        return quote(folder, safe=PATH_SAFE)
+    return quote(posixpath.join(folder, name) if folder else name, safe=PATH_SAFE)
 
 
 def category(folder: str) -> dict[str, Any]:

@@ -19,6 +19,7 @@ from pathlib import Path
 from urllib.parse import quote, unquote, urljoin
 
 from agent_contract import paths
+from agent_contract.uri import PATH_SAFE
 from content_builder.errors import Problem, SiteDataError
 from content_builder.markdown_page import PAGE_RELATIVE, Context, forbidden_lines
 from content_builder.site_files import MARKDOWN_SUFFIXES, read_site_file
@@ -298,4 +299,4 @@ def _asset_url(tree: Tree, target: str) -> str | None:
     suffix = "/" if target.endswith(os.sep) and rel != "." else ""
     # The path was decoded to find the file: encoded again, a link's `%20` or `%0A` is
     # published as written, never as a space or a line break inside the link.
-    return f"{tree.docs_url}/{'' if rel == '.' else quote(rel)}{suffix}"
+    return f"{tree.docs_url}/{'' if rel == '.' else quote(rel, safe=PATH_SAFE)}{suffix}"

@@ -26,6 +26,7 @@ from urllib.parse import quote
 
 import yaml
 
+from agent_contract.uri import PATH_SAFE
 from content_builder import markdown_docusaurus as docusaurus
 from content_builder import markdown_hugo as hugo
 from content_builder import markdown_vitepress as vitepress
@@ -481,7 +482,7 @@ def _assign_ids(pages: list[_Page], problems: list[Problem]) -> list[_Page]:
             continue
         # A file name is not a URL: `a?b.md` is served at `a%3Fb/` (mkdocs' urlquote), not
         # at a query; a space, `%` or `é` in a name is written as the docs tool writes it.
-        url_path = quote(url_path)
+        url_path = quote(url_path, safe=PATH_SAFE)
         slug = page.front.get("slug")
         if isinstance(slug, str) and slug.strip() and " " not in slug:
             # Docusaurus: the page's URL path, from the site's root when absolute.

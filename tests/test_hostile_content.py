@@ -624,7 +624,8 @@ def test_a_page_with_what_it_includes_stays_under_the_file_limit(tmp_path: Path)
 @pytest.mark.parametrize(
     ("name", "url_path"),
     [("a?b.md", "a%3Fb"), ("a#b.md", "a%23b"), ("my page.md", "my%20page"),
-     ("100%.md", "100%25"), ("caf\u00e9.md", "caf%C3%A9"), ("guide/x y/index.md", "guide/x%20y/")],
+     ("100%.md", "100%25"), ("v@2+x.md", "v@2+x"), ("caf\u00e9.md", "caf%C3%A9"),
+     ("guide/x y/index.md", "guide/x%20y/")],
 )  # fmt: skip
 def test_a_pages_url_from_its_file_name_is_percent_encoded(
     tmp_path: Path, name: str, url_path: str
@@ -655,6 +656,7 @@ def test_a_pages_url_from_its_file_name_is_percent_encoded(
         ("![i](<my image.png>)", "![i](https://www.python-httpx.org/my%20image.png)"),
         ("![i](x%0A%0A%23%23%20Forged.png)", "![i](https://www.python-httpx.org/x%0A%0A%23%23%20Forged.png)"),
         ("[d](files/a%20b.zip)", "[d](https://www.python-httpx.org/files/a%20b.zip)"),
+        ("![i](@site/a.png)", "![i](https://www.python-httpx.org/@site/a.png)"),  # RFC 3986 pchar
     ],
 )  # fmt: skip
 def test_a_rewritten_link_keeps_what_its_destination_says(
