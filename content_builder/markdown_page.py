@@ -714,11 +714,11 @@ _INLINE_LINK = re.compile(
     r"(!?)\[((?:[^\[\]]|\[[^\[\]]*\])*)\]\(\s*(<[^<>\n]*>|[^\s()]*(?:\([^\s()]*\)[^\s()]*)*)"
     r"(?=\s*(?:\"[^\"]*\"|'[^']*'|\([^()]*\))?\s*\))"
 )
-#: A link reference definition; `[^1]: text` is a footnote (GFM, Python-Markdown,
-#: markdown-it-footnote), its text no destination.
 #: The end of a link whose text began on an earlier line (`validation input](x.md)`):
 #: no `[` before its `](` on this line.
 _CONTINUED_LINK = re.compile(r"^[^\[\]]*\]\(\s*(<[^<>\n]*>|[^\s()]*(?:\([^\s()]*\)[^\s()]*)*)")
+#: A link reference definition; `[^1]: text` is a footnote (GFM, Python-Markdown,
+#: markdown-it-footnote), its text no destination.
 _REFERENCE = re.compile(r"^(\s{0,3}\[(?!\^)[^\]]+\]:\s*)(<[^<>\n]*>|\S+)")
 #: attr_list's attributes on a link or image (`[x](y){.internal-link target=_blank}`,
 #: `![](z){: style="..."}`): the docs tool's HTML attributes, not words.
