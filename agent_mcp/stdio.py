@@ -29,7 +29,8 @@ def run_stdio(catalog: Catalog) -> None:
                 async with passed:
                     async for item in read_stream:
                         if isinstance(item, Exception):
-                            await write_stream.send(SessionMessage(malformed_answer(item)))
+                            if not _blank(item):
+                                await write_stream.send(SessionMessage(malformed_answer(item)))
                         else:
                             await passed.send(item)
 
@@ -63,3 +64,13 @@ def _named_id(inputs: Any) -> str | int | None:
             if isinstance(found, str) or (isinstance(found, int) and not isinstance(found, bool)):
                 return found
     return None
+
+
+def _blank(error: Exception) -> bool:
+    """Whether the line the transport could not read held nothing but whitespace: no
+    message at all in a newline-delimited stream (MCP, Transports, stdio), so nothing to
+    answer (an error with a null id would only alarm a client that sends empty lines)."""
+    if not isinstance(error, ValidationError):
+        return False
+    inputs = [problem.get("input") for problem in error.errors()]
+    return bool(inputs) and all(isinstance(text, str) and not text.strip() for text in inputs)

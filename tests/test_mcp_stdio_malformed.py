@@ -86,3 +86,13 @@ def test_a_malformed_line_is_answered_with_an_error(
     # The session goes on.
     assert exchange(server, b'{"jsonrpc": "2.0", "id": 99, "method": "ping"}') == {
         "jsonrpc": "2.0", "id": 99, "result": {}}  # fmt: skip
+
+
+def test_a_blank_line_is_no_message_and_gets_no_answer(server: subprocess.Popen[bytes]) -> None:
+    """A newline-delimited stream's empty or whitespace line holds no message: answering
+    it with an error of id null would only alarm a client that sends such lines."""
+    send(server, b"")
+    send(server, b"   \t")
+    # The next line answered is the ping's, not an error for the blank lines.
+    assert exchange(server, b'{"jsonrpc": "2.0", "id": 98, "method": "ping"}') == {
+        "jsonrpc": "2.0", "id": 98, "result": {}}  # fmt: skip
