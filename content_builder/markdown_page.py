@@ -855,8 +855,10 @@ def _without_markup(head: str) -> str:
 
 
 def _outside_code(text: str, change: Callable[[str], str]) -> str:
-    """`change` applied to `text` but its code spans, kept as written as a body keeps
-    them (_prose_line): `:material-help:` in code is what the page shows."""
+    """`change` applied to `text` but its code spans, kept as written: each is held aside
+    as a NUL-delimited placeholder (a page cannot hold NUL: forbidden_lines) while
+    `change` runs. A body's prose lines and a description both: `:material-help:` in
+    code is what the page shows."""
     if "`" not in text:
         return change(text)
     spans: list[str] = []
@@ -937,20 +939,9 @@ def _prose_line(line: str, origin: int, context: Context, problems: list[tuple[i
         dest = reference.group(2)
         new = _rewritten(dest, origin, context, problems, image=False)
         return line[: reference.start(2)] + new + line[reference.end(2) :]
-    # Code spans are kept as written, everything around them is prose: each is held
-    # aside as a NUL-delimited placeholder (a page cannot hold NUL: forbidden_lines), so
-    # a link whose text is code (`[`Client`](../api.md)`) is still one link.
-    if "`" not in line:
-        return _prose(line, context, origin, problems)
-    spans: list[str] = []
-
-    def hold(match: re.Match[str]) -> str:
-        spans.append(match.group(0))
-        return f"\0{len(spans) - 1}\0"
-
-    held = _CODE_SPAN.sub(hold, line)
-    done = _prose(held, context, origin, problems)
-    return _HELD.sub(lambda match: spans[int(match.group(1))], done)
+    # Code spans are kept as written, everything around them is prose (`_outside_code`),
+    # so a link whose text is code (`[`Client`](../api.md)`) is still one link.
+    return _outside_code(line, lambda text: _prose(text, context, origin, problems))
 
 
 _HELD = re.compile("\0(\\d+)\0")
