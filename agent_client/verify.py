@@ -656,15 +656,14 @@ def _answers_initialize(
     clock: Callable[[], float],
     found: list[bool],
 ) -> None:
-    """Whether the server answers `request` (initialize) with a result naming itself,
-    read as the bytes come until the answer, `timeout` passed or _PROBE_MAX_BYTES: put
-    in `found` before the session is ended, so a server slow to answer the DELETE is
-    not taken for none when the caller stops waiting."""
+    """Put in `found` whether the server answers `request` (initialize) with a result
+    naming itself, read as the bytes come until the answer, `timeout` passed or
+    _PROBE_MAX_BYTES: before the session is ended, so a server slow to answer the DELETE
+    is not taken for none when the caller stops waiting."""
     deadline = clock() + timeout
     received = bytearray()
-    event_stream = False
     session: str | None = None
-    answered = False
+    answer: dict[str, Any] | None = None
     try:
         with urllib.request.build_opener(_NoRedirect).open(request, timeout=timeout) as response:
             if response.status != 200:
@@ -678,14 +677,18 @@ def _answers_initialize(
                 if not chunk:
                     break
                 received += chunk
-                if event_stream and _initialize_result(received, event_stream) is not None:
-                    break
-        answered = bool(_initialize_result(received, event_stream))
+                if event_stream:
+                    answer = _initialize_answer(received, event_stream)
+                    if answer is not None:
+                        break
+            if not event_stream:  # a JSON answer: whole once its body ends
+                answer = _initialize_answer(received, event_stream)
     except (urllib.error.URLError, OSError, http.client.HTTPException, ValueError):
-        pass
-    found.append(answered)
+        answer = None
+    result = answer.get("result") if answer is not None else None
+    found.append(isinstance(result, dict) and "serverInfo" in result)
     if session is not None:
-        _end_session(request.full_url, session, received, event_stream, timeout)
+        _end_session(request.full_url, session, result, timeout)
 
 
 #: The header a stateful server names its session by (2025-06-18, Transports, Session
@@ -693,22 +696,23 @@ def _answers_initialize(
 _SESSION_HEADER = "Mcp-Session-Id"
 
 
-def _end_session(
-    endpoint: str, session: str, received: bytes | bytearray, event_stream: bool, timeout: float
-) -> None:
+def _end_session(endpoint: str, session: str, result: Any, timeout: float) -> None:
     """The session the probe opened ended: "Clients that no longer need a particular
     session ... SHOULD send an HTTP DELETE to the MCP endpoint with the Mcp-Session-Id
     header" (2025-06-18, Transports, Session Management), with the protocol version
-    negotiated, as on every request after `initialize` (Transports, Protocol Version
-    Header). A server may refuse it (405): nothing is left to do either way."""
-    answered = _negotiated_version(received, event_stream)
+    `result` (initialize's) negotiated, as on every request after `initialize`
+    (Transports, Protocol Version Header). A server may refuse it (405): nothing is left
+    to do either way."""
+    version = result.get("protocolVersion") if isinstance(result, dict) else None
+    if not (isinstance(version, str) and version.isprintable()):
+        version = _PROTOCOL_VERSION
     request = urllib.request.Request(
         endpoint,
         method="DELETE",
         headers={
             "User-Agent": USER_AGENT,
             _SESSION_HEADER: session,
-            "MCP-Protocol-Version": answered or _PROTOCOL_VERSION,
+            "MCP-Protocol-Version": version,
         },
     )
     try:
@@ -732,23 +736,6 @@ def _initialize_answer(received: bytes | bytearray, event_stream: bool) -> dict[
         if isinstance(answer, dict) and answer.get("id") == 1 and "method" not in answer:
             return answer
     return None
-
-
-def _initialize_result(received: bytes | bytearray, event_stream: bool) -> bool | None:
-    """Whether the answer to `initialize` is a result naming its server; None while no
-    answer to it has come."""
-    answer = _initialize_answer(received, event_stream)
-    if answer is None:
-        return None
-    result = answer.get("result")
-    return isinstance(result, dict) and "serverInfo" in result
-
-
-def _negotiated_version(received: bytes | bytearray, event_stream: bool) -> str | None:
-    answer = _initialize_answer(received, event_stream) or {}
-    result = answer.get("result")
-    version = result.get("protocolVersion") if isinstance(result, dict) else None
-    return version if isinstance(version, str) and version.isprintable() else None
 
 
 def _event_data(text: str) -> list[str]:
