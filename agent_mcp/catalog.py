@@ -495,15 +495,18 @@ class Catalog:
     # --- names ------------------------------------------------------------------------
 
     def entry_uri(self, entry_id: str) -> str:
-        kind = "faq" if self.entries[entry_id].content_type == "faq" else "content"
-        return f"{self.scheme}://{kind}/{entry_id}"
+        return f"{self.scheme}://{self._uri_kind(entry_id)}/{entry_id}"
+
+    def _uri_kind(self, entry_id: str) -> str:
+        """The host of an entry's URI: `faq` for an FAQ entry, `content` for a document."""
+        return "faq" if self.entries[entry_id].content_type == "faq" else "content"
 
     def resource_templates(self) -> list[ResourceSpec]:
         """resources/templates/list: one URI template (RFC 6570) per kind of entry the
         site has, `entry_uri`'s shape, so that a client reads an entry by the id search
         gave it without paging resources/list (201 pages at 10,000 entries). `path` is
         the template of the file it reads."""
-        kinds = {"faq" if e.content_type == "faq" else "content" for e in self.entries.values()}
+        kinds = {self._uri_kind(entry_id) for entry_id in self.entries}
         return [
             ResourceSpec(
                 uri=f"{self.scheme}://{kind}/{{{argument}}}",
