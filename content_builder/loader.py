@@ -16,10 +16,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache, partial
 from pathlib import Path
-from typing import Any, Literal, NamedTuple, TypeVar
+from typing import Any, Literal, NamedTuple
 from urllib.parse import urlsplit
-
-from pydantic import BaseModel
 
 from agent_contract.models import ArchitectureDocument, OnSiteAgentStatus
 from agent_contract.uri import url_problem
@@ -35,7 +33,7 @@ from content_builder.loaded import (
     Site,
     display_path,
 )
-from content_builder.model_errors import validate_model
+from content_builder.model_errors import M, validate_model
 from content_builder.overview import (
     ORDER,
     SITE_DOCUMENT_ID,
@@ -74,8 +72,6 @@ SITE_FILES = (
     SKILL_FILE,
 )
 SITE_FOLDERS = (CONTENT_DIR, FAQ_DIR)
-
-M = TypeVar("M", bound=BaseModel)
 
 
 def _overview_document(config: SiteSource) -> LoadedDocument:
