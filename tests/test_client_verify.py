@@ -186,8 +186,9 @@ def test_is_fresh_follows_updated_at_and_content_hash(server: EdgeServer, site_c
     assert client.is_fresh(client.get_document("compatibility"))
 
 
-def test_verify_retries_until_the_deployment_catches_up(server: EdgeServer, tmp_path: Path) -> None:
-    """Right after a publish the CDN may still serve old copies: --retry-for waits it out."""
+def _built_and_still_propagating(server: EdgeServer, tmp_path: Path) -> tuple[Path, Edge]:
+    """The sample built for `server` into tmp_path/dist, and `server` answering without
+    one FAQ file (a publish not yet through the CDN): the folder and the whole edge."""
     out = tmp_path / "dist"
     assert (
         run_cli(
@@ -197,7 +198,13 @@ def test_verify_retries_until_the_deployment_catches_up(server: EdgeServer, tmp_
     )
     assert server.edge is not None
     good = server.edge
-    server.edge = _without(good, "/api/v1/faq/q04-protocols.json")  # still "propagating"
+    server.edge = _without(good, "/api/v1/faq/q04-protocols.json")
+    return out, good
+
+
+def test_verify_retries_until_the_deployment_catches_up(server: EdgeServer, tmp_path: Path) -> None:
+    """Right after a publish the CDN may still serve old copies: --retry-for waits it out."""
+    out, good = _built_and_still_propagating(server, tmp_path)
     attempts: list[float] = []
 
     def sleep(seconds: float) -> None:
@@ -219,16 +226,7 @@ def test_the_retry_time_starts_after_the_first_build_of_the_expected_files(
 ) -> None:
     """`verify --site --retry-for 60` on a site whose build takes longer than 60 s still
     retries: the deployment's time to catch up starts once the expected files exist."""
-    out = tmp_path / "dist"
-    assert (
-        run_cli(
-            "build", "--site", SPEC_SITE, "--frozen", "--out", out, "--base-url", server.base_url
-        ).code
-        == 0
-    )
-    assert server.edge is not None
-    good = server.edge
-    server.edge = _without(good, "/api/v1/faq/q04-protocols.json")  # still "propagating"
+    out, good = _built_and_still_propagating(server, tmp_path)
     now = [0.0]
 
     def a_long_build() -> Path:

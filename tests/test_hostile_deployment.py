@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import socket
 import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import replace
 from pathlib import Path
 
@@ -70,24 +70,20 @@ def test_mcp_from_a_deployment_answering_deep_json_is_one_error(server: EdgeServ
 
 
 @contextmanager
-def _dripping_server() -> Iterator[str]:
-    """Answers every request 200 with a 100,000-byte body sent one byte every 0.05 s:
-    each read gets a byte before its timeout, so only a deadline for the whole answer
-    ends it (about 80 minutes otherwise)."""
+def _raw_server(answer: Callable[[socket.socket, threading.Event], None]) -> Iterator[str]:
+    """A TCP server on 127.0.0.1 whose every connection `answer` handles (after the
+    request is read) until the server stops: its base URL; stopped on the way out."""
     listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     listener.bind(("127.0.0.1", 0))
     listener.listen(16)
     listener.settimeout(0.2)
     stop = threading.Event()
 
-    def drip(conn: socket.socket) -> None:
+    def handle(conn: socket.socket) -> None:
         with conn:
             try:
                 conn.recv(65536)
-                conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n"
-                             b"Content-Length: 100000\r\n\r\n")  # fmt: skip
-                while not stop.wait(0.05):
-                    conn.sendall(b"x")
+                answer(conn, stop)
             except OSError:
                 return
 
@@ -97,7 +93,7 @@ def _dripping_server() -> Iterator[str]:
                 conn, _ = listener.accept()
             except TimeoutError:
                 continue
-            threading.Thread(target=drip, args=(conn,), daemon=True).start()
+            threading.Thread(target=handle, args=(conn,), daemon=True).start()
 
     thread = threading.Thread(target=serve, daemon=True)
     thread.start()
@@ -107,6 +103,20 @@ def _dripping_server() -> Iterator[str]:
         stop.set()
         thread.join(timeout=5)
         listener.close()
+
+
+def _dripping_server() -> AbstractContextManager[str]:
+    """Answers every request 200 with a 100,000-byte body sent one byte every 0.05 s:
+    each read gets a byte before its timeout, so only a deadline for the whole answer
+    ends it (about 80 minutes otherwise)."""
+
+    def drip(conn: socket.socket, stop: threading.Event) -> None:
+        conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n"
+                     b"Content-Length: 100000\r\n\r\n")  # fmt: skip
+        while not stop.wait(0.05):
+            conn.sendall(b"x")
+
+    return _raw_server(drip)
 
 
 def test_verify_gives_up_on_an_answer_that_never_ends() -> None:
@@ -126,41 +136,15 @@ def test_mcp_from_gives_up_on_an_answer_that_never_ends(monkeypatch: pytest.Monk
     assert result.err.startswith("error: "), result.err
 
 
-@contextmanager
-def _endless_server() -> Iterator[str]:
+def _endless_server() -> AbstractContextManager[str]:
     """Answers every request 200 with a body that never ends, as fast as it is read."""
-    listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    listener.bind(("127.0.0.1", 0))
-    listener.listen(16)
-    listener.settimeout(0.2)
-    stop = threading.Event()
 
-    def flood(conn: socket.socket) -> None:
-        with conn:
-            try:
-                conn.recv(65536)
-                conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n\r\n")
-                while not stop.is_set():
-                    conn.sendall(b" " * 65536)
-            except OSError:
-                return
-
-    def serve() -> None:
+    def flood(conn: socket.socket, stop: threading.Event) -> None:
+        conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n\r\n")
         while not stop.is_set():
-            try:
-                conn, _ = listener.accept()
-            except TimeoutError:
-                continue
-            threading.Thread(target=flood, args=(conn,), daemon=True).start()
+            conn.sendall(b" " * 65536)
 
-    thread = threading.Thread(target=serve, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{listener.getsockname()[1]}"
-    finally:
-        stop.set()
-        thread.join(timeout=5)
-        listener.close()
+    return _raw_server(flood)
 
 
 def test_an_answer_past_the_size_bound_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:

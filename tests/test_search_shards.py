@@ -231,11 +231,14 @@ def _index(postings: dict[str, dict[str, int]], entries: int) -> dict[str, bytes
         for word, held in sorted(postings.items())
     }
     keys = sorted({key for held in postings.values() for key in held})
-    meta = {
-        key: {"id": key, "title": key, "url": f"https://x.invalid/{key}", "description": "",
-              "api_url": f"https://x.invalid/api/{key}"}
-        for key in keys
-    }  # fmt: skip
+    return _index_files(terms, keys, entries, "one")
+
+
+def _index_files(
+    terms: dict[str, Any], keys: list[str], entries: int, shard: str
+) -> dict[str, bytes]:
+    """The term map of a hand-made index whose first shard, `shard`, holds `terms`; that
+    shard; and the entry files of `keys` (each its own title, by its first letter)."""
     term_map = {
         "version": search_shards.FORMAT_VERSION,
         "entries": entries,
@@ -243,12 +246,18 @@ def _index(postings: dict[str, dict[str, int]], entries: int) -> dict[str, bytes
         "shard_url": "https://x.invalid/s/{shard}.json",
         "entries_url": "https://x.invalid/e/{prefix}.json",
         "procedure": "",
-        "shards": [[min(terms), "one"]],
+        "shards": [[min(terms), shard]],
     }
-    files = {paths.SEARCH_TERMS: json.dumps(term_map).encode(), "/s/one.json": b""}
-    files["/s/one.json"] = json.dumps({"terms": terms}).encode()
+    files = {
+        paths.SEARCH_TERMS: json.dumps(term_map).encode(),
+        f"/s/{shard}.json": json.dumps({"terms": terms}).encode(),
+    }
     for prefix in {key[0] for key in keys}:
-        held = {key: meta[key] for key in keys if key[0] == prefix}
+        held = {
+            key: {"id": key, "title": key, "url": f"https://x.invalid/{key}", "description": "",
+                  "api_url": f"https://x.invalid/api/{key}"}
+            for key in keys if key[0] == prefix
+        }  # fmt: skip
         files[f"/e/{prefix}.json"] = json.dumps({"entries": held}).encode()
     return files
 
@@ -325,25 +334,7 @@ def _index_with_more(
             files[f"/s/{name}.json"] = json.dumps({"terms": {word: {"postings": [group]}}}).encode()
     every = [group for groups in [*head.values(), *more.values()] for group in groups]
     keys = sorted({key for group in every for key in group[1:]})
-    term_map = {
-        "version": search_shards.FORMAT_VERSION,
-        "entries": entries,
-        "prefix_length": 1,
-        "shard_url": "https://x.invalid/s/{shard}.json",
-        "entries_url": "https://x.invalid/e/{prefix}.json",
-        "procedure": "",
-        "shards": [[min(terms), "head"]],
-    }
-    files[paths.SEARCH_TERMS] = json.dumps(term_map).encode()
-    files["/s/head.json"] = json.dumps({"terms": terms}).encode()
-    for prefix in {key[0] for key in keys}:
-        held = {
-            key: {"id": key, "title": key, "url": f"https://x.invalid/{key}", "description": "",
-                  "api_url": f"https://x.invalid/api/{key}"}
-            for key in keys if key[0] == prefix
-        }  # fmt: skip
-        files[f"/e/{prefix}.json"] = json.dumps({"entries": held}).encode()
-    return files
+    return {**files, **_index_files(terms, keys, entries, "head")}
 
 
 def test_an_entry_titled_with_every_word_is_found_when_the_budget_stops_the_reading() -> None:
