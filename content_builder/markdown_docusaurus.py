@@ -33,6 +33,7 @@ import yaml
 
 from agent_contract.uri import PATH_SAFE
 from content_builder.errors import SiteDataError
+from content_builder.markdown_links import written_url_path
 from content_builder.site_files import read_site_file
 
 _CONFIG_NAMES = tuple(
@@ -70,24 +71,12 @@ def doc_id(rel: str, front_id: Any) -> str:
     return "/".join(parts)
 
 
-#: What a slug keeps as its author wrote it: a path's characters (RFC 3986 section 3.3)
-#: and the `%` of an escape already written.
-_SLUG_SAFE = PATH_SAFE + "%"
-
-
-def slug_url_path(path: str) -> str:
-    """An author's slug as a URL path: what a URL cannot hold (`é`, `?`, `#`) percent-
-    encoded as the docs tool's router and browsers write it (`/café` is served at
-    `/caf%C3%A9`), the rest as written."""
-    return quote(path, safe=_SLUG_SAFE)
-
-
 def url_path(rel: str, identifier: str, slug: Any) -> str:
     """The page's path below the docs route, no leading or trailing slash."""
     folder = posixpath.dirname(identifier)
     if isinstance(slug, str) and slug.strip() and " " not in slug:
         joined = slug if slug.startswith("/") else posixpath.join("/", folder, slug)
-        return slug_url_path(posixpath.normpath(joined).strip("/").removeprefix("."))
+        return written_url_path(posixpath.normpath(joined).strip("/").removeprefix("."))
     name = posixpath.basename(identifier)
     parent = posixpath.basename(folder)
     unprefixed = _unprefixed(posixpath.basename(_EXTENSION.sub("", rel)))

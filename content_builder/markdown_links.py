@@ -38,6 +38,18 @@ FOLDED = "\0"
 _LINE_RANGE = re.compile(r"(?::-?\d*){1,2}$")
 
 
+#: What a URL path an author wrote keeps as written: a path's characters (RFC 3986 3.3)
+#: and the `%` of an escape already written.
+_WRITTEN_SAFE = PATH_SAFE + "%"
+
+
+def written_url_path(path: str) -> str:
+    """A URL path an author wrote (a slug, Hugo's `url`) as a URL path: what a URL cannot
+    hold (`é`, `?`, `#`) percent-encoded as the docs tools' routers and browsers write it
+    (`/café` is served at `/caf%C3%A9`), the rest as written."""
+    return quote(path, safe=_WRITTEN_SAFE)
+
+
 @dataclass(frozen=True)
 class Tree:
     root: Path  # the pages' folder

@@ -40,6 +40,7 @@ from content_builder.markdown_links import (
     Tree,
     page_context,
     stem,
+    written_url_path,
 )
 from content_builder.markdown_page import (
     Context,
@@ -477,7 +478,7 @@ def _assign_ids(pages: list[_Page], problems: list[Problem]) -> list[_Page]:
         if page.tree.tool == "hugo":
             # What a URL cannot hold as written (`é`, `?`, a space) percent-encoded, as
             # for a slug below.
-            hugo_path = docusaurus.slug_url_path(hugo.url_path(url_path, page.front))
+            hugo_path = written_url_path(hugo.url_path(url_path, page.front))
             page.canonical = page.tree.docs_url + "/" + hugo_path
             continue
         # A file name is not a URL: `a?b.md` is served at `a%3Fb/` (mkdocs' urlquote), not
@@ -488,7 +489,7 @@ def _assign_ids(pages: list[_Page], problems: list[Problem]) -> list[_Page]:
             # Docusaurus: the page's URL path, from the site's root when absolute.
             folder = page.rel.rpartition("/")[0]
             written = slug.lstrip("/") if slug.startswith("/") else f"{folder}/{slug}".lstrip("/")
-            url_path = docusaurus.slug_url_path(written)
+            url_path = written_url_path(written)
         page.canonical = page.tree.docs_url + "/" + url_path
     return kept
 
