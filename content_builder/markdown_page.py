@@ -911,23 +911,53 @@ def _body(
             return
         out.append(line)
 
+    link_open = False  # a `[` of the paragraph not yet closed: a link's text wraps
     for index in range(start, stop):
+        text = lines.text[index]
         if protected[index]:
-            out.append(lines.text[index])
+            out.append(text)
         elif index in degraded:
             for line in ("", degraded[index], ""):
                 prose(line)
         elif dropped[index]:
             continue
         else:
-            prose(_prose_line(lines.text[index], lines.origin[index], context, problems))
+            prose(_prose_line(text, lines.origin[index], context, problems, link_open))
+            link_open = _leaves_link_open(text, link_open)
+            continue
+        link_open = False
     return "\n".join(out).strip("\n")
+
+
+_BRACKET = re.compile(r"\\.|[\[\]]")
+
+
+def _leaves_link_open(line: str, open_before: bool) -> bool:
+    """Whether a `[` is still open at the end of `line` (`open_before`: one was at its
+    start); a blank line ends the paragraph, and any link text with it."""
+    if not line.strip():
+        return False
+    if "[" not in line and "]" not in line:
+        return open_before
+    depth = int(open_before)
+    for bracket in _BRACKET.findall(line):
+        if bracket == "[":
+            depth += 1
+        elif bracket == "]":
+            depth = max(depth - 1, 0)
+    return depth > 0
 
 
 _HEADING_LINE = re.compile(r"^ {0,3}#{1,6}\s")
 
 
-def _prose_line(line: str, origin: int, context: Context, problems: list[tuple[int, str]]) -> str:
+def _prose_line(
+    line: str,
+    origin: int,
+    context: Context,
+    problems: list[tuple[int, str]],
+    link_open: bool = False,  # an earlier line of the paragraph left a `[` open
+) -> str:
     if "{" in line and _HEADING_LINE.match(line):
         # A deeper heading's id (`### Title {#custom-id}`, Docusaurus and attr_list):
         # an anchor for the docs tool's HTML, not words of the title.
@@ -941,7 +971,7 @@ def _prose_line(line: str, origin: int, context: Context, problems: list[tuple[i
         return line[: reference.start(2)] + new + line[reference.end(2) :]
     # Code spans are kept as written, everything around them is prose (`_outside_code`),
     # so a link whose text is code (`[`Client`](../api.md)`) is still one link.
-    return _outside_code(line, lambda text: _prose(text, context, origin, problems))
+    return _outside_code(line, lambda text: _prose(text, context, origin, problems, link_open))
 
 
 _HELD = re.compile("\0(\\d+)\0")
@@ -952,6 +982,7 @@ def _prose(
     context: Context,
     origin: int,
     problems: list[tuple[int, str]],
+    link_open: bool = False,
 ) -> str:
     if "{{" in text:
         text = _without_shortcodes(text)
@@ -972,7 +1003,9 @@ def _prose(
             new = _rewritten(dest, origin, context, problems, image=bool(match.group(1)))
             return match.group(0)[: match.start(3) - match.start()] + new
 
-        continued = _CONTINUED_LINK.match(text)
+        # The end of a link whose text began on an earlier line: only while a `[` is
+        # open, or interval notation (`(0, 10](x)`) would be taken for one.
+        continued = _CONTINUED_LINK.match(text) if link_open else None
         if continued:  # its destination is group 1, as an inline link's is group 3
             new = _rewritten(continued.group(1), origin, context, problems, image=False)
             text = text[: continued.start(1)] + new + text[continued.end(1) :]

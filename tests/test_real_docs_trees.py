@@ -539,3 +539,17 @@ def test_a_page_hugo_does_not_render_is_not_published(tmp_path: Path) -> None:
     for gone in ("Table", "Headless", "Old", "Linked"):
         assert gone not in titles, titles
     assert not any("snippet" in entry["description"].lower() for entry in index["documents"])
+
+
+def test_a_bracket_closed_on_a_line_with_no_link_open_is_text(tmp_path: Path) -> None:
+    # Interval notation in prose, `(0, 10](x)`: no `[` is open on this line or an earlier
+    # one of the paragraph, so `](x)` ends no link. It was taken for the end of a wrapped
+    # link and failed the build with "link 'x' does not resolve".
+    page = (
+        "# Ranges\n\nHalf-open ranges such as (0, 10](x) come from math.\n\n"
+        "A [link whose text\nruns over\nthree lines](other.md).\n"
+    )
+    site = _site(tmp_path, {"ranges.md": page, "other.md": "# O\n\nx\n"})
+    twin = _twin(plan(site), "ranges")
+    assert "Half-open ranges such as (0, 10](x) come from math." in twin
+    assert "three lines](https://" in twin and "/other.md)." in twin
