@@ -240,6 +240,12 @@ class SiteSource(SourceModel):
         return data
 
 
+#: Sections of one page at most: ~5x the most real docs pages have (FastAPI's release notes,
+#: 916 headings; Docusaurus' and VitePress' changelogs, 530-650), and a page of 113,000
+#: headings (1 MiB of `# h1` lines) took 12 s of CPU to build (docs/decisions.md, session 28).
+MAX_SECTIONS = 5_000
+
+
 class SectionSource(SourceModel):
     title: Line
     body: Text
@@ -248,7 +254,7 @@ class SectionSource(SourceModel):
 
 class PageContentSource(SourceModel):
     headline: Line
-    sections: Annotated[list[SectionSource], Field(min_length=1)]
+    sections: Annotated[list[SectionSource], Field(min_length=1, max_length=MAX_SECTIONS)]
 
 
 class MarkdownSectionSource(SourceModel):
@@ -263,7 +269,7 @@ class MarkdownPageSource(SourceModel):
     """The page body of a Markdown page (markdown_page.py): no code_example."""
 
     headline: Line
-    sections: Annotated[list[MarkdownSectionSource], Field(min_length=1)]
+    sections: Annotated[list[MarkdownSectionSource], Field(min_length=1, max_length=MAX_SECTIONS)]
 
 
 class CapabilitySource(SourceModel):

@@ -738,3 +738,35 @@ def test_a_snippet_of_a_hidden_file_is_refused(tmp_path: Path, name: str) -> Non
     errors = plan_errors(site)
     assert any("page.md" in e and "line 3" in e and "hidden" in e for e in errors), errors
     assert not any(SECRET in e for e in errors)
+
+
+def test_a_page_of_too_many_headings_is_one_error_within_seconds(tmp_path: Path) -> None:
+    # 1 MiB of `# h` lines is 113,000 sections: 12 s of CPU and a 5 MB document before
+    # the bound. A Markdown page and a YAML document are bounded alike (source.py).
+    from content_builder.build import plan
+    from content_builder.site_files import MAX_FILE_BYTES
+    from content_builder.source import MAX_SECTIONS
+    from tests.test_markdown_source import _site
+
+    flood = "# Page\n\n" + "".join(f"# h{i}\n" for i in range(MAX_FILE_BYTES // 10))
+    at_bound = "# Page\n\n" + "".join(f"## s{i}\n\nx\n\n" for i in range(MAX_SECTIONS - 1))
+    site = _site(tmp_path, {"flood.md": flood, "big.md": at_bound})
+    with within(8):
+        errors = plan_errors(site)
+    assert len(errors) == 1, errors[:3]
+    assert "flood.md" in errors[0] and "content.sections" in errors[0], errors
+    assert f"at most {MAX_SECTIONS}" in errors[0], errors
+    (tmp_path / "docs" / "flood.md").unlink()
+    assert plan(site).artifacts  # a page at the bound builds
+
+
+def test_a_yaml_page_of_too_many_sections_is_one_error_naming_the_field(built_site: Built) -> None:
+    from content_builder.source import MAX_SECTIONS
+
+    data = yaml.safe_load((built_site.site / PAGE).read_text("utf-8"))
+    data["content"]["sections"] = [{"title": f"s{i}", "body": "x"} for i in range(MAX_SECTIONS + 1)]
+    (built_site.site / PAGE).write_text(yaml.safe_dump(data), "utf-8")
+    (line,) = failed_build(built_site)
+    (reported,) = parse_errors(line)
+    assert same_file(reported.file, built_site.site / PAGE)
+    assert reported.field == "content.sections" and f"at most {MAX_SECTIONS}" in line
