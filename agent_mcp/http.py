@@ -18,7 +18,11 @@ can POST (CORS_PREFLIGHT).
 Every request is answered, and framed: a body over MCP_MAX_BODY is 413 before the SDK
 sees it (the SDK is given the same limit), and a request the server has not answered
 within REQUEST_TIMEOUT is 504 and its task on the loop cancelled (tool work it still
-waits for a thread to start is then dropped); both with a JSON-RPC error body.
+waits for a thread to start is then dropped); both with a JSON-RPC error body. A body
+that is no single valid JSON-RPC message (agent_mcp.envelope: an id the SDK would take
+for a notification's, a batch, a wrong envelope, no JSON) is answered 400 with its
+JSON-RPC error before the SDK sees it, once the SDK's own Host, Origin and
+Content-Type checks have passed (a request they fail is left to the SDK to refuse).
 """
 
 from __future__ import annotations
@@ -31,12 +35,14 @@ from collections.abc import Mapping
 from typing import Any
 
 import mcp_types as types
-from mcp.server.transport_security import TransportSecuritySettings
+from mcp.server.transport_security import TransportSecurityMiddleware, TransportSecuritySettings
+from starlette.requests import Request
 
 from agent_contract.mcp_endpoint import MCP_MAX_BODY, MCP_PATH, SERVER_CARD_PATHS
 from agent_mcp import server as mcp_server
 from agent_mcp import server_card
 from agent_mcp.catalog import Catalog
+from agent_mcp.envelope import refusal, usable_id
 from agent_mcp.server import CallGate, create_server
 from agent_mcp.sources import FileSource, MemoryFiles
 
@@ -96,7 +102,7 @@ def _request_id(body: bytes) -> Any:
     except ValueError:
         return None
     found = message.get("id") if isinstance(message, dict) else None
-    return found if isinstance(found, str | int) and not isinstance(found, bool) else None
+    return found if usable_id(found) else None
 
 
 def declared_length(headers: Mapping[str, str]) -> int | None:
@@ -147,6 +153,10 @@ class HttpEndpoint:
         )
         # Its own threads for tool work, stopped with the endpoint (a rebuilt site).
         self.gate = CallGate(mcp_server.CALL_LIMITS)
+        # The SDK's own Host, Origin and Content-Type checks, run before the envelope's
+        # (as the SDK runs them before it reads a body): a request they refuse is left
+        # to the SDK to refuse, in its words.
+        self._guard = TransportSecurityMiddleware(security)
         self.server = create_server(self.catalog, gate=self.gate)
         self.app = self.server.streamable_http_app(
             streamable_http_path=MCP_PATH,
@@ -204,9 +214,7 @@ class HttpEndpoint:
             # Hosts refuse earlier, from the Content-Length, before reading (serve, the
             # Lambda handler); this is the limit for any other caller of handle_http.
             return too_large()
-        future = asyncio.run_coroutine_threadsafe(
-            _call_asgi(self.app, "POST", path, headers, body), self._loop
-        )
+        future = asyncio.run_coroutine_threadsafe(self._answer(path, headers, body), self._loop)
         try:
             return future.result(timeout=REQUEST_TIMEOUT)
         except concurrent.futures.TimeoutError:
@@ -215,6 +223,18 @@ class HttpEndpoint:
             payload = jsonrpc_error(types.REQUEST_TIMEOUT, message, _request_id(body))
             return 504, [("Content-Type", "application/json")], payload
 
+    async def _answer(self, path: str, headers: Mapping[str, str], body: bytes) -> Response:
+        scope = _scope("POST", path, headers)
+        if path.partition("?")[0] == MCP_PATH:
+            admitted = await self._guard.validate_request(Request(scope), is_post=True) is None
+            # Checked before the SDK, which reads a request whose id it cannot hold as a
+            # notification (202, never answered) and other envelope faults as -32602.
+            answer = refusal(body) if admitted else None
+            if answer is not None:
+                payload = jsonrpc_error(answer.error.code, answer.error.message, answer.id)
+                return 400, [("Content-Type", "application/json")], payload
+        return await _call_asgi(self.app, scope, body)
+
 
 def _mapping_source(files: Mapping[str, Any]) -> MemoryFiles:
     return MemoryFiles(
@@ -222,12 +242,10 @@ def _mapping_source(files: Mapping[str, Any]) -> MemoryFiles:
     )
 
 
-async def _call_asgi(
-    app: Any, method: str, path: str, headers: Mapping[str, str], body: bytes
-) -> Response:
+def _scope(method: str, path: str, headers: Mapping[str, str]) -> dict[str, Any]:
     raw_path, _, query = path.partition("?")
     host = next((v for k, v in headers.items() if k.lower() == "host"), "localhost")
-    scope = {
+    scope: dict[str, Any] = {
         "type": "http",
         "asgi": {"version": "3.0", "spec_version": "2.3"},
         "http_version": "1.1",
@@ -244,6 +262,10 @@ async def _call_asgi(
         "client": ("127.0.0.1", 0),
         "server": (host.rsplit(":", 1)[0], 0),
     }
+    return scope
+
+
+async def _call_asgi(app: Any, scope: dict[str, Any], body: bytes) -> Response:
     delivered = False
     status = 500
     response_headers: list[tuple[str, str]] = []

@@ -3,15 +3,16 @@ Claude Code and any client that launches a local command."""
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import AsyncIterable, AsyncIterator
 
 import anyio
+from anyio.abc import ObjectSendStream
 from mcp.server.stdio import stdio_server
 from mcp.shared.message import SessionMessage
-from mcp.types import INVALID_REQUEST, PARSE_ERROR, ErrorData, JSONRPCError
-from pydantic import ValidationError
+from mcp_types import JSONRPCError
 
 from agent_mcp.catalog import Catalog
+from agent_mcp.envelope import refusal
 from agent_mcp.server import create_server
 
 
@@ -19,58 +20,45 @@ def run_stdio(catalog: Catalog) -> None:
     server = create_server(catalog)
 
     async def main() -> None:
-        async with stdio_server() as (read_stream, write_stream):
-            # The SDK's transport hands a line it cannot read to the session as an
-            # exception, which the session drops: the client that sent it would wait
-            # for an answer forever. Such lines are answered here; the rest pass on.
-            passed, inbound = anyio.create_memory_object_stream[SessionMessage | Exception](0)
+        # Each raw line is checked before the SDK's transport reads it: the SDK takes a
+        # request whose id it cannot hold for a notification and answers a line it
+        # cannot read with nothing, so the client would wait forever. A refused line
+        # is answered here (agent_mcp.envelope); the rest pass on untouched.
+        refused, answers = anyio.create_memory_object_stream[JSONRPCError](0)
+        # Our own reader of fd 0 (the SDK reads it in place, unclaimed, when given
+        # one): no tool of this server reads stdin or starts a process that could.
+        # The SDK still claims stdout, where a stray print would corrupt the stream.
+        with open(0, encoding="utf-8", errors="replace", closefd=False) as stdin:
+            lines = checked_lines(anyio.wrap_file(stdin), refused)
+            async with stdio_server(stdin=lines) as (read_stream, write_stream):  # type: ignore[arg-type]
 
-            async def answer_malformed() -> None:
-                async with passed:
-                    async for item in read_stream:
-                        if isinstance(item, Exception):
-                            if not _blank(item):
-                                await write_stream.send(SessionMessage(malformed_answer(item)))
-                        else:
-                            await passed.send(item)
+                async def answer_refused() -> None:
+                    async with answers:
+                        async for answer in answers:
+                            await write_stream.send(SessionMessage(answer))
 
-            async with anyio.create_task_group() as tasks:
-                tasks.start_soon(answer_malformed)
-                await server.run(inbound, write_stream, server.create_initialization_options())
+                async with anyio.create_task_group() as tasks:
+                    tasks.start_soon(answer_refused)
+                    await server.run(
+                        read_stream, write_stream, server.create_initialization_options()
+                    )
+                    tasks.cancel_scope.cancel()
 
     anyio.run(main)
 
 
-def malformed_answer(error: Exception) -> JSONRPCError:
-    """The JSON-RPC 2.0 error for a line that is no message (section 5.1): -32700 when
-    it is not JSON, else -32600; with the line's id when it names one (a string or an
-    integer, as MCP's ids are), so the client's pending request gets its answer."""
-    problems = error.errors() if isinstance(error, ValidationError) else []
-    if not problems or any(problem["type"] == "json_invalid" for problem in problems):
-        return JSONRPCError(
-            jsonrpc="2.0", id=None, error=ErrorData(code=PARSE_ERROR, message="Parse error")
-        )
-    return JSONRPCError(
-        jsonrpc="2.0",
-        id=_named_id(problem.get("input") for problem in problems),
-        error=ErrorData(code=INVALID_REQUEST, message="Invalid Request: not one JSON-RPC message"),
-    )
-
-
-def _named_id(inputs: Any) -> str | int | None:
-    for value in inputs:
-        if isinstance(value, dict):
-            found = value.get("id")
-            if isinstance(found, str) or (isinstance(found, int) and not isinstance(found, bool)):
-                return found
-    return None
-
-
-def _blank(error: Exception) -> bool:
-    """Whether the line the transport could not read held nothing but whitespace: no
-    message at all in a newline-delimited stream (MCP, Transports, stdio), so nothing to
-    answer (an error with a null id would only alarm a client that sends empty lines)."""
-    if not isinstance(error, ValidationError):
-        return False
-    inputs = [problem.get("input") for problem in error.errors()]
-    return bool(inputs) and all(isinstance(text, str) and not text.strip() for text in inputs)
+async def checked_lines(
+    lines: AsyncIterable[str], refused: ObjectSendStream[JSONRPCError]
+) -> AsyncIterator[str]:
+    """The lines that may go to the SDK; each refused one's answer goes to `refused`."""
+    async with refused:
+        async for line in lines:
+            if not line.strip():
+                # A newline-delimited stream's empty line holds no message (MCP,
+                # Transports, stdio): answering it would alarm a client that sends one.
+                continue
+            answer = refusal(line)
+            if answer is None:
+                yield line
+            else:
+                await refused.send(answer)
