@@ -137,13 +137,7 @@ def load_markdown(
         return found
     pages = [page for page in pages if page.front.get("draft") is not True]
     if any(page.tree.tool == "hugo" for page in pages):
-        # A page Hugo does not render (headless, `build.render: never`, cascaded).
-        cascades = hugo.section_cascades([(p.rel, p.front) for p in pages if p.tree.tool == "hugo"])
-        pages = [
-            page
-            for page in pages
-            if page.tree.tool != "hugo" or hugo.rendered(page.rel, page.front, cascades)
-        ]
+        pages = _rendered_by_hugo(pages, found, display_path)
     pages = _assign_ids(pages, problems)  # a page whose id collides: reported, left out
     _assign_order(pages, found)
     ids = {page.path: page.id for page in pages}
@@ -157,6 +151,19 @@ def load_markdown(
         if document is not None:
             found.documents.append(document)
     return found
+
+
+def _rendered_by_hugo(
+    pages: list[_Page], found: MarkdownPages, display_path: Callable[[Path], str]
+) -> list[_Page]:
+    """`pages` less the Hugo pages Hugo does not render (headless, `build.render: never`,
+    their own or cascaded from a branch or the site config: markdown_hugo.py)."""
+    ours = [page for page in pages if page.tree.tool == "hugo"]
+    site, unread = hugo.site_config(ours[0].tree.root)
+    if unread is not None:
+        found.warnings.append(Problem(display_path(unread[0]), "cascade", unread[1]))
+    flags = iter(hugo.rendered_pages(ours[0].tree.root, [(p.rel, p.front) for p in ours], site))
+    return [page for page in pages if page.tree.tool != "hugo" or next(flags)]
 
 
 def watch_roots(site_root: Path) -> list[Path]:

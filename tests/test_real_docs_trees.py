@@ -539,3 +539,87 @@ def test_a_page_hugo_does_not_render_is_not_published(tmp_path: Path) -> None:
     for gone in ("Table", "Headless", "Old", "Linked"):
         assert gone not in titles, titles
     assert not any("snippet" in entry["description"].lower() for entry in index["documents"])
+
+
+def _hugo_site(tmp_path: Path, pages: dict[str, str], config: tuple[str, str]) -> Path:
+    """A site whose docs tree is a Hugo site's content/en, `config` (name, text) beside
+    content/."""
+    site = _site(tmp_path, {})
+    yaml_text = (site / "site.yaml").read_text().replace("../docs", "../hugo/content/en")
+    (site / "site.yaml").write_text(yaml_text)
+    content = tmp_path / "hugo" / "content" / "en"
+    for rel, text in {"_index.md": "---\ntitle: Hugo\n---\nHome.\n", **pages}.items():
+        (content / rel).parent.mkdir(parents=True, exist_ok=True)
+        (content / rel).write_text(text)
+    (tmp_path / "hugo" / config[0]).write_text(config[1])
+    return site
+
+
+def _published_titles(site: Path) -> list[str]:
+    index = json.loads(_files(plan(site))["/api/v1/content/index.json"])
+    return sorted(entry["title"] for entry in index["documents"])
+
+
+def test_a_hugo_config_cascade_and_cascade_targets_are_applied(tmp_path: Path) -> None:
+    # gohugoio/hugoDocs hugo.toml: `[[cascade]]` maps with `[cascade.target]` (`kind`,
+    # `path = '{/functions/**,/methods/**}'`); its content/en/configuration/cascade.md and
+    # content-management/build-options.md ("headless section") cascade `build` so. The
+    # config's cascade and every targeted cascade were ignored: those pages published.
+    config = (
+        "baseURL = 'https://example.org/'\n"
+        "[[cascade]]\n[cascade.build]\nrender = 'never'\n[cascade.target]\n"
+        "path = '{/drafts,/drafts/**}'\n"
+        "[[cascade]]\n[cascade.build]\nrender = 'never'\n[cascade.target]\n"
+        "kind = 'page'\npath = '/notes/**'\n"
+        "[[cascade]]\n[cascade.build]\nrender = 'never'\n[cascade.target]\n"
+        "environment = 'development'\n"  # `hugo server` only: a build renders everything
+        "[[cascade]]\n[cascade.build]\nrender = 'never'\n[cascade.target]\nlang = 'de'\n"
+    )
+    pages = {
+        "drafts/_index.md": "# Drafts\n\nx\n",
+        "drafts/deep/idea.md": "# Idea\n\nx\n",
+        "notes/_index.md": "# Notes\n\nThe section is listed.\n",
+        "notes/one.md": "# Note one\n\nx\n",
+        "notes/own.md": "---\nbuild:\n  render: always\n---\n# Own\n\nIts own wins.\n",
+        "draftsman.md": "# Draftsman\n\n`/drafts/**` is not `/drafts*`.\n",
+        "guide/_index.md": "+++\ntitle = 'Guide'\n[[cascade]]\n[cascade.build]\nrender = 'never'"
+        "\n[cascade.target]\npath = '/guide/internal/**'\n[[cascade]]\n[cascade._build]\n"
+        "render = 'link'\n[cascade._target]\nkind = 'page'\npath = '/guide/old-*'\n+++\nx\n",
+        "guide/internal/secret.md": "# Secret\n\nx\n",
+        "guide/Old Way.md": "# Old way\n\nThe older `_target`, a logical path.\n",
+        "guide/kept.md": "# Kept\n\nx\n",
+        "guide/internal/_index.md": "---\ncascade:\n  build: {render: always}\n  target:\n"
+        "    path: /guide/internal/public\n---\n# Internal\n\nThe closest branch wins.\n",
+        "guide/internal/public.md": "# Public\n\nx\n",
+    }
+    titles = _published_titles(_hugo_site(tmp_path, pages, ("hugo.toml", config)))
+    # `/guide/internal/**` is below the section, not the section (`/guide/internal`).
+    for kept in ("Notes", "Own", "Draftsman", "Guide", "Kept", "Public", "Hugo", "Internal"):
+        assert kept in titles, (kept, titles)
+    for gone in ("Drafts", "Idea", "Note one", "Secret", "Old way"):
+        assert gone not in titles, (gone, titles)
+
+
+def test_a_hugo_yaml_config_cascade_a_map_and_an_unreadable_config(tmp_path: Path) -> None:
+    # Hugo reads hugo.yaml as hugo.toml ("Configure Hugo"); `cascade` may be one map.
+    config = "baseURL: https://example.org/\ncascade:\n  build:\n    render: never\n"
+    pages = {"page.md": "# Page\n\nx\n", "shown.md": "---\nbuild: {render: always}\n---\n# Shown\n"}
+    site = _hugo_site(tmp_path, pages, ("hugo.yaml", config))
+    titles = _published_titles(site)  # the config's cascade reaches the home page too
+    assert "Shown" in titles and "Page" not in titles and "Hugo" not in titles, titles
+    (tmp_path / "hugo" / "hugo.yaml").unlink()
+    (tmp_path / "hugo" / "hugo.toml").write_text("baseURL = \n")  # Hugo would refuse it
+    result = plan(site)
+    assert any("hugo.toml" in str(w) and "cascade" in str(w) for w in result.site.warnings)
+    assert "/api/v1/content/page.json" in _files(result)
+
+
+def test_a_hostile_cascade_target_glob_is_not_applied(tmp_path: Path) -> None:
+    # A target whose braces expand to 2^30 patterns: refused by the glob library (over
+    # 1,000), matched by no page, the build unharmed.
+    pattern = "{a,b}" * 30
+    cascade = f"cascade:\n  build: {{render: never}}\n  target: {{path: '{pattern}'}}\n"
+    pages = {"sec/_index.md": f"---\n{cascade}---\n# Section\n", "sec/page.md": "# Page\n"}
+    started = time.perf_counter()
+    assert "Page" in _published_titles(_hugo_site(tmp_path, pages, ("hugo.toml", "")))
+    assert time.perf_counter() - started < 5
