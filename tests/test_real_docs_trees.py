@@ -623,3 +623,112 @@ def test_a_hostile_cascade_target_glob_is_not_applied(tmp_path: Path) -> None:
     started = time.perf_counter()
     assert "Page" in _published_titles(_hugo_site(tmp_path, pages, ("hugo.toml", "")))
     assert time.perf_counter() - started < 5
+
+
+def _fastapi_site(
+    tmp_path: Path, page: str, include_root: str | None, base_path: str = "docs"
+) -> Path:
+    """fastapi/fastapi's layout: docs/en/mkdocs.yml (docs_dir: docs), the examples in
+    docs_src/ at the repository's root, outside the docs tree; mdx_include's base_path
+    `docs` (as @6d9dc39f) or `.` (its default, FastAPI's now)."""
+    site = _site(tmp_path, {})
+    text = (site / "site.yaml").read_text().replace("../docs", "../repo/docs/en/docs")
+    extra = f"include_root: {include_root}\n" if include_root else ""
+    (site / "site.yaml").write_text(text + extra)
+    repo = tmp_path / "repo"
+    files = {
+        # FastAPI writes markdown_extensions as one mapping (mkdocs takes a list too).
+        "docs/en/mkdocs.yml": "site_name: FastAPI\ndocs_dir: docs\nmarkdown_extensions:\n"
+        f"  mdx_include:\n    base_path: {base_path}\n  markdown_include_variants: null\n",
+        "docs/en/docs/tutorial/body.md": page,
+        "docs_src/body/tutorial001_py310.py": "from fastapi import FastAPI\n\napp = FastAPI()\n",
+        "docs_src/templates/item.html": "<h1>{{ id }}</h1>\n",
+        ".git/config": "[http]\n\textraheader = AUTHORIZATION: basic c2VjcmV0\n",
+    }
+    for rel, body in files.items():
+        (repo / rel).parent.mkdir(parents=True, exist_ok=True)
+        (repo / rel).write_text(body)
+    return site
+
+
+_FASTAPI_BODY = (
+    "# Request Body\n\nDeclare it:\n\n"
+    '```Python hl_lines="2"\n{!> ../../../docs_src/body/tutorial001_py310.py!}\n```\n\n'
+    "A template:\n\n```jinja\n{!../../../docs_src/templates/item.html!}\n```\n"
+)
+#: fastapi/fastapi @c3f316b7 docs/en/docs/advanced/additional-responses.md, templates.md:
+#: mdx_include's default base path (docs/en, where mkdocs runs), markdown-include-variants.
+_FASTAPI_NOW = (
+    "# Additional Responses\n\n{* ../../docs_src/body/tutorial001_py310.py hl[18,22] *}\n\n"
+    "```jinja\n{!../../docs_src/templates/item.html!}\n```\n"
+)
+
+
+def test_an_include_outside_the_docs_tree_is_warned_and_kept_as_written(tmp_path: Path) -> None:
+    # fastapi/fastapi docs/en/docs/tutorial/body.md (@6d9dc39f; 2,000+ such lines then):
+    # `{!> ../../../docs_src/body/tutorial001_py310.py!}` in a fence (mdx_include,
+    # base_path docs), now `{* ../../docs_src/... hl[2] *}` (markdown-include-variants)
+    # and `{!../../docs_src/templates/...!}` (docs/en/docs/advanced/templates.md). The
+    # files are outside the tree: published as the include line, without a word.
+    result = plan(_fastapi_site(tmp_path, _FASTAPI_BODY, include_root=None))
+    twin = _twin(result, "tutorial-body")
+    assert "{!> ../../../docs_src/body/tutorial001_py310.py!}" in twin  # kept, not dropped
+    warned = [str(w) for w in result.site.warnings if "body.md" in str(w)]
+    for line in (6, 12):
+        assert any(f"line {line}: include" in w and "include_root" in w for w in warned), warned
+
+
+def test_an_include_inside_site_yamls_include_root_is_included(tmp_path: Path) -> None:
+    # The same pages, their owner naming the repository's root in site.yaml: each include
+    # is the file, in its fence; the variants line becomes a ```python fence of the file.
+    code = "from fastapi import FastAPI\n\napp = FastAPI()"
+    for page, base_path in ((_FASTAPI_BODY, "docs"), (_FASTAPI_NOW, ".")):
+        site = _fastapi_site(tmp_path / base_path, page, "../repo", base_path)
+        result = plan(site)
+        twin = _twin(result, "tutorial-body")
+        assert "```jinja\n<h1>{{ id }}</h1>\n```" in twin
+        assert "{!" not in twin and "{*" not in twin
+        assert not [str(w) for w in result.site.warnings if "body.md" in str(w)]
+        if base_path == "docs":
+            assert f'```Python hl_lines="2"\n{code}\n```' in twin
+        else:
+            assert f"```python\n{code}\n```" in twin
+
+
+def test_an_include_of_a_hidden_file_is_refused_even_inside_include_root(
+    tmp_path: Path,
+) -> None:
+    # As a snippet naming .git/config (session 27): the checkout's token; /etc is outside.
+    page = "# Body\n\n```\n{! ../../../.git/config !}\n```\n\n{! /etc/hostname !}\n"
+    site = _fastapi_site(tmp_path, page, include_root="../repo")
+    errors = plan_errors(site)
+    assert any("line 4" in e and "'.git'" in e and "hidden" in e for e in errors), errors
+    (tmp_path / "repo/docs/en/docs/tutorial/body.md").write_text(page.split("```\n\n")[1])
+    result = plan(site)
+    assert "{! /etc/hostname !}" in _twin(result, "tutorial-body")
+    assert any("/etc/hostname" in str(w) for w in result.site.warnings)
+
+
+def test_include_root_must_hold_the_docs_tree(tmp_path: Path) -> None:
+    site = _fastapi_site(tmp_path, _FASTAPI_BODY, include_root="../repo/docs_src")
+    assert any("include_root" in e and "holding the docs tree" in e for e in plan_errors(site))
+
+
+def test_hostile_include_lines_build_in_linear_time(tmp_path: Path) -> None:
+    # 200 KB lines that open an include and never close it, or close it after blanks.
+    lines = ["{!" + " " * 200_000, "{* " + "x" * 200_000, "{!>" + " a" * 100_000 + " !}"]
+    site = _fastapi_site(tmp_path, "# Body\n\n" + "\n\n".join(lines) + "\n", "../repo")
+    started = time.perf_counter()
+    plan(site)
+    assert time.perf_counter() - started < 5
+
+
+def test_init_counts_includes_outside_the_tree_apart_from_broken_links(tmp_path: Path) -> None:
+    # `init --docs` on FastAPI's tree listed 446 include warnings as "links that do not
+    # resolve" and wrote `broken_links: warn`, which does nothing for them.
+    from content_builder.starter import report, survey
+
+    site = _fastapi_site(tmp_path, _FASTAPI_BODY, include_root=None)
+    result = survey(site)
+    assert len(result.outside_includes) == 2 and not result.broken_links, result
+    assert any("include_root" in line for line in report(site / "site.yaml", result))
