@@ -614,7 +614,8 @@ def _document(
     tree = page.tree
     own = "\0".join(
         map(str, (page.key, page.id, page.canonical, (tree.nav or {}).get(page.rel),
-                  tree.style, tree.root, tree.project, tree.docs_url, tree.tool, tree.site_url))
+                  tree.style, tree.root, tree.project, tree.docs_url, tree.tool, tree.site_url,
+                  tree.includes))
     )  # fmt: skip
 
     def snippet_part(names: list[str]) -> str:

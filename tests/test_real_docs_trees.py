@@ -732,3 +732,15 @@ def test_init_counts_includes_outside_the_tree_apart_from_broken_links(tmp_path:
     result = survey(site)
     assert len(result.outside_includes) == 2 and not result.broken_links, result
     assert any("include_root" in line for line in report(site / "site.yaml", result))
+
+
+def test_listing_the_include_extension_in_mkdocs_yml_reparses_the_page(tmp_path: Path) -> None:
+    # The build cache knew the page by its bytes and the files it had read: none, while
+    # mkdocs.yml did not list mdx_include; listing it must not leave the line as text.
+    site = _fastapi_site(tmp_path, _FASTAPI_BODY, include_root="../repo")
+    mkdocs = tmp_path / "repo/docs/en/mkdocs.yml"
+    listed = mkdocs.read_text()
+    mkdocs.write_text("site_name: FastAPI\ndocs_dir: docs\n")
+    assert "{!> ../../../docs_src" in _twin(plan(site), "tutorial-body")  # text: not listed
+    mkdocs.write_text(listed)
+    assert "{!>" not in _twin(plan(site), "tutorial-body")
