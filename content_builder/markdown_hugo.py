@@ -161,12 +161,13 @@ def rendered_pages(root: Path, pages: list[tuple[str, dict[str, Any]]], site: Si
                 matchers[pattern] = lambda _value: False
         return matchers[pattern](value)
 
-    def targets(entry: dict[str, Any], page: dict[str, str]) -> bool:
+    def targets(entry: dict[str, Any], rel: str) -> bool:
         target = entry.get("target", entry.get("_target"))
         if target is None:
             return True
         if not isinstance(target, dict):
             return False
+        page = _matched_as(rel, lang_folder, site)
         criteria = [(key, pattern) for key, pattern in target.items() if key != "sites"]
         if "sites" in target:  # Hugo 0.153: a sites matrix; its languages alone are known
             sites = target["sites"]
@@ -180,8 +181,7 @@ def rendered_pages(root: Path, pages: list[tuple[str, dict[str, Any]]], site: Si
 
     found = []
     for rel, front in pages:
-        page = _matched_as(rel, lang_folder, site)
-        found.append(_rendered(rel, front, branches, site, lambda entry, p=page: targets(entry, p)))
+        found.append(_rendered(rel, front, branches, site, lambda entry, r=rel: targets(entry, r)))
     return found
 
 
