@@ -248,8 +248,9 @@ def _include_root(
     """site.yaml's `include_root`: an existing folder holding the docs tree, or a problem."""
     if config.include_root is None:
         return None
-    folder = Path(os.path.realpath(site_root / config.include_root))
-    if not folder.is_dir() or not os.path.realpath(tree).startswith(os.path.join(folder, "")):
+    # As docs_dir: lexical, absolute; read_include checks every file's real path too.
+    folder = Path(os.path.normpath(os.path.abspath(site_root / config.include_root)))
+    if not folder.is_dir() or not os.path.join(tree, "").startswith(os.path.join(folder, "")):
         problems.append(
             Problem(display_path(site_root / "site.yaml"), "include_root",
                     f"{config.include_root!r} is not a folder holding the docs tree "
