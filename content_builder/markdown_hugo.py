@@ -11,23 +11,36 @@ older `config.*`) sits in the folder holding `content/`. Then, as Hugo publishes
   there, and a relative link that names no page from the page's folder is looked up
   from the content root, as Hugo's link render hook does (`.Page.GetPage`);
 - a page Hugo does not render is not published: `build: {render: never}` (or `link`,
-  or the older `render: false`, `_build`, `headless: true`), its own or cascaded from a
-  section's `_index.md` (`cascade`) to the section and everything below it, as
-  hugoDocs' `_common/` snippets are (Hugo's documentation, "Build options" and
-  "Front matter: cascade").
+  or the older `render: false`, `_build`, `headless: true`), its own or cascaded
+  (`cascade`, a map or a list of maps) from a branch's `_index.md` to it and everything
+  below it, or from the site config's `cascade` to every page, as hugoDocs' `_common/`
+  snippets are. A cascade map with a `target` (`_target` before Hugo 0.156) applies to
+  the pages it matches: `path` (a glob over the page's logical path), `kind`, `lang`
+  (or `sites: {matrix: {languages}}`), `environment` (a build is `production`). The
+  closest branch's cascade wins, then the config's; within a list, the first map that
+  sets the option. Sources: Hugo's documentation, "Build options", "Front matter:
+  cascade", "Configure cascade", glossary "logical path" and "page matcher".
 
-Nothing here reads the config (a cascade there, or one with a `target`, is not
-applied): a site whose `baseURL` has a path, whose `uglyURLs` or `disablePathToLower`
-is set, sets `docs_url` / `docs_url_style` in site.yaml. Source: Hugo's documentation,
-"URL management" and "Page.GetPage".
+The config is read for its `cascade`, `defaultContentLanguage`, `languages` and
+`taxonomies` alone: a site whose `baseURL` has a path, whose `uglyURLs` or
+`disablePathToLower` is set, sets `docs_url` / `docs_url_style` in site.yaml. Source:
+Hugo's documentation, "URL management" and "Page.GetPage".
 """
 
 from __future__ import annotations
 
+import json
 import os
 import posixpath
+import tomllib
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from content_builder.errors import SiteDataError
+from content_builder.site_files import read_site_file
+from content_builder.yaml_io import read_yaml_mapping
 
 _CONFIG_NAMES = tuple(
     f"{name}.{ext}" for name in ("hugo", "config") for ext in ("toml", "yaml", "yml", "json")
@@ -58,42 +71,186 @@ def url_path(default: str, front: dict[str, Any]) -> str:
     return default.lower()
 
 
-def rendered(rel: str, front: dict[str, Any], cascades: dict[str, dict[str, Any]]) -> bool:
-    """Whether Hugo renders the page at `rel` (posix, within the tree): its own build
-    options, else the closest section's cascaded ones (`cascades`: `section_cascades`)."""
+#: A build is `hugo` (production); `hugo server` is development (glossary, "environment").
+ENVIRONMENT = "production"
+#: Hugo's taxonomies when the config names none (Configure taxonomies).
+_DEFAULT_TAXONOMIES = ("tags", "categories")
+
+
+@dataclass(frozen=True)
+class Site:
+    """What the site config says of its pages' build options and matching."""
+
+    cascade: list[dict[str, Any]] = field(default_factory=list)  # the config's cascade maps
+    language: str = "en"  # defaultContentLanguage
+    languages: frozenset[str] = frozenset({"en"})
+    taxonomies: frozenset[str] = frozenset(_DEFAULT_TAXONOMIES)
+
+
+def site_config(root: Path) -> tuple[Site, tuple[Path, str] | None]:
+    """The config of the Hugo site whose content tree is `root`, and (its file, why) when
+    it could not be read: then Hugo's defaults, no config cascade (a warning: Hugo itself
+    would refuse the config, and this build read none before)."""
+    for content in (root, root.parent):
+        for name in _CONFIG_NAMES if content.name == "content" else ():
+            path = content.parent / name
+            if os.path.isfile(path):
+                try:
+                    return _site(_read_config(path)), None
+                except (SiteDataError, ValueError, tomllib.TOMLDecodeError) as error:
+                    reason = (
+                        error.problems[0].message if isinstance(error, SiteDataError) else error
+                    )
+                    return Site(), (path, f"not read ({reason}): its cascade is not applied")
+    return Site(), None
+
+
+def _read_config(path: Path) -> dict[str, Any]:
+    if path.suffix in (".yaml", ".yml"):
+        return read_yaml_mapping(path, str(path))
+    text = read_site_file(path, str(path)).decode("utf-8")
+    found = tomllib.loads(text) if path.suffix == ".toml" else json.loads(text)
+    if not isinstance(found, dict):
+        raise ValueError("expected a mapping")
+    return found
+
+
+def _site(config: dict[str, Any]) -> Site:
+    language = str(config.get("defaultContentLanguage") or "en").lower()
+    languages = config.get("languages")
+    taxonomies = config.get("taxonomies")
+    known = (
+        [language, *(str(key).lower() for key in languages)] if isinstance(languages, dict) else []
+    )
+    plurals = taxonomies.values() if isinstance(taxonomies, dict) else _DEFAULT_TAXONOMIES
+    return Site(
+        cascade=_maps(config.get("cascade")),
+        language=language,
+        languages=frozenset(known or [language]),
+        taxonomies=frozenset(str(plural).lower() for plural in plurals),
+    )
+
+
+def _maps(cascade: Any) -> list[dict[str, Any]]:
+    """A `cascade` value as its list of maps (a map alone is a list of one)."""
+    entries = cascade if isinstance(cascade, list) else [cascade]
+    return [entry for entry in entries if isinstance(entry, dict)]
+
+
+def rendered_pages(root: Path, pages: list[tuple[str, dict[str, Any]]], site: Site) -> list[bool]:
+    """Whether Hugo renders each page (`rel`: posix, within the content tree `root`;
+    its front matter), in order: its own build options, else the closest branch's
+    cascaded ones that target it, else the site config's."""
+    lang_folder = root.name.lower() if root.name != "content" else None
+    branches = {
+        posixpath.dirname(rel): _maps(front.get("cascade"))
+        for rel, front in pages
+        if _base(rel) == "_index" and front.get("cascade") is not None
+    }
+    matchers: dict[str, Callable[[str], bool]] = {}  # this call's compiled globs
+
+    def matches(pattern: Any, value: str) -> bool:
+        if not isinstance(pattern, str):
+            return False
+        if pattern not in matchers:
+            try:
+                matchers[pattern] = _glob(pattern)
+            except Exception:  # wcmatch's PatternLimitException (not exported):
+                # braces expanding past 1,000 patterns (`{a,b}` x 30). Such a target is
+                # matched by no page: the cascade is not applied.
+                matchers[pattern] = lambda _value: False
+        return matchers[pattern](value)
+
+    def targets(entry: dict[str, Any], rel: str) -> bool:
+        target = entry.get("target", entry.get("_target"))
+        if target is None:
+            return True
+        if not isinstance(target, dict):
+            return False
+        page = _matched_as(rel, lang_folder, site)
+        criteria = [(key, pattern) for key, pattern in target.items() if key != "sites"]
+        if "sites" in target:  # Hugo 0.153: a sites matrix; its languages alone are known
+            sites = target["sites"]
+            matrix = sites.get("matrix") if isinstance(sites, dict) else None
+            if not (isinstance(matrix, dict) and set(sites) == {"matrix"}
+                    and set(matrix) <= {"languages"}):  # fmt: skip
+                return False  # versions, roles: not applied
+            criteria += [("lang", pattern) for pattern in matrix.values()]
+        # A criterion not known here (a newer Hugo's) matches nothing: not applied.
+        return all(key in page and matches(pattern, page[key]) for key, pattern in criteria)
+
+    found = []
+    for rel, front in pages:
+        found.append(_rendered(rel, front, branches, site, lambda entry, r=rel: targets(entry, r)))
+    return found
+
+
+def _glob(pattern: str) -> Callable[[str], bool]:
+    """Hugo's glob pattern (gobwas/glob, `/` the separator) as a matcher: `**` crosses
+    folders, `*` does not, `{a,b}` either; Hugo lowers the case of pattern and value
+    alike. wcmatch's `**` is a whole part of a path: `/a**` is `/a*` and `/a/**/b`
+    matches `/a/b`, which Hugo's do not (no real cascade writes either)."""
+    # Imported here: 10 ms a build that has no cascade target would pay (the sample's
+    # whole build is 0.3 s).
+    from wcmatch import glob
+
+    flags = glob.GLOBSTAR | glob.BRACE | glob.DOTGLOB | glob.IGNORECASE
+    return glob.compile(pattern, flags=flags).match
+
+
+def _rendered(
+    rel: str,
+    front: dict[str, Any],
+    branches: dict[str, list[dict[str, Any]]],
+    site: Site,
+    targets: Callable[[dict[str, Any]], bool],
+) -> bool:
     if front.get("headless") is True:
         return False
     own = _build_render(front)
     if own is not None:
         return own
-    folder = posixpath.dirname(rel)
+    folder = posixpath.dirname(rel)  # a branch's cascade reaches its own `_index.md` too
     while True:
-        cascaded = cascades.get(folder)
-        if cascaded is not None:
-            inherited = _build_render(cascaded)
-            if inherited is not None:
+        for entry in branches.get(folder, ()):
+            inherited = _build_render(entry)
+            if inherited is not None and targets(entry):
                 return inherited
         if not folder:
-            return True
+            break
         folder = posixpath.dirname(folder)
+    for entry in site.cascade:
+        inherited = _build_render(entry)
+        if inherited is not None and targets(entry):
+            return inherited
+    return True
 
 
-def section_cascades(pages: list[tuple[str, dict[str, Any]]]) -> dict[str, dict[str, Any]]:
-    """Each section's cascaded front matter, by the section's folder: its `_index.md`'s
-    `cascade` (a map, or a list of maps: those without a `target`)."""
-    found: dict[str, dict[str, Any]] = {}
-    for rel, front in pages:
-        if posixpath.basename(rel).rsplit(".", 1)[0] != "_index":
-            continue
-        cascade = front.get("cascade")
-        entries = cascade if isinstance(cascade, list) else [cascade]
-        merged: dict[str, Any] = {}
-        for entry in entries:
-            if isinstance(entry, dict) and "target" not in entry and "_target" not in entry:
-                merged = {**entry, **merged}  # the first entry that sets a key wins
-        if merged:
-            found[posixpath.dirname(rel)] = merged
-    return found
+def _matched_as(rel: str, lang_folder: str | None, site: Site) -> dict[str, str]:
+    """What a page matcher matches of the page at `rel`: its logical path (the path in
+    the content tree without extension and language, lower case, spaces as hyphens, a
+    branch or leaf bundle its folder), its kind, language and the build's environment."""
+    folder, name = posixpath.split(rel)
+    parts = name.split(".")[:-1] or [name]  # without the extension
+    language = lang_folder or site.language
+    if len(parts) > 1 and parts[-1].lower() in site.languages:
+        language = parts.pop().lower()  # `about.de.md`
+    base = ".".join(parts)
+    path = folder if base in ("_index", "index") else posixpath.join(folder, base)
+    path = "/" + path.lower().replace(" ", "-")
+    if base != "_index":
+        kind = "page"
+    elif not folder:
+        kind = "home"
+    elif folder.split("/")[0].lower() in site.taxonomies:
+        kind = "taxonomy" if "/" not in folder else "term"
+    else:
+        kind = "section"
+    return {"path": path, "kind": kind, "lang": language, "environment": ENVIRONMENT}
+
+
+def _base(rel: str) -> str:
+    return posixpath.basename(rel).split(".", 1)[0]
 
 
 def _build_render(front: dict[str, Any]) -> bool | None:

@@ -14,14 +14,14 @@ import hashlib
 import os
 import re
 from dataclasses import dataclass
-from functools import lru_cache
 from pathlib import Path
 from urllib.parse import quote, unquote, urljoin
 
 from agent_contract import paths
 from agent_contract.uri import PATH_SAFE
 from content_builder.errors import Problem, SiteDataError
-from content_builder.markdown_page import PAGE_RELATIVE, Context, forbidden_lines
+from content_builder.markdown_includes import Includes, hidden_part, read_include, real_folder
+from content_builder.markdown_page import INCLUDED, PAGE_RELATIVE, Context, forbidden_lines
 from content_builder.site_files import MARKDOWN_SUFFIXES, read_site_file
 
 
@@ -65,6 +65,8 @@ class Tree:
     #: The human site's root URL, no trailing slash: where a Docusaurus link from the
     #: site's root (`/community/support`, `/img/x.png`) leads.
     site_url: str = ""
+    #: What `{! file !}` / `{* file *}` lines include (markdown_includes.py); None: text.
+    includes: Includes | None = None
 
 
 def page_context(
@@ -198,9 +200,11 @@ def page_context(
         found = target_of(src)
         return None if found is None else _asset_url(tree, found[0])
 
-    project = _real_folder(str(tree.project))
+    project = real_folder(str(tree.project))
 
     def read_snippet(name: str) -> tuple[str | None, str | None, str | None]:
+        if name.startswith(INCLUDED) and tree.includes is not None:
+            return read_include(tree.includes, name[len(INCLUDED) :])
         # An MDX import is relative to the importing page alone; a pymdownx snippet is
         # looked up from the project, the docs root, then the page's folder.
         bases = (folder,) if name.startswith(PAGE_RELATIVE) else (str(tree.project), root, folder)
@@ -222,7 +226,7 @@ def page_context(
                         "inside it are included"
                     ),
                 )
-            hidden = _hidden_part(candidate, str(tree.project)) or _hidden_part(real, project)
+            hidden = hidden_part(candidate, str(tree.project)) or hidden_part(real, project)
             if hidden:
                 # The tree is often the whole checkout (mkdocs.yml at its root): .git/config
                 # holds the CI's token, .env its secrets. Pages in hidden folders are never
@@ -265,18 +269,13 @@ def page_context(
             ),
         )
 
-    return Context(resolve_link, resolve_image, read_snippet, tokens)
-
-
-def _hidden_part(path: str, folder: str) -> str | None:
-    """The first part of `path` below `folder` whose name starts with a dot, if any."""
-    return next((part for part in os.path.relpath(path, folder).split(os.sep)
-                 if part.startswith(".") and part not in (".", "..")), None)  # fmt: skip
-
-
-@lru_cache(maxsize=16)
-def _real_folder(folder: str) -> str:
-    return os.path.join(os.path.realpath(folder), "")
+    syntaxes = frozenset(
+        name
+        for name, on in (("include", tree.includes and tree.includes.include),
+                         ("variants", tree.includes and tree.includes.variants))
+        if on
+    )  # fmt: skip
+    return Context(resolve_link, resolve_image, read_snippet, tokens, syntaxes)
 
 
 def _page_files(target: str, extension: str) -> list[str]:

@@ -28,6 +28,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
+from content_builder.markdown_includes import include_name, variants_name
 from content_builder.site_files import MARKDOWN_SUFFIXES
 from content_builder.text_rules import FORBIDDEN, describe
 
@@ -155,6 +156,7 @@ class Converted:
     sections: list[tuple[str | None, str]]  # (title, or None for the opening; body)
     problems: list[tuple[int, str]] = field(default_factory=list)  # (line, message)
     snippets: list[str] = field(default_factory=list)  # the files included
+    warnings: list[tuple[int, str]] = field(default_factory=list)  # (line, message)
 
 
 #: The callbacks a page needs from its tree.
@@ -163,6 +165,10 @@ Resolve = Callable[[str, int | None], tuple[str | None, str | None]]
 #: Marks a snippet name as relative to the page that includes it (an MDX import): a NUL,
 #: which no file name holds.
 PAGE_RELATIVE = "\0"
+#: Marks a snippet name as a `{! file !}` / `{* file *}` include's (markdown_includes.py):
+#: a SOH, which no file name holds. Its reader answers (key, None, warning) for a file
+#: not included: the line is then kept as written.
+INCLUDED = "\x01"
 ReadSnippet = Callable[[str], tuple[str | None, str | None, str | None]]  # (name, text, problem)
 
 
@@ -172,6 +178,9 @@ class Context:
     resolve_image: Callable[[str], str | None]  # an image's source -> absolute URL or None
     read_snippet: ReadSnippet  # a snippet's name -> (its key, its text, or a problem)
     tokens: dict[str, str]  # "{base_url}" -> value
+    #: The include lines mkdocs.yml configures: "include" (`{! file !}`), "variants"
+    #: (`{* file *}`); other trees have none, and such lines are text.
+    includes: frozenset[str] = frozenset()
 
 
 def convert(
@@ -190,6 +199,9 @@ def convert(
         lines.add(line, number)
     lines.included = len(text)  # the page's own text counts against the bound too
     context = replace(context, read_snippet=_read_once(context.read_snippet))
+    warnings: list[tuple[int, str]] = []
+    if context.includes:
+        lines = _expand_includes(lines, context, problems, warnings, snippets)
     lines = _expand_snippets(lines, context, problems, snippets, depth=0)
     lines = _expand_partials(lines, context, problems, snippets)
     lines = _degrade_containers(lines)
@@ -201,6 +213,7 @@ def convert(
     # One line per problem: a line naming one missing file 1,000 times is one error.
     converted.problems = list(dict.fromkeys(problems + converted.problems))
     converted.snippets = list(dict.fromkeys(snippets))
+    converted.warnings = list(dict.fromkeys(warnings))
     return converted
 
 
@@ -330,6 +343,59 @@ def _expand_snippets(
                 break  # what the snippet's own snippets included counts too
             for part, at in zip(inner.text, inner.origin, strict=True):
                 out.add(part, at)
+    return out
+
+
+# --- includes by name (mdx_include, markdown-include, markdown-include-variants) --------
+
+
+def _expand_includes(
+    lines: Lines,
+    context: Context,
+    problems: list[tuple[int, str]],
+    warnings: list[tuple[int, str]],
+    snippets: list[str],
+) -> Lines:
+    """`{! file !}` lines (inside fences too: they are read before Markdown, and FastAPI
+    writes them in its fences) become the file's text, indented as the line was;
+    `{* file hl[..] *}` a ```python fence of it (the file named, not its variants, whole:
+    the variants' own "full file preview"). Not recursive. A file not included is a
+    warning and its line stays (markdown_includes.py)."""
+    if not any("{!" in line or "{*" in line for line in lines.text):
+        return lines
+    out = Lines([], [], lines.markers, lines.included)
+    fences = _Fences()
+    for line, origin in zip(lines.text, lines.origin, strict=True):
+        inside = fences.inside(line)
+        found = include_name(line) if "include" in context.includes else None
+        variant = None
+        if found is None and not inside and "variants" in context.includes:
+            variant = variants_name(line)
+        if found is None and variant is None:
+            out.add(line, origin)
+            continue
+        indent, name = found if found is not None else ("", variant or "")
+        key, text, problem = context.read_snippet(INCLUDED + name)
+        if key is None or text is None:
+            if key is None:  # refused outright: a hidden file
+                problems.append((origin, problem or f"include {name!r} cannot be read"))
+            else:
+                warnings.append((origin, problem or f"include {name!r} not included"))
+            out.add(line, origin)
+            continue
+        if out.included + len(text) > MAX_INCLUDED_CHARS:
+            warnings.append((origin, f"include {name!r}: the page would include more than "
+                                     f"{MAX_INCLUDED_CHARS:,} characters with its own text "
+                                     "(the limit of one site file): kept as written"))  # fmt: skip
+            out.add(line, origin)
+            continue
+        out.included += len(text)
+        snippets.append(key)
+        body = text.replace("\r\n", "\n").replace("\r", "\n").removesuffix("\n").split("\n")
+        if variant is not None:
+            body = ["```python", *body, "```"]
+        for part in body:
+            out.add(indent + part if part else part, origin)
     return out
 
 

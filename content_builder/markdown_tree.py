@@ -19,7 +19,7 @@ import posixpath
 import re
 import tomllib
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -29,6 +29,7 @@ import yaml
 from agent_contract.uri import PATH_SAFE
 from content_builder import markdown_docusaurus as docusaurus
 from content_builder import markdown_hugo as hugo
+from content_builder import markdown_includes
 from content_builder import markdown_vitepress as vitepress
 from content_builder.cache import EntryCache, entry_key
 from content_builder.errors import Problem, SiteDataError
@@ -137,13 +138,7 @@ def load_markdown(
         return found
     pages = [page for page in pages if page.front.get("draft") is not True]
     if any(page.tree.tool == "hugo" for page in pages):
-        # A page Hugo does not render (headless, `build.render: never`, cascaded).
-        cascades = hugo.section_cascades([(p.rel, p.front) for p in pages if p.tree.tool == "hugo"])
-        pages = [
-            page
-            for page in pages
-            if page.tree.tool != "hugo" or hugo.rendered(page.rel, page.front, cascades)
-        ]
+        pages = _rendered_by_hugo(pages, found, display_path)
     pages = _assign_ids(pages, problems)  # a page whose id collides: reported, left out
     _assign_order(pages, found)
     ids = {page.path: page.id for page in pages}
@@ -157,6 +152,19 @@ def load_markdown(
         if document is not None:
             found.documents.append(document)
     return found
+
+
+def _rendered_by_hugo(
+    pages: list[_Page], found: MarkdownPages, display_path: Callable[[Path], str]
+) -> list[_Page]:
+    """`pages` less the Hugo pages Hugo does not render (headless, `build.render: never`,
+    their own or cascaded from a branch or the site config: markdown_hugo.py)."""
+    ours = [page for page in pages if page.tree.tool == "hugo"]
+    site, unread = hugo.site_config(ours[0].tree.root)
+    if unread is not None:
+        found.warnings.append(Problem(display_path(unread[0]), "cascade", unread[1]))
+    flags = iter(hugo.rendered_pages(ours[0].tree.root, [(p.rel, p.front) for p in ours], site))
+    return [page for page in pages if page.tree.tool != "hugo" or next(flags)]
 
 
 def watch_roots(site_root: Path) -> list[Path]:
@@ -213,7 +221,9 @@ def _trees(
                 "directory" if settings.get("use_directory_urls", True) is not False else "html"
             )
             nav = _nav(settings.get("nav"))
-            trees.append(Tree(root, folder, style, docs_url, nav))
+            include_root = _include_root(site_root, config, root, problems, display_path)
+            includes = markdown_includes.configured(settings, folder, include_root)
+            trees.append(Tree(root, folder, style, docs_url, nav, includes=includes))
         elif docusaurus.is_docusaurus(root):
             website = config.website.rstrip("/")
             url = (config.docs_url or f"{website}/{docusaurus.ROUTE_BASE}").rstrip("/")
@@ -226,6 +236,28 @@ def _trees(
             style = config.docs_url_style or "clean"
             trees.append(Tree(root, root, style, docs_url, None))
     return trees
+
+
+def _include_root(
+    site_root: Path,
+    config: SiteSource,
+    tree: Path,
+    problems: list[Problem],
+    display_path: Callable[[Path], str],
+) -> Path | None:
+    """site.yaml's `include_root`: an existing folder holding the docs tree, or a problem."""
+    if config.include_root is None:
+        return None
+    # As docs_dir: lexical, absolute; read_include checks every file's real path too.
+    folder = Path(os.path.normpath(os.path.abspath(site_root / config.include_root)))
+    if not folder.is_dir() or not os.path.join(tree, "").startswith(os.path.join(folder, "")):
+        problems.append(
+            Problem(display_path(site_root / "site.yaml"), "include_root",
+                    f"{config.include_root!r} is not a folder holding the docs tree "
+                    f"({display_path(tree)})")
+        )  # fmt: skip
+        return None
+    return folder
 
 
 class _IgnoringLoader(yaml.SafeLoader):
@@ -583,7 +615,8 @@ def _document(
     tree = page.tree
     own = "\0".join(
         map(str, (page.key, page.id, page.canonical, (tree.nav or {}).get(page.rel),
-                  tree.style, tree.root, tree.project, tree.docs_url, tree.tool, tree.site_url))
+                  tree.style, tree.root, tree.project, tree.docs_url, tree.tool, tree.site_url,
+                  tree.includes))
     )  # fmt: skip
 
     def snippet_part(names: list[str]) -> str:
@@ -607,7 +640,7 @@ def _document(
     recording = _recording(context, used_names, used_links)
 
     def parse(problems_out: list[Problem]) -> tuple[Any, ...] | None:
-        return _models(page, recording, problems_out)
+        return _models(page, recording, problems_out, warnings)
 
     models = None
     if not key:
@@ -653,10 +686,12 @@ def _recording(context: Context, names: list[str], links: list[str]) -> Context:
         links.append(destination)
         return context.resolve_link(destination, line)
 
-    return Context(resolve_link, context.resolve_image, read_snippet, context.tokens)
+    return replace(context, resolve_link=resolve_link, read_snippet=read_snippet)
 
 
-def _models(page: _Page, context: Context, problems: list[Problem]) -> tuple[Any, ...] | None:
+def _models(
+    page: _Page, context: Context, problems: list[Problem], warnings: list[Problem]
+) -> tuple[Any, ...] | None:
     lead = vitepress.home_text(page.front)
     converted: Converted = convert(
         page.text, page.body_start, context, page.rel.endswith(".mdx"), lead
@@ -664,6 +699,8 @@ def _models(page: _Page, context: Context, problems: list[Problem]) -> tuple[Any
     found = [Problem(page.display, None, f"line {line}: {message}")
              for line, message in converted.problems]  # fmt: skip
     problems += found
+    warnings += [Problem(page.display, None, f"line {line}: {message}")
+                 for line, message in converted.warnings]  # fmt: skip
     front = page.front
     nav = page.tree.nav or {}
     nav_title = nav[page.rel][2] if page.rel in nav else None

@@ -221,6 +221,9 @@ class SiteSource(SourceModel):
     # A Markdown docs tree (docs/site-data-format.md, "Markdown pages"): its folder,
     # relative to site.yaml (it may lie outside the site folder: `../docs`).
     docs_dir: Line | None = None
+    #: A folder holding the docs tree (the repository's root), relative to site.yaml, whose
+    #: files `{! file !}` / `{* file *}` lines may include (markdown_includes.py).
+    include_root: Line | None = None
     #: The human pages' base URL (canonical_url = docs_url + the page's path); `website`
     #: when not set.
     docs_url: Url | None = None

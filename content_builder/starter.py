@@ -14,13 +14,14 @@ import json
 import os
 import re
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from agent_contract.uri import url_problem
 from content_builder.errors import Problem, SiteDataError
 from content_builder.loaded import display_path
 from content_builder.loader import SITE_FILE, load_site
+from content_builder.markdown_includes import OUTSIDE_HINT
 from content_builder.markdown_tree import DEFAULT_GROUP, mkdocs_config
 from content_builder.site_files import MARKDOWN_SUFFIXES
 
@@ -43,6 +44,8 @@ class Survey:
     groups: list[tuple[str, int]]  # llms.txt section -> pages, in order
     broken_links: list[Problem]
     problems: list[Problem]  # what stops a build, links aside
+    #: `{! file !}` lines naming files outside the tree: kept until include_root is set.
+    outside_includes: list[Problem] = field(default_factory=list)
 
 
 def starter(docs: Path, site_dir: Path | None = None) -> Starter:
@@ -109,7 +112,9 @@ def survey(site_dir: Path) -> Survey:
     per_group = Counter(site.groups.get(d.id, DEFAULT_GROUP) for d in pages)
     order = [DEFAULT_GROUP, *(g for g in site.group_order if g != DEFAULT_GROUP)]
     groups = [(group, per_group[group]) for group in order if per_group[group]]
-    return Survey(len(pages), groups, list(site.warnings), [])
+    outside = [w for w in site.warnings if w.message.endswith(f"({OUTSIDE_HINT})")]
+    others = [w for w in site.warnings if w not in outside]
+    return Survey(len(pages), groups, others, [], outside)
 
 
 def report(path: Path, result: Survey) -> list[str]:
@@ -122,6 +127,13 @@ def report(path: Path, result: Survey) -> list[str]:
     lines.append("nav groups: " + ", ".join(f"{g} ({n})" for g, n in result.groups))
     lines.append(f"links that do not resolve: {len(result.broken_links)}")
     lines += [f"  {problem}" for problem in result.broken_links]
+    if result.outside_includes:
+        lines.append(
+            f"includes of files outside the docs tree, kept as written: "
+            f"{len(result.outside_includes)} (set include_root in site.yaml to the folder "
+            "holding them, such as the repository's root, to include them)"
+        )
+        lines += [f"  {problem}" for problem in result.outside_includes]
     site = display_path(path.parent)
     lines.append(f"next: make serve SITE={site}  (then make build SITE={site})")
     return lines

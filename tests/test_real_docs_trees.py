@@ -553,3 +553,208 @@ def test_a_bracket_closed_on_a_line_with_no_link_open_is_text(tmp_path: Path) ->
     twin = _twin(plan(site), "ranges")
     assert "Half-open ranges such as (0, 10](x) come from math." in twin
     assert "three lines](https://" in twin and "/other.md)." in twin
+
+
+def _hugo_site(tmp_path: Path, pages: dict[str, str], config: tuple[str, str]) -> Path:
+    """A site whose docs tree is a Hugo site's content/en, `config` (name, text) beside
+    content/."""
+    site = _site(tmp_path, {})
+    yaml_text = (site / "site.yaml").read_text().replace("../docs", "../hugo/content/en")
+    (site / "site.yaml").write_text(yaml_text)
+    content = tmp_path / "hugo" / "content" / "en"
+    for rel, text in {"_index.md": "---\ntitle: Hugo\n---\nHome.\n", **pages}.items():
+        (content / rel).parent.mkdir(parents=True, exist_ok=True)
+        (content / rel).write_text(text)
+    (tmp_path / "hugo" / config[0]).write_text(config[1])
+    return site
+
+
+def _published_titles(site: Path) -> list[str]:
+    index = json.loads(_files(plan(site))["/api/v1/content/index.json"])
+    return sorted(entry["title"] for entry in index["documents"])
+
+
+def test_a_hugo_config_cascade_and_cascade_targets_are_applied(tmp_path: Path) -> None:
+    # gohugoio/hugoDocs hugo.toml: `[[cascade]]` maps with `[cascade.target]` (`kind`,
+    # `path = '{/functions/**,/methods/**}'`); its content/en/configuration/cascade.md and
+    # content-management/build-options.md ("headless section") cascade `build` so. The
+    # config's cascade and every targeted cascade were ignored: those pages published.
+    config = (
+        "baseURL = 'https://example.org/'\n"
+        "[[cascade]]\n[cascade.build]\nrender = 'never'\n[cascade.target]\n"
+        "path = '{/drafts,/drafts/**}'\n"
+        "[[cascade]]\n[cascade.build]\nrender = 'never'\n[cascade.target]\n"
+        "kind = 'page'\npath = '/notes/**'\n"
+        "[[cascade]]\n[cascade.build]\nrender = 'never'\n[cascade.target]\n"
+        "environment = 'development'\n"  # `hugo server` only: a build renders everything
+        "[[cascade]]\n[cascade.build]\nrender = 'never'\n[cascade.target]\nlang = 'de'\n"
+    )
+    pages = {
+        "drafts/_index.md": "# Drafts\n\nx\n",
+        "drafts/deep/idea.md": "# Idea\n\nx\n",
+        "notes/_index.md": "# Notes\n\nThe section is listed.\n",
+        "notes/one.md": "# Note one\n\nx\n",
+        "notes/own.md": "---\nbuild:\n  render: always\n---\n# Own\n\nIts own wins.\n",
+        "draftsman.md": "# Draftsman\n\n`/drafts/**` is not `/drafts*`.\n",
+        "guide/_index.md": "+++\ntitle = 'Guide'\n[[cascade]]\n[cascade.build]\nrender = 'never'"
+        "\n[cascade.target]\npath = '/guide/internal/**'\n[[cascade]]\n[cascade._build]\n"
+        "render = 'link'\n[cascade._target]\nkind = 'page'\npath = '/guide/old-*'\n+++\nx\n",
+        "guide/internal/secret.md": "# Secret\n\nx\n",
+        "guide/Old Way.md": "# Old way\n\nThe older `_target`, a logical path.\n",
+        "guide/kept.md": "# Kept\n\nx\n",
+        "guide/internal/_index.md": "---\ncascade:\n  build: {render: always}\n  target:\n"
+        "    path: /guide/internal/public\n---\n# Internal\n\nThe closest branch wins.\n",
+        "guide/internal/public.md": "# Public\n\nx\n",
+    }
+    titles = _published_titles(_hugo_site(tmp_path, pages, ("hugo.toml", config)))
+    # `/guide/internal/**` is below the section, not the section (`/guide/internal`).
+    for kept in ("Notes", "Own", "Draftsman", "Guide", "Kept", "Public", "Hugo", "Internal"):
+        assert kept in titles, (kept, titles)
+    for gone in ("Drafts", "Idea", "Note one", "Secret", "Old way"):
+        assert gone not in titles, (gone, titles)
+
+
+def test_a_hugo_yaml_config_cascade_a_map_and_an_unreadable_config(tmp_path: Path) -> None:
+    # Hugo reads hugo.yaml as hugo.toml ("Configure Hugo"); `cascade` may be one map.
+    config = "baseURL: https://example.org/\ncascade:\n  build:\n    render: never\n"
+    pages = {"page.md": "# Page\n\nx\n", "shown.md": "---\nbuild: {render: always}\n---\n# Shown\n"}
+    site = _hugo_site(tmp_path, pages, ("hugo.yaml", config))
+    titles = _published_titles(site)  # the config's cascade reaches the home page too
+    assert "Shown" in titles and "Page" not in titles and "Hugo" not in titles, titles
+    (tmp_path / "hugo" / "hugo.yaml").unlink()
+    (tmp_path / "hugo" / "hugo.toml").write_text("baseURL = \n")  # Hugo would refuse it
+    result = plan(site)
+    assert any("hugo.toml" in str(w) and "cascade" in str(w) for w in result.site.warnings)
+    assert "/api/v1/content/page.json" in _files(result)
+
+
+def test_a_hostile_cascade_target_glob_is_not_applied(tmp_path: Path) -> None:
+    # A target whose braces expand to 2^30 patterns: refused by the glob library (over
+    # 1,000), matched by no page, the build unharmed.
+    pattern = "{a,b}" * 30
+    cascade = f"cascade:\n  build: {{render: never}}\n  target: {{path: '{pattern}'}}\n"
+    pages = {"sec/_index.md": f"---\n{cascade}---\n# Section\n", "sec/page.md": "# Page\n"}
+    started = time.perf_counter()
+    assert "Page" in _published_titles(_hugo_site(tmp_path, pages, ("hugo.toml", "")))
+    assert time.perf_counter() - started < 5
+
+
+def _fastapi_site(
+    tmp_path: Path, page: str, include_root: str | None, base_path: str = "docs"
+) -> Path:
+    """fastapi/fastapi's layout: docs/en/mkdocs.yml (docs_dir: docs), the examples in
+    docs_src/ at the repository's root, outside the docs tree; mdx_include's base_path
+    `docs` (as @6d9dc39f) or `.` (its default, FastAPI's now)."""
+    site = _site(tmp_path, {})
+    text = (site / "site.yaml").read_text().replace("../docs", "../repo/docs/en/docs")
+    extra = f"include_root: {include_root}\n" if include_root else ""
+    (site / "site.yaml").write_text(text + extra)
+    repo = tmp_path / "repo"
+    files = {
+        # FastAPI writes markdown_extensions as one mapping (mkdocs takes a list too).
+        "docs/en/mkdocs.yml": "site_name: FastAPI\ndocs_dir: docs\nmarkdown_extensions:\n"
+        f"  mdx_include:\n    base_path: {base_path}\n  markdown_include_variants: null\n",
+        "docs/en/docs/tutorial/body.md": page,
+        "docs_src/body/tutorial001_py310.py": "from fastapi import FastAPI\n\napp = FastAPI()\n",
+        "docs_src/templates/item.html": "<h1>{{ id }}</h1>\n",
+        ".git/config": "[http]\n\textraheader = AUTHORIZATION: basic c2VjcmV0\n",
+    }
+    for rel, body in files.items():
+        (repo / rel).parent.mkdir(parents=True, exist_ok=True)
+        (repo / rel).write_text(body)
+    return site
+
+
+_FASTAPI_BODY = (
+    "# Request Body\n\nDeclare it:\n\n"
+    '```Python hl_lines="2"\n{!> ../../../docs_src/body/tutorial001_py310.py!}\n```\n\n'
+    "A template:\n\n```jinja\n{!../../../docs_src/templates/item.html!}\n```\n"
+)
+#: fastapi/fastapi @c3f316b7 docs/en/docs/advanced/additional-responses.md, templates.md:
+#: mdx_include's default base path (docs/en, where mkdocs runs), markdown-include-variants.
+_FASTAPI_NOW = (
+    "# Additional Responses\n\n{* ../../docs_src/body/tutorial001_py310.py hl[18,22] *}\n\n"
+    "```jinja\n{!../../docs_src/templates/item.html!}\n```\n"
+)
+
+
+def test_an_include_outside_the_docs_tree_is_warned_and_kept_as_written(tmp_path: Path) -> None:
+    # fastapi/fastapi docs/en/docs/tutorial/body.md (@6d9dc39f; 2,000+ such lines then):
+    # `{!> ../../../docs_src/body/tutorial001_py310.py!}` in a fence (mdx_include,
+    # base_path docs), now `{* ../../docs_src/... hl[2] *}` (markdown-include-variants)
+    # and `{!../../docs_src/templates/...!}` (docs/en/docs/advanced/templates.md). The
+    # files are outside the tree: published as the include line, without a word.
+    result = plan(_fastapi_site(tmp_path, _FASTAPI_BODY, include_root=None))
+    twin = _twin(result, "tutorial-body")
+    assert "{!> ../../../docs_src/body/tutorial001_py310.py!}" in twin  # kept, not dropped
+    warned = [str(w) for w in result.site.warnings if "body.md" in str(w)]
+    for line in (6, 12):
+        assert any(f"line {line}: include" in w and "include_root" in w for w in warned), warned
+
+
+def test_an_include_inside_site_yamls_include_root_is_included(tmp_path: Path) -> None:
+    # The same pages, their owner naming the repository's root in site.yaml: each include
+    # is the file, in its fence; the variants line becomes a ```python fence of the file.
+    code = "from fastapi import FastAPI\n\napp = FastAPI()"
+    for page, base_path in ((_FASTAPI_BODY, "docs"), (_FASTAPI_NOW, ".")):
+        site = _fastapi_site(tmp_path / base_path, page, "../repo", base_path)
+        result = plan(site)
+        twin = _twin(result, "tutorial-body")
+        assert "```jinja\n<h1>{{ id }}</h1>\n```" in twin
+        assert "{!" not in twin and "{*" not in twin
+        assert not [str(w) for w in result.site.warnings if "body.md" in str(w)]
+        if base_path == "docs":
+            assert f'```Python hl_lines="2"\n{code}\n```' in twin
+        else:
+            assert f"```python\n{code}\n```" in twin
+
+
+def test_an_include_of_a_hidden_file_is_refused_even_inside_include_root(
+    tmp_path: Path,
+) -> None:
+    # As a snippet naming .git/config (session 27): the checkout's token; /etc is outside.
+    page = "# Body\n\n```\n{! ../../../.git/config !}\n```\n\n{! /etc/hostname !}\n"
+    site = _fastapi_site(tmp_path, page, include_root="../repo")
+    errors = plan_errors(site)
+    assert any("line 4" in e and "'.git'" in e and "hidden" in e for e in errors), errors
+    (tmp_path / "repo/docs/en/docs/tutorial/body.md").write_text(page.split("```\n\n")[1])
+    result = plan(site)
+    assert "{! /etc/hostname !}" in _twin(result, "tutorial-body")
+    assert any("/etc/hostname" in str(w) for w in result.site.warnings)
+
+
+def test_include_root_must_hold_the_docs_tree(tmp_path: Path) -> None:
+    site = _fastapi_site(tmp_path, _FASTAPI_BODY, include_root="../repo/docs_src")
+    assert any("include_root" in e and "holding the docs tree" in e for e in plan_errors(site))
+
+
+def test_hostile_include_lines_build_in_linear_time(tmp_path: Path) -> None:
+    # 200 KB lines that open an include and never close it, or close it after blanks.
+    lines = ["{!" + " " * 200_000, "{* " + "x" * 200_000, "{!>" + " a" * 100_000 + " !}"]
+    site = _fastapi_site(tmp_path, "# Body\n\n" + "\n\n".join(lines) + "\n", "../repo")
+    started = time.perf_counter()
+    plan(site)
+    assert time.perf_counter() - started < 5
+
+
+def test_init_counts_includes_outside_the_tree_apart_from_broken_links(tmp_path: Path) -> None:
+    # `init --docs` on FastAPI's tree listed 446 include warnings as "links that do not
+    # resolve" and wrote `broken_links: warn`, which does nothing for them.
+    from content_builder.starter import report, survey
+
+    site = _fastapi_site(tmp_path, _FASTAPI_BODY, include_root=None)
+    result = survey(site)
+    assert len(result.outside_includes) == 2 and not result.broken_links, result
+    assert any("include_root" in line for line in report(site / "site.yaml", result))
+
+
+def test_listing_the_include_extension_in_mkdocs_yml_reparses_the_page(tmp_path: Path) -> None:
+    # The build cache knew the page by its bytes and the files it had read: none, while
+    # mkdocs.yml did not list mdx_include; listing it must not leave the line as text.
+    site = _fastapi_site(tmp_path, _FASTAPI_BODY, include_root="../repo")
+    mkdocs = tmp_path / "repo/docs/en/mkdocs.yml"
+    listed = mkdocs.read_text()
+    mkdocs.write_text("site_name: FastAPI\ndocs_dir: docs\n")
+    assert "{!> ../../../docs_src" in _twin(plan(site), "tutorial-body")  # text: not listed
+    mkdocs.write_text(listed)
+    assert "{!>" not in _twin(plan(site), "tutorial-body")
