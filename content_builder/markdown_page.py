@@ -1005,6 +1005,8 @@ def _leaves_link_open(line: str, open_before: bool) -> bool:
         return False
     if "[" not in line and "]" not in line:
         return open_before
+    if "`" in line:  # a code span's brackets are literal (`a[i]`, "the `]` key")
+        line = _CODE_SPAN.sub("", line)
     depth = int(open_before)
     for bracket in _BRACKET.findall(line):
         if bracket == "[":

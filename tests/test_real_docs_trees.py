@@ -555,6 +555,22 @@ def test_a_bracket_closed_on_a_line_with_no_link_open_is_text(tmp_path: Path) ->
     assert "three lines](https://" in twin and "/other.md)." in twin
 
 
+def test_a_bracket_in_a_code_span_neither_opens_nor_closes_a_wrapped_link(
+    tmp_path: Path,
+) -> None:
+    # A code span is literal: `]` in one ("the `]` key") closed the wrapped link's `[`,
+    # so its end was published as written, unchecked; `a[` in one opened a link, and
+    # interval notation on the next line failed the build as a broken link.
+    page = (
+        "# Keys\n\nSee [the `]` key and\nits friends](other.md).\n\n"
+        "Index with `a[` then\n(0, 10](x) is a range.\n"
+    )
+    site = _site(tmp_path, {"keys.md": page, "other.md": "# O\n\nx\n"})
+    twin = _twin(plan(site), "keys")
+    assert "its friends](https://" in twin and "/other.md)." in twin
+    assert "(0, 10](x) is a range." in twin
+
+
 def _hugo_site(tmp_path: Path, pages: dict[str, str], config: tuple[str, str]) -> Path:
     """A site whose docs tree is a Hugo site's content/en, `config` (name, text) beside
     content/."""
