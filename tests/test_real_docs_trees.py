@@ -5,6 +5,7 @@ and is kept here as the few lines that broke."""
 from __future__ import annotations
 
 import json
+import os
 import time
 from pathlib import Path
 
@@ -737,6 +738,39 @@ def test_an_include_of_a_hidden_file_is_refused_even_inside_include_root(
     result = plan(site)
     assert "{! /etc/hostname !}" in _twin(result, "tutorial-body")
     assert any("/etc/hostname" in str(w) for w in result.site.warnings)
+
+
+def test_an_include_reads_no_link_fifo_or_folder_and_stays_within_the_bound(
+    tmp_path: Path,
+) -> None:
+    # As snippets and pages (docs/security.md): a folder linked to one outside include_root
+    # leads nowhere, a link is not followed even inside it, a FIFO does not block the
+    # build; 40 includes of a 50 KB file stop at the page's 1 MiB bound, each a warning.
+    names = ["ld/secret.txt", "inlink.py", "fifo", "body", "big.txt"]
+    page = "# Body\n\n" + "".join(f"{{! ../../docs_src/{name} !}}\n\n" for name in names)
+    page += "{! ../../docs_src/big.txt !}\n\n" * 39
+    site = _fastapi_site(tmp_path, page, include_root="../repo", base_path=".")
+    src = tmp_path / "repo" / "docs_src"
+    (tmp_path / "outside").mkdir()
+    (tmp_path / "outside" / "secret.txt").write_text("SECRET\n")
+    os.symlink(tmp_path / "outside", src / "ld")
+    os.symlink(src / "body" / "tutorial001_py310.py", src / "inlink.py")
+    os.mkfifo(src / "fifo")
+    (src / "big.txt").write_text("word " * 10_000 + "\n")
+    started = time.perf_counter()
+    result = plan(site)
+    assert time.perf_counter() - started < 10
+    twin = _twin(result, "tutorial-body")
+    assert "SECRET" not in twin and "app = FastAPI()" not in twin
+    for name in names[:4]:
+        assert f"{{! ../../docs_src/{name} !}}" in twin  # kept as written
+    assert 15 < twin.count("word " * 10_000) < 21  # ~1 MiB of 50 KB includes, no more
+    warned = [str(w) for w in result.site.warnings if "body.md" in str(w)]
+    assert any("line 3" in w and "outside" in w for w in warned), warned
+    assert any("line 5" in w and "symbolic link" in w for w in warned), warned
+    assert any("line 7" in w and "FIFO" in w for w in warned), warned
+    assert any("line 9" in w and "folder" in w for w in warned), warned
+    assert any("more than 1,048,576" in w for w in warned), warned
 
 
 def test_include_root_must_hold_the_docs_tree(tmp_path: Path) -> None:
