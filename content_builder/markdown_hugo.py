@@ -97,7 +97,8 @@ def site_config(root: Path) -> tuple[Site, tuple[Path, str] | None]:
             if os.path.isfile(path):
                 try:
                     return _site(_read_config(path)), None
-                except (SiteDataError, ValueError, tomllib.TOMLDecodeError) as error:
+                # RecursionError: nested past json's or tomllib's recursion limit.
+                except (SiteDataError, ValueError, RecursionError) as error:
                     reason = (
                         error.problems[0].message if isinstance(error, SiteDataError) else error
                     )

@@ -645,6 +645,22 @@ def test_a_hugo_yaml_config_cascade_a_map_and_an_unreadable_config(tmp_path: Pat
     assert "/api/v1/content/page.json" in _files(result)
 
 
+def test_a_hugo_config_nested_past_the_parsers_recursion_limit_is_a_warning(
+    tmp_path: Path,
+) -> None:
+    # 100,000 nested arrays: json and tomllib recurse, and the RecursionError crashed the
+    # build with a traceback where any other unreadable config is a warning.
+    nested = "[" * 100_000 + "]" * 100_000
+    for name, text in (
+        ("hugo.json", '{"cascade": ' + nested + "}"),
+        ("hugo.toml", f"a = {nested}\n"),
+    ):
+        site = _hugo_site(tmp_path / name, {"page.md": "# Page\n\nx\n"}, (name, text))
+        result = plan(site)
+        assert any(name in str(w) and "cascade" in str(w) for w in result.site.warnings), name
+        assert "/api/v1/content/page.json" in _files(result)
+
+
 def test_a_hostile_cascade_target_glob_is_not_applied(tmp_path: Path) -> None:
     # A target whose braces expand to 2^30 patterns: refused by the glob library (over
     # 1,000), matched by no page, the build unharmed.
