@@ -112,8 +112,10 @@ def survey(site_dir: Path) -> Survey:
     per_group = Counter(site.groups.get(d.id, DEFAULT_GROUP) for d in pages)
     order = [DEFAULT_GROUP, *(g for g in site.group_order if g != DEFAULT_GROUP)]
     groups = [(group, per_group[group]) for group in order if per_group[group]]
-    outside = [w for w in site.warnings if w.message.endswith(f"({OUTSIDE_HINT})")]
-    others = [w for w in site.warnings if w not in outside]
+    outside: list[Problem] = []
+    others: list[Problem] = []
+    for warning in site.warnings:  # one pass: `not in outside` was quadratic (10,000: 6 s)
+        (outside if warning.message.endswith(f"({OUTSIDE_HINT})") else others).append(warning)
     return Survey(len(pages), groups, others, [], outside)
 
 
