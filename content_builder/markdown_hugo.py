@@ -71,6 +71,10 @@ def url_path(default: str, front: dict[str, Any]) -> str:
     return default.lower()
 
 
+#: The most maps one `cascade` (the config's, or a branch's) may hold: each page walks
+#: every map above it, so 10,000 maps cost 5 s per 100 pages (session 28's review); real
+#: sites write a handful (hugoDocs: 12). More is a warning, and that cascade is not applied.
+MAX_CASCADE_MAPS = 100
 #: A build is `hugo` (production); `hugo server` is development (glossary, "environment").
 ENVIRONMENT = "production"
 #: Hugo's taxonomies when the config names none (Configure taxonomies).
@@ -124,8 +128,11 @@ def _site(config: dict[str, Any]) -> Site:
         [language, *(str(key).lower() for key in languages)] if isinstance(languages, dict) else []
     )
     plurals = taxonomies.values() if isinstance(taxonomies, dict) else _DEFAULT_TAXONOMIES
+    cascade = _maps(config.get("cascade"))
+    if len(cascade) > MAX_CASCADE_MAPS:
+        raise ValueError(_too_many(len(cascade)))
     return Site(
-        cascade=_maps(config.get("cascade")),
+        cascade=cascade,
         language=language,
         languages=frozenset(known or [language]),
         taxonomies=frozenset(str(plural).lower() for plural in plurals),
@@ -138,16 +145,28 @@ def _maps(cascade: Any) -> list[dict[str, Any]]:
     return [entry for entry in entries if isinstance(entry, dict)]
 
 
-def rendered_pages(root: Path, pages: list[tuple[str, dict[str, Any]]], site: Site) -> list[bool]:
+def _too_many(count: int) -> str:
+    return f"a cascade of {count:,} maps, over {MAX_CASCADE_MAPS}"
+
+
+def rendered_pages(
+    root: Path, pages: list[tuple[str, dict[str, Any]]], site: Site
+) -> tuple[list[bool], list[tuple[str, str]]]:
     """Whether Hugo renders each page (`rel`: posix, within the content tree `root`;
     its front matter), in order: its own build options, else the closest branch's
-    cascaded ones that target it, else the site config's."""
+    cascaded ones that target it, else the site config's; and (rel, why) of each branch
+    whose cascade is not applied."""
     lang_folder = root.name.lower() if root.name != "content" else None
-    branches = {
-        posixpath.dirname(rel): _maps(front.get("cascade"))
-        for rel, front in pages
-        if _base(rel) == "_index" and front.get("cascade") is not None
-    }
+    branches = {}
+    unapplied = []
+    for rel, front in pages:
+        if _base(rel) == "_index" and front.get("cascade") is not None:
+            maps = _maps(front["cascade"])
+            if len(maps) > MAX_CASCADE_MAPS:
+                unapplied.append((rel, f"{_too_many(len(maps))}: not applied"))
+                continue
+            branches[posixpath.dirname(rel)] = maps
+    matched: dict[str, dict[str, str]] = {}  # each page's logical path, kind, language
     matchers: dict[str, Callable[[str], bool]] = {}  # this call's compiled globs
 
     def matches(pattern: Any, value: str) -> bool:
@@ -168,7 +187,9 @@ def rendered_pages(root: Path, pages: list[tuple[str, dict[str, Any]]], site: Si
             return True
         if not isinstance(target, dict):
             return False
-        page = _matched_as(rel, lang_folder, site)
+        if rel not in matched:
+            matched[rel] = _matched_as(rel, lang_folder, site)
+        page = matched[rel]
         criteria = [(key, pattern) for key, pattern in target.items() if key != "sites"]
         if "sites" in target:  # Hugo 0.153: a sites matrix; its languages alone are known
             sites = target["sites"]
@@ -183,7 +204,7 @@ def rendered_pages(root: Path, pages: list[tuple[str, dict[str, Any]]], site: Si
     found = []
     for rel, front in pages:
         found.append(_rendered(rel, front, branches, site, lambda entry, r=rel: targets(entry, r)))
-    return found
+    return found, unapplied
 
 
 def _glob(pattern: str) -> Callable[[str], bool]:

@@ -163,7 +163,12 @@ def _rendered_by_hugo(
     site, unread = hugo.site_config(ours[0].tree.root)
     if unread is not None:
         found.warnings.append(Problem(display_path(unread[0]), "cascade", unread[1]))
-    flags = iter(hugo.rendered_pages(ours[0].tree.root, [(p.rel, p.front) for p in ours], site))
+    rendered, unapplied = hugo.rendered_pages(
+        ours[0].tree.root, [(page.rel, page.front) for page in ours], site
+    )
+    shown = {page.rel: page.display for page in ours}
+    found.warnings += [Problem(shown[rel], "cascade", why) for rel, why in unapplied]
+    flags = iter(rendered)
     return [page for page in pages if page.tree.tool != "hugo" or next(flags)]
 
 

@@ -836,3 +836,25 @@ def test_listing_the_include_extension_in_mkdocs_yml_reparses_the_page(tmp_path:
     assert "{!> ../../../docs_src" in _twin(plan(site), "tutorial-body")  # text: not listed
     mkdocs.write_text(listed)
     assert "{!>" not in _twin(plan(site), "tutorial-body")
+
+
+def test_a_cascade_of_too_many_maps_is_a_warning_and_not_applied(tmp_path: Path) -> None:
+    # Each page walks every cascade map above it: 10,000 maps in the config and in a
+    # section's _index.md took seconds per hundred pages (session 28's review). Real
+    # sites write a handful (gohugoio/hugoDocs hugo.toml: 12).
+    from content_builder.markdown_hugo import MAX_CASCADE_MAPS
+
+    many = 10_000
+    config = "[[cascade]]\n[cascade.build]\nrender = 'never'\n[cascade.target]\npath = '/x'\n"
+    front = "---\ncascade:\n" + "  - {build: {render: never}, target: {path: /x}}\n" * many
+    pages = {"sec/_index.md": front + "---\n# Section\n"}
+    pages |= {f"sec/p{i}.md": f"# P{i}\n\nx\n" for i in range(100)}
+    site = _hugo_site(tmp_path, pages, ("hugo.toml", config * many))
+    started = time.perf_counter()
+    result = plan(site)
+    assert time.perf_counter() - started < 8
+    warnings = [str(w) for w in result.site.warnings]
+    over = f"a cascade of {many:,} maps, over {MAX_CASCADE_MAPS}"
+    assert any("hugo.toml" in w and over in w for w in warnings), warnings
+    assert any("_index.md" in w and over in w and "not applied" in w for w in warnings), warnings
+    assert "/api/v1/content/sec-p99.json" in _files(result)
