@@ -49,12 +49,20 @@ _CONFIG_NAMES = tuple(
 
 def is_hugo(root: Path) -> bool:
     """Whether the tree at `root` is a Hugo site's content (or one language's of it)."""
+    return bool(config_files(root))
+
+
+def config_files(root: Path) -> list[Path]:
+    """The site config files beside the Hugo content tree `root` (or the content tree
+    above one language's), as `site_config` looks for them: what `serve --watch` watches
+    besides the tree, since a cascade there decides which pages are published."""
     for content in (root, root.parent):
-        if content.name == "content" and any(
-            os.path.isfile(content.parent / name) for name in _CONFIG_NAMES
-        ):
-            return True
-    return False
+        if content.name == "content":
+            found = [content.parent / name for name in _CONFIG_NAMES]
+            found = [path for path in found if os.path.isfile(path)]
+            if found:
+                return found
+    return []
 
 
 def url_path(default: str, front: dict[str, Any]) -> str:

@@ -174,8 +174,9 @@ def _rendered_by_hugo(
 
 def watch_roots(site_root: Path) -> list[Path]:
     """What `serve --watch` watches: the site folder, its docs tree (which may lie
-    outside it) and the mkdocs.yml beside that tree (its nav groups llms.txt). site.yaml
-    is read leniently: a broken one is the build's to report."""
+    outside it), the mkdocs.yml beside that tree (its nav groups llms.txt) and a Hugo
+    tree's site config. site.yaml is read leniently: a broken one is the build's to
+    report."""
     roots = [site_root]
     try:
         settings = read_yaml_mapping(site_root / "site.yaml", "site.yaml")
@@ -187,6 +188,7 @@ def watch_roots(site_root: Path) -> list[Path]:
     folder = Path(os.path.normpath(os.path.abspath(site_root / docs_dir)))
     found = mkdocs_config(folder, [], str)
     extra = [folder, *([found[0] / "mkdocs.yml"] if found is not None else [])]
+    extra += hugo.config_files(folder)  # its cascades decide which pages are published
     watched = [os.path.join(os.path.abspath(site_root), "")]
     for root in extra:  # each unless a root already watched holds it
         if not any(str(root).startswith(prefix) for prefix in watched):

@@ -8,9 +8,12 @@ import json
 import os
 import time
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 from content_builder.build import plan
-from tests.conftest import plan_errors
+from tests.conftest import plan_errors, run_cli
 from tests.test_markdown_source import _files, _site, _twin
 
 
@@ -858,3 +861,18 @@ def test_a_cascade_of_too_many_maps_is_a_warning_and_not_applied(tmp_path: Path)
     assert any("hugo.toml" in w and over in w for w in warnings), warnings
     assert any("_index.md" in w and over in w and "not applied" in w for w in warnings), warnings
     assert "/api/v1/content/sec-p99.json" in _files(result)
+
+
+def test_serve_watch_watches_a_hugo_trees_site_config(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The config's cascade decides which pages are published (above): an edit to
+    # hugo.toml under `serve --watch` changed nothing until something else was edited.
+    import agent_edge.serve
+
+    site = _hugo_site(tmp_path, {"page.md": "# Page\n\nx\n"}, ("hugo.toml", "title = 'X'\n"))
+    seen: dict[str, Any] = {}
+    monkeypatch.setattr(agent_edge.serve, "serve", lambda *a, **k: seen.update(k) or 0)
+    assert run_cli("serve", "--site", site, "--watch").code == 0
+    roots = [Path(root).resolve() for root in seen["watch_roots"]]
+    assert (tmp_path / "hugo" / "hugo.toml").resolve() in roots, roots
