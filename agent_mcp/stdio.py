@@ -4,16 +4,22 @@ Claude Code and any client that launches a local command."""
 from __future__ import annotations
 
 from collections.abc import AsyncIterable, AsyncIterator
+from typing import Any
 
 import anyio
+import pydantic_core
 from anyio.abc import ObjectSendStream
 from mcp.server.stdio import stdio_server
 from mcp.shared.message import SessionMessage
-from mcp_types import JSONRPCError
+from mcp_types import JSONRPCError, JSONRPCResponse
 
 from agent_mcp.catalog import Catalog
 from agent_mcp.envelope import refusal
-from agent_mcp.server import create_server
+from agent_mcp.server import CALL_LIMITS, create_server
+
+#: How long the end of input waits for the requests still being answered: past a tool
+#: call's time limit, by which each has its answer or its error.
+DRAIN_SECONDS = CALL_LIMITS.timeout + 10
 
 
 def run_stdio(catalog: Catalog) -> None:
@@ -25,11 +31,12 @@ def run_stdio(catalog: Catalog) -> None:
         # cannot read with nothing, so the client would wait forever. A refused line
         # is answered here (agent_mcp.envelope); the rest pass on untouched.
         refused, answers = anyio.create_memory_object_stream[JSONRPCError](0)
+        pending = Pending()
         # Our own reader of fd 0 (the SDK reads it in place, unclaimed, when given
         # one): no tool of this server reads stdin or starts a process that could.
         # The SDK still claims stdout, where a stray print would corrupt the stream.
         with open(0, encoding="utf-8", errors="replace", closefd=False) as stdin:
-            lines = checked_lines(anyio.wrap_file(stdin), refused)
+            lines = checked_lines(anyio.wrap_file(stdin), refused, pending)
             async with stdio_server(stdin=lines) as (read_stream, write_stream):  # type: ignore[arg-type]
 
                 async def answer_refused() -> None:
@@ -40,17 +47,67 @@ def run_stdio(catalog: Catalog) -> None:
                 async with anyio.create_task_group() as tasks:
                     tasks.start_soon(answer_refused)
                     await server.run(
-                        read_stream, write_stream, server.create_initialization_options()
+                        read_stream,
+                        AnswerWatch(write_stream, pending),  # type: ignore[arg-type]
+                        server.create_initialization_options(),
                     )
                     tasks.cancel_scope.cancel()
 
     anyio.run(main)
 
 
+class Pending:
+    """The ids of the requests handed to the SDK and not answered yet."""
+
+    def __init__(self) -> None:
+        self.ids: set[Any] = set()
+        self.none_left = anyio.Event()
+        self.none_left.set()
+
+    def asked(self, request_id: Any) -> None:
+        if not self.ids:
+            self.none_left = anyio.Event()
+        self.ids.add(request_id)
+
+    def answered(self, request_id: Any) -> None:
+        self.ids.discard(request_id)
+        if not self.ids:
+            self.none_left.set()
+
+
+class AnswerWatch:
+    """The SDK's write stream, seeing which requests it answers."""
+
+    def __init__(self, stream: Any, pending: Pending) -> None:
+        self._stream = stream
+        self._pending = pending
+
+    async def send(self, item: SessionMessage) -> None:
+        message = item.message
+        await self._stream.send(item)
+        if isinstance(message, JSONRPCResponse | JSONRPCError):
+            self._pending.answered(message.id)
+
+    async def __aenter__(self) -> AnswerWatch:
+        await self._stream.__aenter__()
+        return self
+
+    async def __aexit__(self, *exc: object) -> Any:
+        return await self._stream.__aexit__(*exc)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
 async def checked_lines(
-    lines: AsyncIterable[str], refused: ObjectSendStream[JSONRPCError]
+    lines: AsyncIterable[str], refused: ObjectSendStream[JSONRPCError], pending: Pending
 ) -> AsyncIterator[str]:
-    """The lines that may go to the SDK; each refused one's answer goes to `refused`."""
+    """The lines that may go to the SDK; each refused one's answer goes to `refused`.
+
+    At the end of input, the requests still being answered are waited for (at most
+    DRAIN_SECONDS): the SDK ends its session at end of input and cancels every request
+    in flight, so `printf '<initialize>\\n<ping>\\n' | agent-access mcp` lost its last
+    answers."""
     async with refused:
         async for line in lines:
             if not line.strip():
@@ -58,7 +115,23 @@ async def checked_lines(
                 # Transports, stdio): answering it would alarm a client that sends one.
                 continue
             answer = refusal(line)
-            if answer is None:
-                yield line
-            else:
+            if answer is not None:
                 await refused.send(answer)
+                continue
+            _track(pydantic_core.from_json(line), pending)
+            yield line
+        with anyio.move_on_after(DRAIN_SECONDS):
+            await pending.none_left.wait()
+
+
+def _track(message: Any, pending: Pending) -> None:
+    """Note a request handed on (a cancelled one is never answered: JSON-RPC's
+    `notifications/cancelled` names it)."""
+    if not isinstance(message, dict) or "method" not in message:
+        return
+    if "id" in message:
+        pending.asked(message["id"])
+    elif message["method"] == "notifications/cancelled":
+        params = message.get("params")
+        if isinstance(params, dict) and "requestId" in params:
+            pending.answered(params["requestId"])

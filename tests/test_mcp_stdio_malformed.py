@@ -154,3 +154,30 @@ def test_a_notification_and_a_response_get_no_answer(server: subprocess.Popen[by
     send(server, b'{"jsonrpc": "2.0", "id": null, "error": {"code": -32600, "message": "x"}}')
     assert exchange(server, b'{"jsonrpc": "2.0", "id": 97, "method": "ping"}') == {
         "jsonrpc": "2.0", "id": 97, "result": {}}  # fmt: skip
+
+
+def test_requests_in_flight_at_the_end_of_input_are_answered() -> None:
+    # `printf '<initialize>\n...<ping>\n' | agent-access mcp`: the SDK ends its session at
+    # the end of input and cancelled what was in flight, so the last answers were lost
+    # (a scripted client, a test harness). Each request now gets its answer first.
+    initialize = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": {"name": "test", "version": "1"}}}  # fmt: skip
+    lines = [
+        initialize,
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+         "params": {"name": "search", "arguments": {"query": "cache"}}},
+        {"jsonrpc": "2.0", "id": 4, "method": "ping"},
+        {"jsonrpc": "2.0", "id": 5, "method": "no/such/method"},
+    ]  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, "-m", "content_builder", "mcp", "--site", str(SPEC_SITE)],
+        input=b"".join(json.dumps(line).encode() + b"\n" for line in lines),
+        capture_output=True,
+        cwd=REPO,
+        timeout=120,
+    )
+    answers = [json.loads(line) for line in done.stdout.splitlines()]
+    assert sorted(answer["id"] for answer in answers) == [1, 3, 4, 5], answers
+    assert done.returncode == 0, done.stderr[-500:]
