@@ -505,11 +505,16 @@ def watch(
     """
     report = report or _say
     watched = list(roots) if roots is not None else [site_dir]
+    beyond = _read_beyond(last, watched)
+    watched += beyond
 
     def scan() -> Fingerprint:
         return tuple(entry for root in watched for entry in fingerprint(root))
 
-    seen = built_from if built_from is not None else scan()
+    if built_from is not None:  # the files read beyond the roots: as they are now
+        seen = built_from + tuple(entry for root in beyond for entry in fingerprint(root))
+    else:
+        seen = scan()
     events = SiteChanges.open(watched, stop)
     # With events, the first scan comes at once (the watches are set by now): an edit
     # made before they were set sent no event, and `seen` may predate it.
@@ -538,6 +543,13 @@ def watch(
                 site_dir, base_url, last, live_mcp_endpoint(base_url), stop
             )
             report("rebuilt: serving the new content")
+            more = _read_beyond(last, watched)
+            if more:  # a page now includes a file no root holds: watched from now on
+                watched += more
+                seen = scan()
+                if events is not None:
+                    events.close()
+                events = SiteChanges.open(watched, stop)
         except BuildStopped:  # the server is shutting down
             return
         except SiteDataError as error:
@@ -548,6 +560,19 @@ def watch(
                 f"rebuild failed with an unexpected error, still serving the last good "
                 f"build (please report it):\n{where}"
             )
+
+
+def _read_beyond(built: Plan | None, roots: Sequence[Path]) -> list[Path]:
+    """The files the build read that no root holds (a snippet or an include outside the
+    docs tree: its project, or site.yaml's include_root)."""
+    if built is None:
+        return []
+    held = [os.path.join(os.path.abspath(root), "") for root in roots]
+    return [
+        Path(path)
+        for path in built.site.read_files
+        if not any(path.startswith(prefix) or path + os.sep == prefix for prefix in held)
+    ]
 
 
 def serve(

@@ -95,7 +95,9 @@ class MarkdownPages:
     groups: dict[str, str] = field(default_factory=dict)  # document id -> llms.txt group
     group_order: list[str] = field(default_factory=list)
     warnings: list[Problem] = field(default_factory=list)
-    roots: list[Path] = field(default_factory=list)  # folders to watch
+    #: Files besides the pages that pages read (snippets, includes): what `serve --watch`
+    #: watches besides the docs tree, which need not hold them.
+    read_files: set[str] = field(default_factory=set)
 
 
 class _LoadedEntry:
@@ -178,6 +180,9 @@ class Site:
     group_order: tuple[str, ...] = ()
     #: What the build reports without failing (a broken link under `broken_links: warn`).
     warnings: tuple[Problem, ...] = ()
+    #: Files besides the site's own that its Markdown pages read (snippets, includes),
+    #: sorted: `serve --watch` watches them too.
+    read_files: tuple[str, ...] = ()
     #: The owner's SKILL.md, when the site folder has one (render/skill.py checks it).
     skill_md: bytes | None = None
     #: What earlier builds derived from unchanged entries; not part of the site's value.

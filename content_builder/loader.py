@@ -251,6 +251,7 @@ def load_files(files: SiteFiles) -> Site:
         groups=markdown.groups,
         group_order=tuple(markdown.group_order),
         warnings=tuple(markdown.warnings),
+        read_files=tuple(sorted(markdown.read_files)),
         skill_md=_optional_file(root / SKILL_FILE),
         cache=cache,
     )

@@ -198,7 +198,7 @@ def convert(
     for number, line in enumerate(text.split("\n")[body_start:], body_start + 1):
         lines.add(line, number)
     lines.included = len(text)  # the page's own text counts against the bound too
-    context = replace(context, read_snippet=_read_once(context.read_snippet))
+    context = replace(context, read_snippet=read_once(context.read_snippet))
     warnings: list[tuple[int, str]] = []
     if context.includes:
         lines = _expand_includes(lines, context, problems, warnings, snippets)
@@ -217,7 +217,7 @@ def convert(
     return converted
 
 
-def _read_once(read: ReadSnippet) -> ReadSnippet:
+def read_once(read: ReadSnippet) -> ReadSnippet:
     """`read`, each name read once for the page: a block of 500,000 one-letter names
     opened, read and checked one file 500,000 times (59 s)."""
     seen: dict[str, tuple[str | None, str | None, str | None]] = {}

@@ -18,7 +18,7 @@ import os
 import posixpath
 import re
 import tomllib
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -48,6 +48,7 @@ from content_builder.markdown_page import (
     Converted,
     convert,
     forbidden_lines,
+    read_once,
     split_front_matter,
     split_toml_front_matter,
 )
@@ -130,9 +131,6 @@ def load_markdown(
     trees = _trees(site_root, config, problems, display_path)
     pages: list[_Page] = []
     for tree in trees:
-        found.roots.append(tree.root)
-        if tree.nav is not None:
-            found.roots.append(tree.project)
         pages += _read_pages(tree, problems, display_path, cache)
     if not pages:
         return found
@@ -619,6 +617,8 @@ def _document(
         page.tree, page.path, page.display, ids, base_url, tokens, config.broken_links,
         warnings, urls, page.canonical,
     )  # fmt: skip
+    # Read once for the page: its key, its parse and the files it read all ask.
+    context = replace(context, read_snippet=read_once(context.read_snippet))
     tree = page.tree
     own = "\0".join(
         map(str, (page.key, page.id, page.canonical, (tree.nav or {}).get(page.rel),
@@ -662,6 +662,8 @@ def _document(
             cache.put(page.key, "markdown_used", (list(used_names), list(used_links)))
             cache.put(key, "loaded", (page.id, models[0].version))
     found.warnings += warnings
+    names = used_names if models is not None else (known[0] if known is not None else [])
+    found.read_files.update(_files_read(context, names))
     version = page.front.get("version") if isinstance(page.front.get("version"), str) else None
     if models is not None:
         version = models[0].version
@@ -680,6 +682,15 @@ def excluded_from_search(front: dict[str, Any]) -> bool:
         or (isinstance(search, dict) and search.get("exclude") is True)
         or front.get("unlisted") is True
     )
+
+
+def _files_read(context: Context, names: list[str]) -> Iterator[str]:
+    """The files the snippets and includes `names` were read from (their key is the
+    file's path and a hash of its bytes; one not read has no text)."""
+    for name in names:
+        key, text, _ = context.read_snippet(name)
+        if key is not None and text is not None and os.path.isabs(key.split("\0", 1)[0]):
+            yield key.split("\0", 1)[0]
 
 
 def _recording(context: Context, names: list[str], links: list[str]) -> Context:

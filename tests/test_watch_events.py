@@ -279,3 +279,50 @@ def test_a_backend_that_cannot_watch_means_polling_not_a_dead_watcher(
     assert SiteChanges.open([tmp_path], stop) is None
     events = SiteChanges([tmp_path], stop)
     assert events.wait(0.2) is False  # waits its time out, no exception
+
+
+def test_an_edit_to_an_included_file_outside_the_tree_rebuilds(tmp_path: Path) -> None:
+    """FastAPI's code examples live beside the docs tree, included by name (site.yaml
+    `include_root`): the build read them, and an edit there was not seen until something
+    under a root changed. The files a build read beyond the roots are watched too."""
+    from content_builder.build import plan
+    from content_builder.markdown_tree import watch_roots
+    from tests.test_real_docs_trees import _FASTAPI_BODY, _fastapi_site
+
+    site = _fastapi_site(tmp_path, _FASTAPI_BODY, include_root="../repo")
+    example = tmp_path / "repo" / "docs_src" / "body" / "tutorial001_py310.py"
+    served = plan(site)
+    assert str(example) in served.site.read_files
+    roots = watch_roots(site)
+    assert not any(str(example).startswith(str(root)) for root in roots)
+    built_from = tuple(e for root in roots for e in serve_module.fingerprint(root))
+    loads: list[Path] = []
+    stop = threading.Event()
+    real_build_edge = serve_module.build_edge
+
+    class Holder:
+        edge = None
+
+    def counting_build_edge(site_dir: Path, base_url: str, *rest: object) -> object:
+        loads.append(site_dir)
+        return real_build_edge(site_dir, base_url, *rest)  # type: ignore[arg-type]
+
+    watcher = threading.Thread(
+        target=serve_module.watch,
+        args=(Holder, site, "http://127.0.0.1:1", stop),
+        kwargs={"report": lambda message: None, "built_from": built_from, "roots": roots,
+                "last": served},
+        daemon=True,
+    )  # fmt: skip
+    original = serve_module.build_edge
+    serve_module.build_edge = counting_build_edge  # type: ignore[assignment]
+    try:
+        watcher.start()
+        time.sleep(0.5)
+        assert loads == []  # nothing changed yet: no rebuild for the newly watched file
+        example.write_text("from fastapi import FastAPI\n\napp = FastAPI(title='Edited')\n")
+        assert _wait_for(lambda: len(loads) == 1, 10) is not None
+    finally:
+        stop.set()
+        watcher.join(5)
+        serve_module.build_edge = original  # type: ignore[assignment]
