@@ -4,6 +4,7 @@ item 10: the inotify watcher went deaf then, until its 60-second safety scan).""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -202,16 +203,13 @@ def test_serve_watch_serves_an_edit_after_the_site_folder_was_made_anew(
     assert not watcher.is_alive()
 
 
-def test_an_edit_under_a_second_root_rebuilds(tmp_path: Path) -> None:
-    """A docs tree outside site_data/ (`docs_dir: ../docs`) is one more root: an edit
-    there wakes the watcher and rebuilds."""
-    site, docs = tmp_path / "site_data", tmp_path / "docs"
-    shutil.copytree(SPEC_SITE, site)
-    docs.mkdir()
+@contextlib.contextmanager
+def _watching(site: Path, roots: list[Path], last: object = None) -> Iterator[list[Path]]:
+    """`watch` over `roots` in a thread, as `serve` starts it (`last`: the build it
+    serves); the site folders it rebuilds from, as it rebuilds."""
+    built_from = tuple(e for root in roots for e in serve_module.fingerprint(root))
     loads: list[Path] = []
     stop = threading.Event()
-    roots = [site, docs]
-    built_from = tuple(e for root in roots for e in serve_module.fingerprint(root))
     real_build_edge = serve_module.build_edge
 
     class Holder:
@@ -224,21 +222,32 @@ def test_an_edit_under_a_second_root_rebuilds(tmp_path: Path) -> None:
     watcher = threading.Thread(
         target=serve_module.watch,
         args=(Holder, site, "http://127.0.0.1:1", stop),
-        kwargs={"report": lambda message: None, "built_from": built_from, "roots": roots},
+        kwargs={"report": lambda message: None, "built_from": built_from, "roots": roots,
+                "last": last},
         daemon=True,
-    )
+    )  # fmt: skip
     original = serve_module.build_edge
     serve_module.build_edge = counting_build_edge  # type: ignore[assignment]
     try:
         watcher.start()
-        time.sleep(0.3)
-        assert loads == []  # nothing changed yet
-        (docs / "guide.md").write_text("# Guide\n")
-        assert _wait_for(lambda: len(loads) == 1, 5) is not None
+        yield loads
     finally:
         stop.set()
         watcher.join(5)
         serve_module.build_edge = original  # type: ignore[assignment]
+
+
+def test_an_edit_under_a_second_root_rebuilds(tmp_path: Path) -> None:
+    """A docs tree outside site_data/ (`docs_dir: ../docs`) is one more root: an edit
+    there wakes the watcher and rebuilds."""
+    site, docs = tmp_path / "site_data", tmp_path / "docs"
+    shutil.copytree(SPEC_SITE, site)
+    docs.mkdir()
+    with _watching(site, [site, docs]) as loads:
+        time.sleep(0.3)
+        assert loads == []  # nothing changed yet
+        (docs / "guide.md").write_text("# Guide\n")
+        assert _wait_for(lambda: len(loads) == 1, 5) is not None
 
 
 def test_an_idle_watcher_with_events_does_not_scan(
@@ -295,34 +304,8 @@ def test_an_edit_to_an_included_file_outside_the_tree_rebuilds(tmp_path: Path) -
     assert str(example) in served.site.read_files
     roots = watch_roots(site)
     assert not any(str(example).startswith(str(root)) for root in roots)
-    built_from = tuple(e for root in roots for e in serve_module.fingerprint(root))
-    loads: list[Path] = []
-    stop = threading.Event()
-    real_build_edge = serve_module.build_edge
-
-    class Holder:
-        edge = None
-
-    def counting_build_edge(site_dir: Path, base_url: str, *rest: object) -> object:
-        loads.append(site_dir)
-        return real_build_edge(site_dir, base_url, *rest)  # type: ignore[arg-type]
-
-    watcher = threading.Thread(
-        target=serve_module.watch,
-        args=(Holder, site, "http://127.0.0.1:1", stop),
-        kwargs={"report": lambda message: None, "built_from": built_from, "roots": roots,
-                "last": served},
-        daemon=True,
-    )  # fmt: skip
-    original = serve_module.build_edge
-    serve_module.build_edge = counting_build_edge  # type: ignore[assignment]
-    try:
-        watcher.start()
+    with _watching(site, roots, served) as loads:
         time.sleep(0.5)
         assert loads == []  # nothing changed yet: no rebuild for the newly watched file
         example.write_text("from fastapi import FastAPI\n\napp = FastAPI(title='Edited')\n")
         assert _wait_for(lambda: len(loads) == 1, 10) is not None
-    finally:
-        stop.set()
-        watcher.join(5)
-        serve_module.build_edge = original  # type: ignore[assignment]
