@@ -42,9 +42,8 @@ from content_builder.errors import SiteDataError
 from content_builder.site_files import read_site_file
 from content_builder.yaml_io import read_yaml_mapping
 
-_CONFIG_NAMES = tuple(
-    f"{name}.{ext}" for name in ("hugo", "config") for ext in ("toml", "yaml", "yml", "json")
-)
+_CONFIG_EXTENSIONS = ("toml", "yaml", "yml", "json")
+_CONFIG_NAMES = tuple(f"{name}.{ext}" for name in ("hugo", "config") for ext in _CONFIG_EXTENSIONS)
 
 
 def is_hugo(root: Path) -> bool:
@@ -54,15 +53,45 @@ def is_hugo(root: Path) -> bool:
 
 def config_files(root: Path) -> list[Path]:
     """The site config files beside the Hugo content tree `root` (or the content tree
-    above one language's), as `site_config` looks for them: what `serve --watch` watches
-    besides the tree, since a cascade there decides which pages are published."""
+    above one language's), in the order `site_config` reads them (a later one's keys
+    win): the configuration directory's `_default` then `production` files, then the
+    project's own config file ("Configure Hugo", Configuration directory). What `serve
+    --watch` watches besides the tree, since a cascade there decides which pages are
+    published."""
     for content in (root, root.parent):
         if content.name == "content":
-            found = [content.parent / name for name in _CONFIG_NAMES]
-            found = [path for path in found if os.path.isfile(path)]
+            project = content.parent
+            found = [
+                path
+                for environment in _CONFIG_ENVIRONMENTS
+                for path in _config_dir_files(project / "config" / environment)
+            ]
+            own = [project / name for name in _CONFIG_NAMES if os.path.isfile(project / name)]
+            found += own[:1]  # hugo.toml before config.toml: the first found is read
             if found:
                 return found
     return []
+
+
+#: The configuration directory's environments a build reads: `_default`, then the
+#: build's own (`hugo` builds for production; glossary, "environment").
+_CONFIG_ENVIRONMENTS = ("_default", "production")
+#: At most this many files of one environment are read (a real site has a few: hugo,
+#: params, menus per language, languages).
+_MOST_CONFIG_FILES = 100
+
+
+def _config_dir_files(folder: Path) -> list[Path]:
+    try:
+        names = sorted(os.listdir(folder))
+    except OSError:  # no such folder (most sites)
+        return []
+    found = [
+        folder / name
+        for name in names
+        if name.rsplit(".", 1)[-1] in _CONFIG_EXTENSIONS and os.path.isfile(folder / name)
+    ]
+    return found[:_MOST_CONFIG_FILES]
 
 
 def url_path(default: str, front: dict[str, Any]) -> str:
@@ -103,19 +132,23 @@ def site_config(root: Path) -> tuple[Site, tuple[Path, str] | None]:
     """The config of the Hugo site whose content tree is `root`, and (its file, why) when
     it could not be read: then Hugo's defaults, no config cascade (a warning: Hugo itself
     would refuse the config, and this build read none before)."""
-    for content in (root, root.parent):
-        for name in _CONFIG_NAMES if content.name == "content" else ():
-            path = content.parent / name
-            if os.path.isfile(path):
-                try:
-                    return _site(_read_config(path)), None
-                # RecursionError: nested past json's or tomllib's recursion limit.
-                except (SiteDataError, ValueError, RecursionError) as error:
-                    reason = (
-                        error.problems[0].message if isinstance(error, SiteDataError) else error
-                    )
-                    return Site(), (path, f"not read ({reason}): its cascade is not applied")
-    return Site(), None
+    config: dict[str, Any] = {}
+    for path in config_files(root):
+        try:
+            read = _read_config(path)
+        # RecursionError: nested past json's or tomllib's recursion limit.
+        except (SiteDataError, ValueError, RecursionError) as error:
+            reason = error.problems[0].message if isinstance(error, SiteDataError) else error
+            return Site(), (path, f"not read ({reason}): its cascade is not applied")
+        stem = path.name.rsplit(".", 1)[0]
+        if path.parent.parent.name != "config" or stem in ("hugo", "config"):
+            config.update(read)  # the whole config
+        elif "." not in stem:  # `languages.toml`: one root key (`menus.en.toml`: not read)
+            config[stem] = read
+    try:
+        return _site(config), None
+    except ValueError as error:
+        return Site(), (config_files(root)[-1], f"not read ({error}): its cascade is not applied")
 
 
 def _read_config(path: Path) -> dict[str, Any]:

@@ -876,3 +876,35 @@ def test_serve_watch_watches_a_hugo_trees_site_config(
     assert run_cli("serve", "--site", site, "--watch").code == 0
     roots = [Path(root).resolve() for root in seen["watch_roots"]]
     assert (tmp_path / "hugo" / "hugo.toml").resolve() in roots, roots
+
+
+def test_a_hugo_configuration_directory_is_read(tmp_path: Path) -> None:
+    # Hugo's "Configuration directory" (thulite/doks and many themes): no hugo.toml at
+    # the project's root, config/_default/hugo.toml and one file per root key
+    # (cascade.toml), config/production/ over them for a build. The tree was not taken
+    # for Hugo's at all (plain Markdown URLs), and its cascade never applied.
+    pages = {"drafts/idea.md": "# Idea\n\nx\n", "notes/kept.md": "# Kept\n\nx\n",
+             "later/soon.md": "# Soon\n\nx\n"}  # fmt: skip
+    site = _hugo_site(tmp_path, pages, ("unused.txt", ""))
+    config = tmp_path / "hugo" / "config"
+    (config / "_default").mkdir(parents=True)
+    (config / "production").mkdir()
+    (config / "_default" / "hugo.toml").write_text("baseURL = 'https://example.org/'\n")
+    (config / "_default" / "cascade.toml").write_text(
+        "[build]\nrender = 'never'\n[target]\npath = '/drafts/**'\n"
+    )
+    (config / "_default" / "menus.en.toml").write_text("[[main]]\nname = 'x'\n")
+    # The production environment's file wins over _default's for a build.
+    (config / "production" / "cascade.yaml").write_text(
+        "build: {render: never}\ntarget: {path: '/later/**'}\n"
+    )
+    titles = _published_titles(site)
+    assert "Kept" in titles and "Idea" in titles and "Soon" not in titles, titles
+    (config / "production" / "cascade.yaml").unlink()
+    titles = _published_titles(site)
+    assert "Kept" in titles and "Soon" in titles and "Idea" not in titles, titles
+    from content_builder.markdown_tree import watch_roots
+
+    assert (config / "_default" / "cascade.toml").resolve() in [
+        Path(root).resolve() for root in watch_roots(site)
+    ]
