@@ -76,9 +76,11 @@ def config_files(root: Path) -> list[Path]:
 #: The configuration directory's environments a build reads: `_default`, then the
 #: build's own (`hugo` builds for production; glossary, "environment").
 _CONFIG_ENVIRONMENTS = ("_default", "production")
-#: At most this many files of one environment are read (a real site has a few: hugo,
-#: params, menus per language, languages).
-_MOST_CONFIG_FILES = 100
+#: The files of a configuration directory read: the whole config, and the root keys
+#: `_site` uses (`params.toml`, `menus.en.toml` and the rest are not: nothing here needs
+#: them, and each is up to 1 MiB to parse).
+_CONFIG_STEMS = frozenset({"hugo", "config", "cascade", "languages", "taxonomies"})
+_CONFIG_FILE_PARTS = frozenset((stem, ext) for stem in _CONFIG_STEMS for ext in _CONFIG_EXTENSIONS)
 
 
 def _config_dir_files(folder: Path) -> list[Path]:
@@ -86,12 +88,11 @@ def _config_dir_files(folder: Path) -> list[Path]:
         names = sorted(os.listdir(folder))
     except OSError:  # no such folder (most sites)
         return []
-    found = [
+    return [
         folder / name
         for name in names
-        if name.rsplit(".", 1)[-1] in _CONFIG_EXTENSIONS and os.path.isfile(folder / name)
+        if name.rpartition(".")[::2] in _CONFIG_FILE_PARTS and os.path.isfile(folder / name)
     ]
-    return found[:_MOST_CONFIG_FILES]
 
 
 def url_path(default: str, front: dict[str, Any]) -> str:
@@ -143,7 +144,7 @@ def site_config(root: Path) -> tuple[Site, tuple[Path, str] | None]:
         stem = path.name.rsplit(".", 1)[0]
         if path.parent.parent.name != "config" or stem in ("hugo", "config"):
             config.update(read)  # the whole config
-        elif "." not in stem:  # `languages.toml`: one root key (`menus.en.toml`: not read)
+        else:  # `languages.toml`: one root key
             config[stem] = read
     try:
         return _site(config), None
