@@ -11,6 +11,7 @@ import pydantic_core
 from anyio.abc import ObjectSendStream
 from mcp.server.stdio import stdio_server
 from mcp.shared.dispatcher import coerce_request_id
+from mcp.shared.jsonrpc_dispatcher import cancelled_request_id_from_params
 from mcp.shared.message import SessionMessage
 from mcp_types import JSONRPCError, JSONRPCResponse
 
@@ -136,6 +137,9 @@ def _track(message: Any, pending: Pending) -> None:
     if "id" in message:
         pending.asked(message["id"])
     elif message["method"] == "notifications/cancelled":
-        params = message.get("params")
-        if isinstance(params, dict) and "requestId" in params:
-            pending.answered(params["requestId"])
+        # Read as the SDK reads it: a requestId that is no str or int (a list, an
+        # object, a bool) names nothing, and a list here was an unhashable traceback.
+        # `params` is an object or null: envelope_refusal turned away the rest.
+        request_id = cancelled_request_id_from_params(message.get("params"))
+        if request_id is not None:
+            pending.answered(request_id)

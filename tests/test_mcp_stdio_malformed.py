@@ -200,3 +200,17 @@ def test_a_cancel_naming_the_id_in_the_other_type_ends_the_wait(asked: Any, canc
         return pending.none_left.is_set()
 
     assert anyio.run(main)
+
+
+@pytest.mark.parametrize("request_id", [[1], {"a": 1}, True, None, 1.5])
+def test_a_cancel_naming_no_usable_id_leaves_the_session_up(
+    server: subprocess.Popen[bytes], request_id: Any
+) -> None:
+    # The end-of-input bookkeeping read `requestId` raw: a list or an object there was
+    # an unhashable-type traceback that ended the session (the SDK reads such a cancel
+    # as naming nothing: mcp.shared.jsonrpc_dispatcher.cancelled_request_id_from_params).
+    params = {"requestId": request_id}
+    cancel = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": params}
+    send(server, json.dumps(cancel).encode())
+    assert exchange(server, b'{"jsonrpc": "2.0", "id": 98, "method": "ping"}') == {
+        "jsonrpc": "2.0", "id": 98, "result": {}}  # fmt: skip
