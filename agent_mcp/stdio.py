@@ -10,6 +10,8 @@ import anyio
 import pydantic_core
 from anyio.abc import ObjectSendStream
 from mcp.server.stdio import stdio_server
+from mcp.shared.dispatcher import coerce_request_id
+from mcp.shared.jsonrpc_dispatcher import cancelled_request_id_from_params
 from mcp.shared.message import SessionMessage
 from mcp_types import JSONRPCError, JSONRPCResponse
 
@@ -57,7 +59,10 @@ def run_stdio(catalog: Catalog) -> None:
 
 
 class Pending:
-    """The ids of the requests handed to the SDK and not answered yet."""
+    """The ids of the requests handed to the SDK and not answered yet.
+
+    Each id is kept as the SDK correlates it (`coerce_request_id`: "7" and 7 are one
+    id), so a cancel naming request 7 as "7", which the SDK honours, ends its wait."""
 
     def __init__(self) -> None:
         self.ids: set[Any] = set()
@@ -67,10 +72,10 @@ class Pending:
     def asked(self, request_id: Any) -> None:
         if not self.ids:
             self.none_left = anyio.Event()
-        self.ids.add(request_id)
+        self.ids.add(coerce_request_id(request_id))
 
     def answered(self, request_id: Any) -> None:
-        self.ids.discard(request_id)
+        self.ids.discard(coerce_request_id(request_id))
         if not self.ids:
             self.none_left.set()
 
@@ -132,6 +137,9 @@ def _track(message: Any, pending: Pending) -> None:
     if "id" in message:
         pending.asked(message["id"])
     elif message["method"] == "notifications/cancelled":
-        params = message.get("params")
-        if isinstance(params, dict) and "requestId" in params:
-            pending.answered(params["requestId"])
+        # Read as the SDK reads it: a requestId that is no str or int (a list, an
+        # object, a bool) names nothing, and a list here was an unhashable traceback.
+        # `params` is an object or null: envelope_refusal turned away the rest.
+        request_id = cancelled_request_id_from_params(message.get("params"))
+        if request_id is not None:
+            pending.answered(request_id)

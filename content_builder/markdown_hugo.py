@@ -134,6 +134,7 @@ def site_config(root: Path) -> tuple[Site, tuple[Path, str] | None]:
     it could not be read: then Hugo's defaults, no config cascade (a warning: Hugo itself
     would refuse the config, and this build read none before)."""
     config: dict[str, Any] = {}
+    cascade_from: Path | None = None  # the file whose cascade is the config's: a warning names it
     for path in config_files(root):
         try:
             read = _read_config(path)
@@ -144,12 +145,14 @@ def site_config(root: Path) -> tuple[Site, tuple[Path, str] | None]:
         stem = path.name.rsplit(".", 1)[0]
         if path.parent.parent.name != "config" or stem in ("hugo", "config"):
             config.update(read)  # the whole config
+            cascade_from = path if "cascade" in read else cascade_from
         else:  # `languages.toml`: one root key
             config[stem] = read
+            cascade_from = path if stem == "cascade" else cascade_from
     try:
         return _site(config), None
-    except ValueError as error:
-        return Site(), (config_files(root)[-1], f"not read ({error}): its cascade is not applied")
+    except ValueError as error:  # only a cascade of too many maps: read from a file
+        return Site(), (cascade_from or root, f"not read ({error}): its cascade is not applied")
 
 
 def _read_config(path: Path) -> dict[str, Any]:

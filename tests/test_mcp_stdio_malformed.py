@@ -181,3 +181,36 @@ def test_requests_in_flight_at_the_end_of_input_are_answered() -> None:
     answers = [json.loads(line) for line in done.stdout.splitlines()]
     assert sorted(answer["id"] for answer in answers) == [1, 3, 4, 5], answers
     assert done.returncode == 0, done.stderr[-500:]
+
+
+@pytest.mark.parametrize(("asked", "cancelled"), [(7, "7"), ("7", 7)])
+def test_a_cancel_naming_the_id_in_the_other_type_ends_the_wait(asked: Any, cancelled: Any) -> None:
+    # The SDK takes "7" and 7 for one id (mcp.shared.dispatcher.coerce_request_id): a
+    # cancel naming request 7 as "7" cancels it unanswered, and the end of input then
+    # waited DRAIN_SECONDS (30 s) for an answer that never came.
+    import anyio
+
+    from agent_mcp.stdio import Pending, _track
+
+    async def main() -> bool:
+        pending = Pending()
+        _track({"jsonrpc": "2.0", "id": asked, "method": "tools/call"}, pending)
+        cancel = {"requestId": cancelled}
+        _track({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": cancel}, pending)
+        return pending.none_left.is_set()
+
+    assert anyio.run(main)
+
+
+@pytest.mark.parametrize("request_id", [[1], {"a": 1}, True, None, 1.5])
+def test_a_cancel_naming_no_usable_id_leaves_the_session_up(
+    server: subprocess.Popen[bytes], request_id: Any
+) -> None:
+    # The end-of-input bookkeeping read `requestId` raw: a list or an object there was
+    # an unhashable-type traceback that ended the session (the SDK reads such a cancel
+    # as naming nothing: mcp.shared.jsonrpc_dispatcher.cancelled_request_id_from_params).
+    params = {"requestId": request_id}
+    cancel = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": params}
+    send(server, json.dumps(cancel).encode())
+    assert exchange(server, b'{"jsonrpc": "2.0", "id": 98, "method": "ping"}') == {
+        "jsonrpc": "2.0", "id": 98, "result": {}}  # fmt: skip

@@ -863,6 +863,21 @@ def test_a_cascade_of_too_many_maps_is_a_warning_and_not_applied(tmp_path: Path)
     assert "/api/v1/content/sec-p99.json" in _files(result)
 
 
+def test_a_cascade_of_too_many_maps_names_the_file_that_holds_it(tmp_path: Path) -> None:
+    # With a configuration directory the config is several files: the warning named the
+    # last one read (the root's hugo.toml), not config/_default/hugo.toml and its maps.
+    from content_builder.markdown_hugo import MAX_CASCADE_MAPS, site_config
+
+    (tmp_path / "content" / "en").mkdir(parents=True)
+    (tmp_path / "config" / "_default").mkdir(parents=True)
+    maps = "[[cascade]]\n[cascade.build]\nrender = 'never'\n" * (MAX_CASCADE_MAPS + 1)
+    holder = tmp_path / "config" / "_default" / "hugo.toml"
+    holder.write_text(maps)
+    (tmp_path / "hugo.toml").write_text("title = 'X'\n")
+    _, unread = site_config(tmp_path / "content" / "en")
+    assert unread is not None and unread[0] == holder, unread
+
+
 def test_serve_watch_watches_a_hugo_trees_site_config(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
