@@ -33,11 +33,17 @@ _ID_RULE: Final = (
 
 def refusal(text: str | bytes) -> JSONRPCError | None:
     """The error answering one raw message, or None when it may go to the SDK."""
+    return read_message(text)[1]
+
+
+def read_message(text: str | bytes) -> tuple[Any, JSONRPCError | None]:
+    """One raw message parsed, and the error answering it (None: it may go to the SDK,
+    and the parsed message is what it holds)."""
     try:
         message = pydantic_core.from_json(text)  # the parser the SDK itself uses
     except ValueError:  # not JSON, too deep, a number out of range, not UTF-8
-        return _error(PARSE_ERROR, "Parse error", None)
-    return envelope_refusal(message)
+        return None, _error(PARSE_ERROR, "Parse error", None)
+    return message, envelope_refusal(message)
 
 
 def envelope_refusal(message: Any) -> JSONRPCError | None:

@@ -7,7 +7,6 @@ from collections.abc import AsyncIterable, AsyncIterator
 from typing import Any
 
 import anyio
-import pydantic_core
 from anyio.abc import ObjectSendStream
 from mcp.server.stdio import stdio_server
 from mcp.shared.dispatcher import coerce_request_id
@@ -16,7 +15,7 @@ from mcp.shared.message import SessionMessage
 from mcp_types import JSONRPCError, JSONRPCResponse
 
 from agent_mcp.catalog import Catalog
-from agent_mcp.envelope import refusal
+from agent_mcp.envelope import read_message
 from agent_mcp.server import CALL_LIMITS, create_server
 
 #: How long the end of input waits for the requests still being answered: past a tool
@@ -119,11 +118,11 @@ async def checked_lines(
                 # A newline-delimited stream's empty line holds no message (MCP,
                 # Transports, stdio): answering it would alarm a client that sends one.
                 continue
-            answer = refusal(line)
+            message, answer = read_message(line)
             if answer is not None:
                 await refused.send(answer)
                 continue
-            _track(pydantic_core.from_json(line), pending)
+            _track(message, pending)
             yield line
         with anyio.move_on_after(DRAIN_SECONDS):
             await pending.none_left.wait()
