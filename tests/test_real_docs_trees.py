@@ -149,11 +149,20 @@ def test_a_description_reads_reference_links_as_their_text(tmp_path: Path) -> No
     assert "Starlette supports the widely used OpenAPI specification and Swagger. (" in llms
 
 
+def _redux_site(tmp_path: Path, pages: dict[str, str]) -> Path:
+    """reduxjs/redux's layout (also Jest's, React Native's): docs/ at the repository's
+    root holds `pages`, the Docusaurus site in website/ beside it (`path: '../docs'`)."""
+    site = _site(tmp_path, pages)
+    (tmp_path / "website").mkdir()
+    (tmp_path / "website" / "docusaurus.config.ts").write_text("export default {};\n")
+    return site
+
+
 def test_a_docusaurus_config_in_website_beside_the_docs_is_found(tmp_path: Path) -> None:
     # reduxjs/redux (also Jest, React Native): docs/ at the repository's root, the
     # Docusaurus site in website/ (`path: '../docs'`). Read as a plain tree, `id: index`
     # was "reserved" and links Docusaurus resolves from the docs root were broken.
-    site = _site(
+    site = _redux_site(
         tmp_path,
         {
             "usage/index.md": "---\nid: index\ntitle: Usage Guides Index\n---\n# Usage\n\n"
@@ -161,8 +170,6 @@ def test_a_docusaurus_config_in_website_beside_the_docs_is_found(tmp_path: Path)
             "api/Store.md": "# Store\n\nx\n",
         },
     )
-    (tmp_path / "website").mkdir()
-    (tmp_path / "website" / "docusaurus.config.ts").write_text("export default {};\n")
     result = plan(site)
     assert "/api/v1/content/api-store.md)" in _twin(result, "usage")
 
@@ -395,7 +402,7 @@ def test_a_partials_links_start_from_the_partials_folder(tmp_path: Path) -> None
     # tutorials/fundamentals/: its `../tutorials/fundamentals/part-8-modern-redux.md`
     # starts from components/ (MDX compiles the partial as its own file), and was
     # resolved from each page's folder: 12 broken links.
-    site = _site(
+    site = _redux_site(
         tmp_path,
         {
             "components/_Warning.mdx": "See [part 8](../tutorials/basics/part-8.md#rtk) and "
@@ -406,8 +413,6 @@ def test_a_partials_links_start_from_the_partials_folder(tmp_path: Path) -> None
             "tutorials/basics/installation.md": "# Installation\n\nx\n",
         },
     )
-    (tmp_path / "website").mkdir()
-    (tmp_path / "website" / "docusaurus.config.ts").write_text("export default {};\n")
     twin = _twin(plan(site), "tutorials-basics-part-1")
     assert "/api/v1/content/tutorials-basics-part-8.md#rtk)" in twin
     assert "![a diagram](https://www.python-httpx.org/docs/components/diagram.png)" in twin
